@@ -1,0 +1,29 @@
+# gpushift developer entry points. `make demo` and `make test` work on a fresh machine:
+# they install uv if it is missing, then create .venv from the lock file.
+UV := python3 -m uv
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup demo test lint typecheck unit bench
+
+setup:
+	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
+	$(UV) sync --locked --quiet
+
+demo: setup
+	$(BIN)/gpushift simulate --example homelab --compare
+
+lint: setup
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+typecheck: setup
+	$(BIN)/mypy
+
+unit: setup
+	$(BIN)/pytest -q -p no:cacheprovider
+
+test: lint typecheck unit
+
+bench: setup
+	$(BIN)/python -m bench

@@ -1,0 +1,5 @@
+"""``python -m gpushift``."""
+
+from gpushift.cli import main
+
+raise SystemExit(main())

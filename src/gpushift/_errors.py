@@ -1,0 +1,36 @@
+"""Errors that reach the user as one line and exit code 2."""
+
+from __future__ import annotations
+
+
+class InputError(Exception):
+    """Bad input: the message names the file, line and object where known.
+
+    The CLI prints ``str(error)`` and exits with code 2, never a traceback.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        obj: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.line = line
+        self.obj = obj
+
+    def __str__(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = self.path if self.line is None else f"{self.path}:{self.line}"
+            where += ": "
+        what = f"{self.obj}: " if self.obj else ""
+        return f"{where}{what}{self.message}"
+
+
+class UsageError(InputError):
+    """A command line that cannot be acted on (conflicting or missing options)."""

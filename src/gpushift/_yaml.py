@@ -1,0 +1,217 @@
+"""Reading Kubernetes YAML and JSON fast, with file and line for every document.
+
+PyYAML's C loader does the parsing. Files that only Go YAML accepts (a redefined anchor) are
+re-read with a pure-Python loader that lets the later definition win, as Go YAML does.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.composer import Composer
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from gpushift._errors import InputError
+
+YAML_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One parsed YAML document.
+
+    ``line`` is the 1-based line where the document's content starts. ``index`` counts
+    documents in the file from 0, empty documents included, so it can be used to find the
+    document again.
+    """
+
+    data: Any
+    path: str
+    line: int
+    index: int
+
+
+class _GoYamlComposer(Composer):
+    """A composer that lets a redefined anchor replace the earlier one (Go YAML's rule)."""
+
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
+        this: Any = self  # the parser half of the loader provides the event methods
+        event = this.peek_event()
+        anchor = getattr(event, "anchor", None)
+        if anchor is not None and not this.check_event(yaml.AliasEvent):
+            self.anchors.pop(anchor, None)
+        return super().compose_node(parent, index)
+
+
+class _GoYamlLoader(
+    yaml.reader.Reader,
+    yaml.scanner.Scanner,
+    yaml.parser.Parser,
+    _GoYamlComposer,
+    yaml.constructor.SafeConstructor,
+    yaml.resolver.Resolver,
+):
+    def __init__(self, stream: str) -> None:
+        yaml.reader.Reader.__init__(self, stream)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
+        _GoYamlComposer.__init__(self)
+        yaml.constructor.SafeConstructor.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
+
+
+_FAST_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _iter_docs(loader: Any, path: str) -> Iterator[Document]:
+    index = 0
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            data = loader.construct_document(node)
+            yield Document(data, path, node.start_mark.line + 1, index)
+            index += 1
+    finally:
+        loader.dispose()
+
+
+def _is_duplicate_anchor(err: yaml.YAMLError) -> bool:
+    return isinstance(err, yaml.composer.ComposerError) and "duplicate anchor" in str(err)
+
+
+def _yaml_error(err: yaml.YAMLError, path: str) -> InputError:
+    mark = getattr(err, "problem_mark", None)
+    line = mark.line + 1 if mark is not None else None
+    problem = getattr(err, "problem", None) or str(err)
+    context = getattr(err, "context", None)
+    message = f"cannot parse YAML: {problem}" + (f" ({context})" if context else "")
+    return InputError(message, path=path, line=line)
+
+
+def parse_text(text: str, path: str) -> list[Document]:
+    """Every document of ``text``, read as if from ``path``.
+
+    Raises InputError naming the path and line when the text is not YAML that Flux accepts.
+    """
+    try:
+        return list(_iter_docs(_FAST_LOADER(text), path))
+    except yaml.YAMLError as err:
+        if not _is_duplicate_anchor(err):
+            raise _yaml_error(err, path) from None
+    try:
+        return list(_iter_docs(_GoYamlLoader(text), path))
+    except yaml.YAMLError as err:
+        raise _yaml_error(err, path) from None
+
+
+def read_file(path: str | os.PathLike[str], *, display: str | None = None) -> list[Document]:
+    """Every document of one file. ``display`` is the path to report (default: as given).
+
+    Raises InputError when the file cannot be read or parsed.
+    """
+    shown = display if display is not None else str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"cannot read file: {err}", path=shown) from None
+    return parse_text(text, shown)
+
+
+def find_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """YAML and JSON files under ``paths`` (files as given, directories walked, sorted).
+
+    Raises InputError for a path that does not exist.
+    """
+    found: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            found.extend(
+                sorted(f for f in p.rglob("*") if f.suffix in YAML_SUFFIXES and f.is_file())
+            )
+        elif p.is_file():
+            found.append(p)
+        else:
+            raise InputError("no such file or directory", path=str(raw))
+    return found
+
+
+def expand_lists(docs: Iterable[Document]) -> Iterator[Document]:
+    """Documents with each ``kind: List`` (or ``*List``) replaced by its items."""
+    for doc in docs:
+        data = doc.data
+        if (
+            isinstance(data, dict)
+            and str(data.get("kind", "")).endswith("List")
+            and isinstance(data.get("items"), list)
+        ):
+            for item in data["items"]:
+                yield Document(item, doc.path, doc.line, doc.index)
+        elif data is not None:
+            yield doc
+
+
+def describe(obj: Any) -> str:
+    """``Kind/namespace/name`` (or ``Kind/name``) for messages."""
+    if not isinstance(obj, dict):
+        return "document"
+    meta = obj.get("metadata") or {}
+    if not isinstance(meta, dict):
+        meta = {}
+    kind = obj.get("kind") or "object"
+    name = meta.get("name") or meta.get("generateName") or "<unnamed>"
+    ns = meta.get("namespace")
+    return f"{kind}/{ns}/{name}" if ns else f"{kind}/{name}"
+
+
+@functools.lru_cache(maxsize=64)
+def _compose(path: str, mtime: float) -> tuple[Node | None, ...]:
+    text = Path(path).read_text(encoding="utf-8")
+    loader = _GoYamlLoader(text)
+    nodes: list[Node | None] = []
+    try:
+        while loader.check_node():
+            nodes.append(loader.get_node())
+    finally:
+        loader.dispose()
+    return tuple(nodes)
+
+
+def locate(path: str | os.PathLike[str], index: int, keys: Sequence[str | int]) -> int | None:
+    """The 1-based line of ``keys`` inside document ``index`` of a file, or None if absent.
+
+    Walks as far down ``keys`` as the document goes and returns the deepest line found, so a
+    finding about a missing field points at its parent. Parses lazily: only called for findings.
+    """
+    p = str(path)
+    try:
+        nodes = _compose(p, os.stat(p).st_mtime)
+    except (OSError, yaml.YAMLError):
+        return None
+    if index >= len(nodes) or nodes[index] is None:
+        return None
+    node: Node | None = nodes[index]
+    line = node.start_mark.line + 1 if node is not None else None
+    for key in keys:
+        if isinstance(node, MappingNode):
+            nxt = None
+            for k, v in node.value:
+                if isinstance(k, ScalarNode) and k.value == key:
+                    line = k.start_mark.line + 1
+                    nxt = v
+                    break
+            if nxt is None:
+                return line
+            node = nxt
+        elif isinstance(node, SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
