@@ -1,0 +1,669 @@
+"""The GitOps repository model: what a Flux repository deploys, as far as GPUs are concerned.
+
+Everything here is read-only data built by ``load_repo``. Every item carries a ``Source``: the
+file path relative to the checked directory, the 1-based line where the item starts, and the
+document index, so ``Source.line_of(keys)`` can find a nested key's line lazily (only for
+findings) with ``gpushift._yaml.locate``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from gpushift import _yaml
+
+#: Charts the model understands; everything else is ``other``.
+ChartId = Literal[
+    "gpu-operator",
+    "nvidia-device-plugin",
+    "dra-driver-nvidia-gpu",
+    "app-template",
+    "dcgm-exporter",
+    "other",
+]
+
+#: Where a workload's pod spec comes from.
+WorkloadOrigin = Literal["manifest", "app-template", "llmkube", "dcgm-exporter"]
+
+#: Where a time-slicing config was found.
+TimeSlicingForm = Literal["configmap", "generator", "inline"]
+
+Allocator = Literal["device-plugin", "dra", "both", "none"]
+SharingMode = Literal["exclusive", "time-slicing", "consumable-shares", "memory", "unlimited"]
+RequestKind = Literal["extended", "claim", "bridged", "none"]
+
+#: The extended resource the NVIDIA device plugin advertises.
+GPU_RESOURCE = "nvidia.com/gpu"
+
+Keys = tuple[str | int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where an item was written.
+
+    ``path`` is relative to the checked directory (POSIX separators); ``file`` is the real
+    file for lazy line lookups; ``doc`` is the document index within the file; ``keys`` is the
+    key path of the item inside that document (empty for a whole document, ``("items", 3)``
+    for a List item, ``("spec", "values", "controllers", "app")`` for an app-template
+    controller, and so on). ``line`` is the item's own line.
+    """
+
+    path: str
+    line: int
+    doc: int
+    file: Path
+    keys: Keys = ()
+
+    def line_of(self, keys: Sequence[str | int] = ()) -> int:
+        """The line of ``keys`` below this item's own key path.
+
+        Returns the deepest line found (the parent's line when a key is absent), or
+        ``self.line`` when the file cannot be re-read.
+        """
+        found = _yaml.locate(self.file, self.doc, (*self.keys, *keys))
+        return found if found is not None else self.line
+
+    def child(self, keys: Sequence[str | int]) -> Source:
+        """A source for a nested item (same file and document, longer key path)."""
+        full = (*self.keys, *keys)
+        return Source(self.path, self.line, self.doc, self.file, full)
+
+
+@dataclass(frozen=True, slots=True)
+class KsRef:
+    """A Flux Kustomization named by namespace and name."""
+
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Obj:
+    """One Kubernetes object found in the repository (after kustomize and Flux substitution).
+
+    ``namespace`` is the effective namespace (kustomize ``namespace`` and Flux
+    ``targetNamespace`` applied) or None for cluster-scoped or unknown. ``active`` is True
+    when a Flux root reaches the object (or the tree has no Flux root). ``kustomization``
+    is the Flux Kustomization that deploys it. ``generated`` is True for objects made by a
+    kustomize configMapGenerator/secretGenerator; their ``source`` is the generator entry.
+    ``body`` is the parsed document; treat it as read-only.
+    """
+
+    api_version: str
+    kind: str
+    name: str
+    namespace: str | None
+    body: Mapping[str, Any]
+    source: Source
+    active: bool
+    kustomization: KsRef | None = None
+    generated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DependsOn:
+    """A ``spec.dependsOn`` entry; ``namespace`` defaults to the Kustomization's own."""
+
+    name: str
+    namespace: str
+
+
+@dataclass(frozen=True, slots=True)
+class HealthCheck:
+    """A ``spec.healthChecks`` entry (``meta.NamespacedObjectKindReference``)."""
+
+    api_version: str | None
+    kind: str
+    name: str
+    namespace: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ValuesRef:
+    """A ``valuesFrom`` or ``postBuild.substituteFrom`` entry and whether it was found.
+
+    ``values_key`` defaults to ``values.yaml`` as in helm-controller; it is "" for
+    substituteFrom (the whole data map is used).
+    """
+
+    kind: str
+    name: str
+    values_key: str
+    target_path: str | None
+    optional: bool
+    found: bool
+    source: Source
+
+
+@dataclass(frozen=True, slots=True)
+class FluxKustomization:
+    """A ``kustomize.toolkit.fluxcd.io/v1`` Kustomization.
+
+    ``path`` is ``spec.path`` as written; ``directory`` is the directory it resolves to,
+    relative to the checked directory, or None when it is not in the checked tree.
+    ``substitute`` is ``postBuild.substitute`` (after the Kustomization's own
+    substitution); ``substitute_from`` lists ``postBuild.substituteFrom``. ``post_build`` is
+    True when ``spec.postBuild`` is present: Flux substitutes only then.
+    """
+
+    name: str
+    namespace: str
+    path: str
+    directory: str | None
+    depends_on: tuple[DependsOn, ...]
+    health_checks: tuple[HealthCheck, ...]
+    force: bool
+    prune: bool
+    suspend: bool
+    wait: bool
+    target_namespace: str | None
+    post_build: bool
+    substitute: Mapping[str, str]
+    substitute_from: tuple[ValuesRef, ...]
+    components: tuple[str, ...]
+    obj: Obj
+
+    @property
+    def ref(self) -> KsRef:
+        """This Kustomization's namespace and name."""
+        return KsRef(self.namespace, self.name)
+
+    @property
+    def active(self) -> bool:
+        """Whether a Flux root reaches this Kustomization."""
+        return self.obj.active
+
+    @property
+    def source(self) -> Source:
+        """Where the Kustomization is written."""
+        return self.obj.source
+
+
+@dataclass(frozen=True, slots=True)
+class ValueOrigin:
+    """Where a user-given HelmRelease value came from: inline ``values`` or a valuesFrom."""
+
+    source: Source
+    #: Key path of the value below ``source`` (already includes any ``targetPath``).
+    keys: Keys
+
+    def line(self) -> int:
+        """The line of the value (or of its closest written parent)."""
+        return self.source.line_of(self.keys)
+
+
+@dataclass(frozen=True, slots=True)
+class HelmRelease:
+    """A ``helm.toolkit.fluxcd.io/v2`` HelmRelease with its chart and values resolved.
+
+    ``chart`` is the normalised chart identity, ``chart_name`` the raw chart (or OCI
+    artifact) name, ``chart_version`` the version or tag when written. ``namespace`` is the
+    release object's namespace; ``target_namespace`` is where the chart installs
+    (``spec.targetNamespace``, else ``namespace``). ``values`` are the effective values
+    (outcome-changing chart defaults, then inline ``values``, then ``valuesFrom`` found in
+    the repository, merged in Helm's order); ``user_values`` are only what the user gave.
+    """
+
+    name: str
+    namespace: str | None
+    target_namespace: str | None
+    release_name: str
+    chart: ChartId
+    chart_name: str
+    chart_version: str | None
+    values: Mapping[str, Any]
+    user_values: Mapping[str, Any]
+    values_from: tuple[ValuesRef, ...]
+    suspend: bool
+    obj: Obj
+    #: For each user-given key path (as a tuple), where it was written.
+    _origins: Mapping[Keys, ValueOrigin] = field(default_factory=dict, repr=False)
+
+    @property
+    def active(self) -> bool:
+        """Whether a Flux root reaches this release (and it is not suspended)."""
+        return self.obj.active and not self.suspend
+
+    @property
+    def source(self) -> Source:
+        """Where the HelmRelease is written."""
+        return self.obj.source
+
+    def value(self, *keys: str, default: Any = None) -> Any:
+        """The effective value at ``keys`` (dotted path as separate keys), or ``default``."""
+        return _dig(self.values, keys, default)
+
+    def user_value(self, *keys: str, default: Any = None) -> Any:
+        """The user-given value at ``keys``, or ``default`` when the user did not set it."""
+        return _dig(self.user_values, keys, default)
+
+    def is_set(self, *keys: str) -> bool:
+        """Whether the user gave a value at ``keys`` (inline or through valuesFrom)."""
+        missing = object()
+        return _dig(self.user_values, keys, missing) is not missing
+
+    def line_of(self, *keys: str) -> int:
+        """The line where the user gave ``keys`` (or its deepest given parent).
+
+        Falls back to the HelmRelease's ``spec.values`` (or ``spec``) line when the value is a
+        chart default.
+        """
+        for n in range(len(keys), 0, -1):
+            origin = self._origins.get(tuple(keys[:n]))
+            if origin is not None:
+                return origin.line()
+        return self.obj.source.line_of(("spec", "values"))
+
+
+@dataclass(frozen=True, slots=True)
+class PodClaim:
+    """A pod ``spec.resourceClaims`` entry: exactly one of ``template`` or ``claim``."""
+
+    name: str
+    template: str | None
+    claim: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    """One container of a normalised pod spec.
+
+    ``env`` maps names to literal values (None for ``valueFrom``); ``source`` points at the
+    container definition (its key path in the origin document).
+    """
+
+    name: str
+    init: bool
+    resources: Mapping[str, Any]
+    env: Mapping[str, str | None]
+    security_context: Mapping[str, Any]
+    source: Source
+
+    @property
+    def limits(self) -> Mapping[str, Any]:
+        """``resources.limits`` (empty when absent)."""
+        v = self.resources.get("limits")
+        return v if isinstance(v, dict) else {}
+
+    @property
+    def requests(self) -> Mapping[str, Any]:
+        """``resources.requests`` (empty when absent)."""
+        v = self.resources.get("requests")
+        return v if isinstance(v, dict) else {}
+
+    @property
+    def claims(self) -> tuple[str, ...]:
+        """Names in ``resources.claims``."""
+        v = self.resources.get("claims")
+        if not isinstance(v, list):
+            return ()
+        return tuple(str(c["name"]) for c in v if isinstance(c, dict) and "name" in c)
+
+    def extended(self, resource: str = GPU_RESOURCE) -> Any:
+        """The requested amount of an extended resource (limits win, as Kubernetes defaults
+        requests to limits for extended resources), or None when not requested."""
+        if resource in self.limits:
+            return self.limits[resource]
+        return self.requests.get(resource)
+
+    @property
+    def privileged(self) -> bool:
+        """Whether the container runs privileged."""
+        return bool(self.security_context.get("privileged"))
+
+
+@dataclass(frozen=True, slots=True)
+class PodSpec:
+    """A pod spec normalised from whatever renders it.
+
+    ``options`` holds the pod-level fields as the pod would get them (``runtimeClassName``,
+    ``nodeSelector``, ``affinity``, ``tolerations``, ``securityContext``, ...); ``option_sources``
+    says where each was written (app-template merges ``defaultPodOptions`` with the
+    controller's ``pod``, so the two can differ).
+    """
+
+    containers: tuple[Container, ...]
+    init_containers: tuple[Container, ...]
+    resource_claims: tuple[PodClaim, ...]
+    options: Mapping[str, Any]
+    option_sources: Mapping[str, Source]
+    source: Source
+
+    @property
+    def all_containers(self) -> tuple[Container, ...]:
+        """Init containers first, then containers."""
+        return self.init_containers + self.containers
+
+    @property
+    def runtime_class_name(self) -> str | None:
+        """``runtimeClassName`` when set."""
+        v = self.options.get("runtimeClassName")
+        return str(v) if v is not None else None
+
+    @property
+    def node_selector(self) -> Mapping[str, Any]:
+        """``nodeSelector`` (empty when absent)."""
+        v = self.options.get("nodeSelector")
+        return v if isinstance(v, dict) else {}
+
+    @property
+    def affinity(self) -> Mapping[str, Any]:
+        """``affinity`` (empty when absent)."""
+        v = self.options.get("affinity")
+        return v if isinstance(v, dict) else {}
+
+    def option_source(self, name: str) -> Source:
+        """Where the pod option ``name`` was written, else the pod spec's own source."""
+        return self.option_sources.get(name, self.source)
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """Something that runs pods, with the pod spec it renders.
+
+    ``kind`` is the rendered kind (Deployment, StatefulSet, DaemonSet, Pod, Job, CronJob);
+    ``origin`` is the object that produces it (a HelmRelease for app-template and
+    dcgm-exporter charts, an InferenceService for llmkube, the manifest itself otherwise).
+    ``monitoring`` is True for GPU metrics exporters. ``replicas`` is the pod count when
+    written (None: controller default).
+    """
+
+    kind: str
+    namespace: str | None
+    name: str
+    origin_kind: WorkloadOrigin
+    origin: Obj
+    pod: PodSpec
+    monitoring: bool = False
+    replicas: int | None = None
+
+    @property
+    def active(self) -> bool:
+        """Whether the producing object is deployed."""
+        return self.origin.active
+
+    @property
+    def source(self) -> Source:
+        """Where the workload (its pod spec) is written."""
+        return self.pod.source
+
+
+@dataclass(frozen=True, slots=True)
+class TimeSlicingResource:
+    """A ``sharing.timeSlicing.resources[]`` entry of the device-plugin config."""
+
+    name: str
+    replicas: int | None
+    rename: str | None
+    devices: Any
+
+
+@dataclass(frozen=True, slots=True)
+class TimeSlicingConfig:
+    """One device-plugin config (one ConfigMap key, or one inline map entry).
+
+    ``config_map`` is the ConfigMap name the device plugin would look up (for a generator the
+    generated name without the hash suffix, as written in the repository); ``key`` the data
+    key. ``error`` is the device plugin's own parse error text (for example "number of
+    replicas must be >= 2"), or None. ``strategy`` is ``time-slicing``, ``mps`` or ``none``
+    as the device plugin derives it.
+    """
+
+    config_map: str
+    key: str
+    namespace: str | None
+    form: TimeSlicingForm
+    version: str | None
+    rename_by_default: bool
+    fail_requests_greater_than_one: bool
+    resources: tuple[TimeSlicingResource, ...]
+    mig_strategy: str | None
+    strategy: Literal["time-slicing", "mps", "none"]
+    error: str | None
+    active: bool
+    source: Source
+
+    @property
+    def replicas(self) -> int | None:
+        """The ``nvidia.com/gpu`` replicas (or the largest replicas) when time-slicing."""
+        best: int | None = None
+        for r in self.resources:
+            if r.replicas is None:
+                continue
+            if r.name == GPU_RESOURCE:
+                return r.replicas
+            best = r.replicas if best is None else max(best, r.replicas)
+        return best
+
+    def advertised(self, resource: TimeSlicingResource) -> str:
+        """The resource name the plugin advertises for ``resource`` (``<name>.shared`` with
+        renameByDefault, ``rename`` when given)."""
+        if resource.rename:
+            return resource.rename
+        return f"{resource.name}.shared" if self.rename_by_default else resource.name
+
+
+@dataclass(frozen=True, slots=True)
+class DevicePluginConfig:
+    """Which time-slicing config a device plugin points at.
+
+    ``owner`` is the gpu-operator or nvidia-device-plugin release. ``config_map`` is the
+    ConfigMap named by ``devicePlugin.config.name`` / ``config.name`` (None when no config is
+    set); ``default`` the default key. ``configs`` are the configs found under that name in
+    the release's namespace (inline or ConfigMap). ``missing`` says what does not exist:
+    ``configmap`` (the named ConfigMap) or ``default-key`` (the default key in it).
+    """
+
+    owner: HelmRelease
+    config_map: str | None
+    default: str | None
+    inline: bool
+    configs: tuple[TimeSlicingConfig, ...]
+    missing: Literal["configmap", "default-key"] | None
+    source: Source
+
+    @property
+    def selected(self) -> TimeSlicingConfig | None:
+        """The config the plugin uses by default: the ``default`` key, or the only key."""
+        if self.default:
+            return next((c for c in self.configs if c.key == self.default), None)
+        return self.configs[0] if len(self.configs) == 1 else None
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRequest:
+    """One device request of a claim spec (``exactly`` or a ``firstAvailable`` entry).
+
+    ``capacity`` is ``capacity.requests`` (e.g. ``{"memory": "4Gi"}``); ``count`` is None
+    for the default (1 for ExactCount).
+    """
+
+    name: str
+    device_class: str
+    allocation_mode: str
+    count: int | None
+    capacity: Mapping[str, Any]
+    selectors: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A ResourceClaim or ResourceClaimTemplate (``template`` tells which)."""
+
+    name: str
+    namespace: str | None
+    template: bool
+    requests: tuple[DeviceRequest, ...]
+    #: Opaque configs as written (``spec.devices.config``).
+    config: tuple[Mapping[str, Any], ...]
+    obj: Obj
+
+    @property
+    def drivers(self) -> frozenset[str]:
+        """Drivers named by opaque configs."""
+        out = set()
+        for c in self.config:
+            op = c.get("opaque")
+            if isinstance(op, dict) and op.get("driver"):
+                out.add(str(op["driver"]))
+        return frozenset(out)
+
+    @property
+    def active(self) -> bool:
+        """Whether the claim is deployed."""
+        return self.obj.active
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceClass:
+    """A DeviceClass, written in the repository or rendered by an active chart.
+
+    ``rendered_by`` names the HelmRelease that renders it (None when written as a manifest).
+    """
+
+    name: str
+    extended_resource_name: str | None
+    selectors: tuple[str, ...]
+    source: Source
+    active: bool
+    rendered_by: HelmRelease | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeClass:
+    """A RuntimeClass written in the repository or installed by gpu-operator."""
+
+    name: str
+    handler: str | None
+    source: Source
+    active: bool
+    rendered_by: HelmRelease | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TalosEvidence:
+    """A sign that the cluster runs Talos Linux (machine config, patch or extension label)."""
+
+    reason: str
+    source: Source
+
+
+@dataclass(frozen=True, slots=True)
+class YamlError:
+    """A file that could not be read or parsed (the rule ``yaml-error`` reports it)."""
+
+    path: str
+    line: int | None
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Repo:
+    """Everything ``load_repo`` found.
+
+    ``root`` is the checked directory; all ``Source.path`` values are relative to it.
+    ``has_flux_root`` is False when no Flux Kustomization was found (then everything is
+    taken as deployed to one cluster). Sequences hold active and inactive items alike; use
+    ``.active`` to filter.
+    """
+
+    root: Path
+    has_flux_root: bool
+    objects: tuple[Obj, ...]
+    kustomizations: tuple[FluxKustomization, ...]
+    helm_releases: tuple[HelmRelease, ...]
+    workloads: tuple[Workload, ...]
+    time_slicing: tuple[TimeSlicingConfig, ...]
+    device_plugin_configs: tuple[DevicePluginConfig, ...]
+    claims: tuple[Claim, ...]
+    device_classes: tuple[DeviceClass, ...]
+    runtime_classes: tuple[RuntimeClass, ...]
+    talos: tuple[TalosEvidence, ...]
+    errors: tuple[YamlError, ...]
+
+    def find(self, kind: str, name: str, namespace: str | None = None) -> tuple[Obj, ...]:
+        """Objects of ``kind`` named ``name`` (in ``namespace`` when given)."""
+        return tuple(
+            o
+            for o in self.objects
+            if o.kind == kind and o.name == name and (namespace is None or o.namespace == namespace)
+        )
+
+    def releases(self, chart: ChartId, *, active: bool = True) -> tuple[HelmRelease, ...]:
+        """HelmReleases of one chart (only active ones unless ``active=False``)."""
+        return tuple(h for h in self.helm_releases if h.chart == chart and (h.active or not active))
+
+    def kustomization(self, ref: KsRef | None) -> FluxKustomization | None:
+        """The Flux Kustomization ``ref`` names, if it is in the repository."""
+        if ref is None:
+            return None
+        return next((k for k in self.kustomizations if k.ref == ref), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Consumer:
+    """A GPU consumer in the summary."""
+
+    kind: str
+    namespace: str | None
+    name: str
+    request: RequestKind
+    workload: Workload
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"kind", "namespace", "name", "request"}``."""
+        return {
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+            "request": self.request,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Sharing:
+    """How a GPU is shared: ``replicas`` is the time-slicing replicas or consumable shares N."""
+
+    mode: SharingMode
+    replicas: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"mode": …, "replicas": N}`` (replicas omitted when not applicable)."""
+        out: dict[str, Any] = {"mode": self.mode}
+        if self.replicas is not None:
+            out["replicas"] = self.replicas
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """The repository's GPU summary (issue §2)."""
+
+    allocator: Allocator
+    sharing: Sharing
+    consumers: tuple[Consumer, ...]
+    device_classes: tuple[str, ...]
+    claim_templates: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of ``summary`` in ``gpushift check -o json``."""
+        return {
+            "allocator": self.allocator,
+            "sharing": self.sharing.to_dict(),
+            "consumers": [c.to_dict() for c in self.consumers],
+            "device_classes": list(self.device_classes),
+            "claim_templates": list(self.claim_templates),
+        }
+
+
+def _dig(values: Mapping[str, Any], keys: Sequence[str], default: Any) -> Any:
+    cur: Any = values
+    for k in keys:
+        if not isinstance(cur, dict) or k not in cur:
+            return default
+        cur = cur[k]
+    return cur
