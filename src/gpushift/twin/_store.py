@@ -1,0 +1,1070 @@
+"""The twin's object store: every object, one global resourceVersion counter, watch fan-out.
+
+The store is the cluster's state; the HTTP layer (``_server``) and in-process controllers both
+go through it. It is thread-safe: writes take one lock, and watchers are called inside it, in
+resourceVersion order, so they must only hand the event on (e.g. to an event loop's queue).
+
+Objects are held as parsed dicts that are never mutated once stored, next to their JSON
+encoding, which the server sends as-is. Readers get fresh copies.
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import json
+import random
+import re
+import threading
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from gpushift._kinds import Kind, builtin_kinds
+from gpushift.twin import _ops
+from gpushift.twin._selectors import LabelSelector, match_labels
+from gpushift.twin._status import (
+    MODIFIED,
+    ApiError,
+    already_exists,
+    bad_request,
+    conflict,
+    gone,
+    invalid,
+    not_found,
+)
+
+Obj = dict[str, Any]
+Key = tuple[str, str]  # (group, plural)
+EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+Propagation = Literal["Background", "Foreground", "Orphan"]
+
+_DNS1123_SUBDOMAIN = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
+_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
+    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+# k8s.io/apiserver/pkg/storage/names: generateName suffix alphabet and length.
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_NO_GENERATION = {
+    "",
+    "coordination.k8s.io",
+    "rbac.authorization.k8s.io",
+    "events.k8s.io",
+    "node.k8s.io",
+    "scheduling.k8s.io",
+}
+FOREGROUND = "foregroundDeletion"
+ORPHAN = "orphan"
+DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+def encode(obj: Any) -> bytes:
+    """Compact JSON, as the server sends it."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def utcnow() -> datetime:
+    """The wall clock in UTC (the default clock of a store)."""
+    return datetime.now(UTC)
+
+
+def rfc3339(when: datetime) -> str:
+    """``metav1.Time`` format: seconds precision, ``Z``."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True, slots=True)
+class ScalePaths:
+    """Where a kind keeps what its ``scale`` subresource reads and writes.
+
+    Mirrors a CRD's ``subresources.scale`` paths.
+    """
+
+    spec_replicas: str = ".spec.replicas"
+    status_replicas: str = ".status.replicas"
+    label_selector: str | None = None
+
+
+@dataclass(slots=True)
+class Resource:
+    """A served resource (all versions of one group and plural) and how the store treats it."""
+
+    kinds: dict[str, Kind]  # by version
+    storage_version: str
+    selectable_fields: tuple[str, ...] = ()
+    scale: ScalePaths | None = None
+    crd: str | None = None  # name of the defining CustomResourceDefinition
+
+    @property
+    def kind(self) -> Kind:
+        """The storage-version kind."""
+        return self.kinds[self.storage_version]
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One change: ``obj`` is the stored object after it (before it, for DELETED)."""
+
+    type: EventType
+    kind: Kind
+    obj: Obj
+    raw: bytes
+    rv: int
+
+    @property
+    def namespace(self) -> str | None:
+        """The object's namespace, or None for cluster-scoped objects."""
+        ns = self.obj["metadata"].get("namespace")
+        return ns if isinstance(ns, str) else None
+
+
+@dataclass(slots=True)
+class _Entry:
+    obj: Obj
+    raw: bytes
+
+
+@dataclass(slots=True)
+class Watcher:
+    """A registration for change events; ``cancel()`` ends it."""
+
+    key: Key | None
+    namespace: str | None
+    labels: LabelSelector
+    fields: Callable[[Obj], bool] | None
+    deliver: Callable[[Event], None]
+    _store: Store | None = field(default=None, repr=False)
+
+    def wants(self, event: Event) -> bool:
+        """Whether ``event`` passes this watcher's namespace and selectors."""
+        if self.namespace is not None and event.namespace != self.namespace:
+            return False
+        meta = event.obj["metadata"]
+        if self.labels and not match_labels(self.labels, meta.get("labels")):
+            return False
+        return self.fields is None or self.fields(event.obj)
+
+    def cancel(self) -> None:
+        """Stop receiving events (idempotent)."""
+        if self._store is not None:
+            self._store._remove_watcher(self)
+            self._store = None
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A list result: ``raw`` items (JSON), the list's resourceVersion and continuation."""
+
+    raw: list[bytes]
+    objects: list[Obj]
+    resource_version: int
+    continue_token: str
+    remaining: int | None
+
+
+def _split_path(path: str) -> list[str]:
+    return [p for p in path.lstrip(".").split(".") if p]
+
+
+def get_path(obj: Obj, path: str) -> Any:
+    """The value at a ``.a.b`` path, or None."""
+    cur: Any = obj
+    for key in _split_path(path):
+        if not isinstance(cur, dict):
+            return None
+        cur = cur.get(key)
+    return cur
+
+
+def set_path(obj: Obj, path: str, value: Any) -> Obj:
+    """A copy of ``obj`` with ``value`` at a ``.a.b`` path (copying only the dicts on the way)."""
+    keys = _split_path(path)
+    out = dict(obj)
+    cur = out
+    for key in keys[:-1]:
+        nxt = cur.get(key)
+        nxt = dict(nxt) if isinstance(nxt, dict) else {}
+        cur[key] = nxt
+        cur = nxt
+    cur[keys[-1]] = value
+    return out
+
+
+def _spec_part(obj: Obj) -> Obj:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
+
+
+class Store:
+    """In-memory API objects with Kubernetes write semantics.
+
+    Every public method is keyword-only after the kind and raises :class:`ApiError` with the
+    status code and message kube-apiserver would answer with.
+    """
+
+    def __init__(
+        self,
+        *,
+        kinds: Iterable[Kind] | None = None,
+        window: int = 10_000,
+        clock: Callable[[], datetime] = utcnow,
+        namespaces: Iterable[str] = DEFAULT_NAMESPACES,
+        seed: int | None = None,
+    ) -> None:
+        self._lock = threading.RLock()
+        self._rv = 1
+        self._orphans = []
+        self._owners_to_check = []
+        self._namespaces_to_check = []
+        self._collecting = False
+        self.crd_hooks = []
+        self.clock = clock
+        self._random = random.Random(seed)
+        self._resources: dict[Key, Resource] = {}
+        self._by_gvr: dict[tuple[str, str, str], Kind] = {}
+        self._data: dict[Key, dict[tuple[str, str], _Entry]] = {}
+        self._history: deque[Event] = deque(maxlen=window)
+        self._expired_upto = 0  # the newest resourceVersion that fell out of the history window
+        self._watchers: dict[Key | None, list[Watcher]] = {}
+        self._by_uid: dict[str, tuple[Key, tuple[str, str]]] = {}
+        self._dependents: dict[str, set[str]] = {}
+        for kind in builtin_kinds() if kinds is None else kinds:
+            self.register(kind)
+        for ns in namespaces:
+            self.create(self.kind_for("", "v1", "namespaces"), {"metadata": {"name": ns}})
+
+    # --- resources ---------------------------------------------------------------------------
+
+    def register(
+        self,
+        kind: Kind,
+        *,
+        storage: bool = True,
+        selectable_fields: tuple[str, ...] = (),
+        scale: ScalePaths | None = None,
+        crd: str | None = None,
+    ) -> None:
+        """Serve ``kind`` (idempotent); the first version registered, or ``storage``, stores."""
+        with self._lock:
+            key = (kind.group, kind.plural)
+            res = self._resources.get(key)
+            if res is None:
+                if scale is None and "scale" in kind.subresources:
+                    scale = ScalePaths(label_selector=".status.selector")
+                res = Resource({}, kind.version, selectable_fields, scale, crd)
+                self._resources[key] = res
+                self._data.setdefault(key, {})
+            elif storage and crd is not None:
+                res.storage_version = kind.version
+                res.selectable_fields = selectable_fields
+                res.scale = scale
+            res.kinds[kind.version] = kind
+            self._by_gvr[(kind.group, kind.version, kind.plural)] = kind
+
+    def unregister(self, *, group: str, plural: str, versions: Iterable[str] | None = None) -> None:
+        """Stop serving versions of a resource; with no version left, its objects are dropped."""
+        with self._lock:
+            res = self._resources.get((group, plural))
+            if res is None:
+                return
+            for version in list(res.kinds) if versions is None else list(versions):
+                res.kinds.pop(version, None)
+                self._by_gvr.pop((group, version, plural), None)
+            if not res.kinds:
+                for entry in list(self._data.get((group, plural), {}).values()):
+                    self._remove(res.kind if res.kinds else self._any_kind(entry.obj), entry.obj)
+                del self._resources[(group, plural)]
+                self._data.pop((group, plural), None)
+            elif res.storage_version not in res.kinds:
+                res.storage_version = next(iter(res.kinds))
+
+    def _any_kind(self, obj: Obj) -> Kind:
+        group, _, version = str(obj.get("apiVersion", "")).rpartition("/")
+        return Kind(group, version, str(obj.get("kind", "")), "", "namespace" in obj["metadata"])
+
+    def kinds(self) -> list[Kind]:
+        """Every served kind, all versions."""
+        with self._lock:
+            return list(self._by_gvr.values())
+
+    def kind_for(self, group: str, version: str, plural: str) -> Kind:
+        """The kind served at that group, version and plural.
+
+        Raises:
+            ApiError: 404 NotFound when it is not served.
+        """
+        kind = self._by_gvr.get((group, version, plural))
+        if kind is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return kind
+
+    def resource(self, kind: Kind) -> Resource:
+        """How the store treats ``kind`` (selectable fields, scale paths, storage version)."""
+        res = self._resources.get((kind.group, kind.plural))
+        if res is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return res
+
+    @property
+    def resource_version(self) -> int:
+        """The newest resourceVersion issued."""
+        return self._rv
+
+    # --- reads -------------------------------------------------------------------------------
+
+    def _entry(self, kind: Kind, namespace: str | None, name: str) -> _Entry:
+        table = self._data.get((kind.group, kind.plural))
+        entry = (
+            None
+            if table is None
+            else table.get((namespace or "", name) if kind.namespaced else ("", name))
+        )
+        if entry is None:
+            raise not_found(kind, name)
+        return entry
+
+    def get_raw(self, kind: Kind, *, name: str, namespace: str | None = None) -> bytes:
+        """The stored JSON of one object (the object as a GET returns it).
+
+        Raises:
+            ApiError: 404 NotFound.
+        """
+        entry = self._entry(kind, namespace, name)
+        if kind.version != self.resource(kind).storage_version:
+            return encode(self._as_version(entry.obj, kind))
+        return entry.raw
+
+    def get(self, kind: Kind, *, name: str, namespace: str | None = None) -> Obj:
+        """A copy of one object.
+
+        Raises:
+            ApiError: 404 NotFound.
+        """
+        out: Obj = json.loads(self.get_raw(kind, name=name, namespace=namespace))
+        return out
+
+    def _as_version(self, obj: Obj, kind: Kind) -> Obj:
+        if obj.get("apiVersion") == kind.api_version:
+            return obj
+        return {**obj, "apiVersion": kind.api_version}
+
+    def list(
+        self,
+        kind: Kind,
+        *,
+        namespace: str | None = None,
+        labels: LabelSelector = (),
+        fields: Callable[[Obj], bool] | None = None,
+        limit: int = 0,
+        continue_token: str = "",
+    ) -> Page:
+        """Objects of ``kind``, sorted by namespace and name, filtered and paginated.
+
+        Raises:
+            ApiError: 400 for a malformed continue token.
+        """
+        start = ("", "")
+        if continue_token:
+            try:
+                state = json.loads(
+                    base64.urlsafe_b64decode(continue_token + "=" * (-len(continue_token) % 4))
+                )
+                start = (str(state["start"][0]), str(state["start"][1]))
+            except (ValueError, KeyError, TypeError, IndexError) as err:
+                raise bad_request(
+                    "continue key is not valid: incorrect encoded start resourceVersion "
+                    "(version meta.k8s.io/v1)"
+                ) from err
+        with self._lock:
+            rv = self._rv
+            table = self._data.get((kind.group, kind.plural), {})
+            keys = sorted(table)
+            convert = kind.version != self.resource(kind).storage_version
+            raws: builtins.list[bytes] = []
+            objs: builtins.list[Obj] = []
+            last: tuple[str, str] | None = None
+            remaining = 0
+            for key in keys:
+                if continue_token and key <= start:
+                    continue
+                if namespace is not None and kind.namespaced and key[0] != namespace:
+                    continue
+                entry = table[key]
+                meta = entry.obj["metadata"]
+                if labels and not match_labels(labels, meta.get("labels")):
+                    continue
+                if fields is not None and not fields(entry.obj):
+                    continue
+                if limit and len(raws) >= limit:
+                    remaining += 1
+                    continue
+                obj = self._as_version(entry.obj, kind) if convert else entry.obj
+                raws.append(encode(obj) if convert else entry.raw)
+                objs.append(obj)
+                last = key
+        token = ""
+        if remaining and last is not None:
+            token = (
+                base64.urlsafe_b64encode(
+                    encode({"v": "meta.k8s.io/v1", "rv": rv, "start": list(last)})
+                )
+                .decode()
+                .rstrip("=")
+            )
+        return Page(raws, objs, rv, token, remaining if remaining else None)
+
+    def objects(self, kind: Kind, *, namespace: str | None = None) -> builtins.list[Obj]:
+        """Copies of all objects of ``kind`` (in ``namespace`` when given)."""
+        page = self.list(kind, namespace=namespace)
+        return [json.loads(raw) for raw in page.raw]
+
+    def dump(self) -> builtins.list[Obj]:
+        """Copies of every stored object, in a stable order (namespaces first)."""
+        with self._lock:
+            out: builtins.list[Obj] = []
+            keys = sorted(self._data, key=lambda k: (k != ("", "namespaces"), k))
+            for key in keys:
+                table = self._data[key]
+                out.extend(json.loads(table[k].raw) for k in sorted(table))
+            return out
+
+    # --- writes ------------------------------------------------------------------------------
+
+    def _now(self) -> str:
+        return rfc3339(self.clock())
+
+    def _next_rv(self) -> int:
+        self._rv += 1
+        return self._rv
+
+    def _generate_name(self, prefix: str) -> str:
+        return prefix + "".join(self._random.choice(_NAME_ALPHABET) for _ in range(5))
+
+    def create(
+        self,
+        kind: Kind,
+        obj: Obj,
+        *,
+        namespace: str | None = None,
+        dry_run: bool = False,
+        manager: str = "",
+    ) -> Obj:
+        """Store a new object; returns it as stored (with uid, resourceVersion, …).
+
+        Raises:
+            ApiError: 409 AlreadyExists, 404 when the namespace is missing, 422 Invalid,
+                400 when the body's namespace differs from ``namespace``.
+        """
+        with self._lock:
+            new = self._prepare_create(kind, obj, namespace=namespace, manager=manager)
+            if dry_run:
+                new["metadata"].pop("resourceVersion", None)
+                return new
+            return self._store(kind, None, new)
+
+    def _prepare_create(self, kind: Kind, obj: Obj, *, namespace: str | None, manager: str) -> Obj:
+        if not isinstance(obj, dict) or not isinstance(obj.get("metadata", {}), dict):
+            raise bad_request("the body of the request was in an unknown format")
+        meta: Obj = dict(obj.get("metadata") or {})
+        body_ns = meta.get("namespace")
+        if kind.namespaced:
+            if namespace and body_ns and body_ns != namespace:
+                raise bad_request(
+                    "the namespace of the provided object does not match the namespace sent on "
+                    "the request"
+                )
+            ns = namespace or body_ns or ""
+            if not ns:
+                raise invalid(
+                    kind, meta.get("name", ""), [("metadata.namespace", "Required value", "")]
+                )
+            meta["namespace"] = ns
+            nskind = self._by_gvr[("", "v1", "namespaces")]
+            if ("", ns) not in self._data[("", "namespaces")]:
+                raise not_found(nskind, ns)
+            nsobj = self._data[("", "namespaces")][("", ns)].obj
+            if nsobj["metadata"].get("deletionTimestamp"):
+                raise ApiError(
+                    403,
+                    "Forbidden",
+                    f'{kind.plural} "{meta.get("name", "")}" is forbidden: unable to create new '
+                    f"content in namespace {ns} because it is being terminated",
+                )
+        else:
+            meta.pop("namespace", None)
+        if meta.get("resourceVersion"):
+            raise ApiError(
+                500, "InternalError", "resourceVersion should not be set on objects to be created"
+            )
+        name = meta.get("name") or ""
+        if not name:
+            if meta.get("generateName"):
+                name = self._generate_name(str(meta["generateName"]))
+                meta["name"] = name
+            else:
+                raise invalid(
+                    kind,
+                    "",
+                    [("metadata.name", "Required value", "name or generateName is required")],
+                )
+        if not isinstance(name, str) or not _DNS1123_SUBDOMAIN.match(name) or len(name) > 253:
+            raise invalid(
+                kind, str(name), [("metadata.name", f'Invalid value: "{name}"', _SUBDOMAIN_MSG)]
+            )
+        key = ((meta.get("namespace") or ""), name)
+        if key in self._data[(kind.group, kind.plural)]:
+            raise already_exists(kind, name)
+        now = self._now()
+        meta["uid"] = str(uuid.UUID(int=self._random.getrandbits(128), version=4))
+        meta["creationTimestamp"] = now
+        meta.pop("deletionTimestamp", None)
+        meta.pop("deletionGracePeriodSeconds", None)
+        meta.pop("managedFields", None)
+        if kind.group not in _NO_GENERATION or kind.plural == "pods":
+            meta["generation"] = 1
+        else:
+            meta.pop("generation", None)
+        new: Obj = {"apiVersion": kind.api_version, "kind": kind.kind, **obj, "metadata": meta}
+        new["apiVersion"], new["kind"] = kind.api_version, kind.kind
+        if kind.group == "" and kind.plural == "namespaces":
+            new.setdefault("spec", {"finalizers": ["kubernetes"]})
+            new["status"] = {"phase": "Active"}
+        if (
+            "status" in kind.subresources
+            and kind.plural not in ("namespaces",)
+            and not kind.builtin
+        ):
+            new.pop("status", None)  # custom resources: status only through /status
+        if manager:
+            new = _ops.update_managed_fields(
+                None, new, manager=manager, operation="Update", now=now
+            )
+        return new
+
+    def _store(self, kind: Kind, old: Obj | None, new: Obj) -> Obj:
+        """Write ``new`` (already validated) with a fresh resourceVersion and notify."""
+        rv = self._next_rv()
+        meta = dict(new["metadata"])
+        meta["resourceVersion"] = str(rv)
+        new = {**new, "metadata": meta}
+        key = (kind.group, kind.plural)
+        skey = (meta.get("namespace") or "", meta["name"])
+        raw = encode(new)
+        self._data[key][skey] = _Entry(new, raw)
+        uid = meta["uid"]
+        if old is None:
+            self._by_uid[uid] = (key, skey)
+        self._index_owners(uid, old, new)
+        self._emit(Event("ADDED" if old is None else "MODIFIED", kind, new, raw, rv))
+        self._collect(kind, new)
+        return json.loads(raw)  # type: ignore[no-any-return]
+
+    def _index_owners(self, uid: str, old: Obj | None, new: Obj | None) -> None:
+        before = {
+            r.get("uid") for r in ((old or {}).get("metadata", {}).get("ownerReferences") or [])
+        }
+        after = {
+            r.get("uid") for r in ((new or {}).get("metadata", {}).get("ownerReferences") or [])
+        }
+        for owner in before - after:
+            deps = self._dependents.get(str(owner))
+            if deps is not None:
+                deps.discard(uid)
+                if not deps:
+                    del self._dependents[str(owner)]
+        for owner in after - before:
+            self._dependents.setdefault(str(owner), set()).add(uid)
+
+    def _remove(self, kind: Kind, obj: Obj) -> Obj:
+        rv = self._next_rv()
+        meta = dict(obj["metadata"])
+        meta["resourceVersion"] = str(rv)
+        gone_obj = {**obj, "metadata": meta}
+        key = (kind.group, kind.plural)
+        table = self._data.get(key, {})
+        table.pop((meta.get("namespace") or "", meta["name"]), None)
+        self._by_uid.pop(meta["uid"], None)
+        self._index_owners(meta["uid"], obj, None)
+        raw = encode(gone_obj)
+        self._emit(Event("DELETED", kind, gone_obj, raw, rv))
+        self._orphans.append(meta["uid"])
+        for ref in meta.get("ownerReferences") or []:
+            self._owners_to_check.append(str(ref.get("uid")))
+        if kind.group == "" and kind.plural == "namespaces":
+            pass
+        elif kind.namespaced:
+            self._namespaces_to_check.append(meta.get("namespace") or "")
+        if kind.group == "apiextensions.k8s.io" and kind.plural == "customresourcedefinitions":
+            for hook in list(self.crd_hooks):
+                hook("DELETED", gone_obj)
+        return gone_obj
+
+    def update(
+        self,
+        kind: Kind,
+        *,
+        name: str,
+        namespace: str | None = None,
+        mutate: Callable[[Obj], Obj],
+        subresource: str | None = None,
+        dry_run: bool = False,
+        manager: str = "",
+        operation: str = "Update",
+        managed: bool = True,
+    ) -> Obj:
+        """Read-modify-write one object atomically: ``mutate`` gets a copy and returns the new body.
+
+        A ``metadata.resourceVersion`` in the returned body must match the stored one (409
+        Conflict otherwise). Identity fields are kept; generation follows spec changes; the
+        ``status`` subresource writes only status, the main resource everything else.
+
+        Raises:
+            ApiError: 404 NotFound, 409 Conflict, 400 on a name mismatch, or what ``mutate`` raises.
+        """
+        with self._lock:
+            entry = self._entry(kind, namespace, name)
+            old = entry.obj
+            proposed = mutate(json.loads(entry.raw))
+            return self._update(
+                kind,
+                old,
+                proposed,
+                subresource=subresource,
+                dry_run=dry_run,
+                manager=manager,
+                operation=operation,
+                managed=managed,
+            )
+
+    def replace(
+        self,
+        kind: Kind,
+        obj: Obj,
+        *,
+        name: str,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        manager: str = "",
+    ) -> Obj:
+        """PUT: replace an object with ``obj`` (see :meth:`update` for the rules)."""
+        if not isinstance(obj, dict):
+            raise bad_request("the body of the request was in an unknown format")
+        body_name = (obj.get("metadata") or {}).get("name")
+        if body_name and body_name != name:
+            raise bad_request(
+                f"the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )
+        body_ns = (obj.get("metadata") or {}).get("namespace")
+        if kind.namespaced and body_ns and namespace and body_ns != namespace:
+            raise bad_request(
+                "the namespace of the provided object does not match the namespace sent "
+                "on the request"
+            )
+        return self.update(
+            kind,
+            name=name,
+            namespace=namespace,
+            mutate=lambda _old: obj,
+            subresource=subresource,
+            dry_run=dry_run,
+            manager=manager,
+        )
+
+    def _update(
+        self,
+        kind: Kind,
+        old: Obj,
+        proposed: Obj,
+        *,
+        subresource: str | None,
+        dry_run: bool,
+        manager: str,
+        operation: str,
+        managed: bool,
+    ) -> Obj:
+        old_meta = old["metadata"]
+        name = old_meta["name"]
+        if not isinstance(proposed, dict) or not isinstance(proposed.get("metadata", {}), dict):
+            raise bad_request("the body of the request was in an unknown format")
+        pmeta: Obj = dict(proposed.get("metadata") or {})
+        want_rv = pmeta.get("resourceVersion")
+        if want_rv and str(want_rv) != old_meta["resourceVersion"]:
+            raise conflict(kind, name, MODIFIED)
+        if pmeta.get("uid") and pmeta["uid"] != old_meta["uid"]:
+            raise conflict(
+                kind,
+                name,
+                f"Precondition failed: UID in precondition: {pmeta['uid']}, "
+                f"UID in object meta: {old_meta['uid']}",
+            )
+        if subresource == "status":
+            new: Obj = (
+                {**old, "status": proposed.get("status")} if "status" in proposed else dict(old)
+            )
+            if new.get("status") is None:
+                new.pop("status", None)
+            meta = dict(old_meta)
+        else:
+            new = {k: v for k, v in proposed.items() if k != "metadata"}
+            if "status" in kind.subresources:
+                if "status" in old:
+                    new["status"] = old["status"]
+                else:
+                    new.pop("status", None)
+            meta = pmeta
+            for keep in (
+                "name",
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+            ):
+                if keep in old_meta:
+                    meta[keep] = old_meta[keep]
+                else:
+                    meta.pop(keep, None)
+            if kind.namespaced:
+                meta["namespace"] = old_meta["namespace"]
+            else:
+                meta.pop("namespace", None)
+            if old_meta.get("deletionTimestamp"):
+                added = set(meta.get("finalizers") or []) - set(old_meta.get("finalizers") or [])
+                if added:
+                    raise invalid(
+                        kind,
+                        name,
+                        [
+                            (
+                                "metadata.finalizers",
+                                "Forbidden",
+                                "no new finalizers can be added if the object is being deleted, "
+                                "found new finalizers " + json.dumps(sorted(added)),
+                            )
+                        ],
+                    )
+            if "managedFields" not in meta and "managedFields" in old_meta:
+                meta["managedFields"] = old_meta["managedFields"]
+        new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
+        meta["resourceVersion"] = old_meta["resourceVersion"]
+        new["metadata"] = meta
+        if "generation" in old_meta and _spec_part(new) != _spec_part(old):
+            meta["generation"] = int(old_meta["generation"]) + 1
+        if managed and manager:
+            new = _ops.update_managed_fields(
+                old,
+                new,
+                manager=manager,
+                operation=operation,
+                now=self._now(),
+                subresource=subresource,
+            )
+        if self._same(old, new):
+            current: Obj = json.loads(
+                self._data[(kind.group, kind.plural)][(old_meta.get("namespace") or "", name)].raw
+            )
+            return current
+        if dry_run:
+            return new
+        if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
+            gone_obj = self._remove(kind, new)
+            self._run_collect()
+            return gone_obj
+        return self._store(kind, old, new)
+
+    @staticmethod
+    def _same(old: Obj, new: Obj) -> bool:
+        if old == new:
+            return True
+
+        def strip(o: Obj) -> Obj:
+            meta = {k: v for k, v in o["metadata"].items() if k != "managedFields"}
+            return {**o, "metadata": meta}
+
+        return bool(strip(old) == strip(new))
+
+    def delete(
+        self,
+        kind: Kind,
+        *,
+        name: str,
+        namespace: str | None = None,
+        propagation: Propagation | None = None,
+        uid: str | None = None,
+        resource_version: str | None = None,
+        dry_run: bool = False,
+    ) -> Obj:
+        """Delete an object, or mark it deleting while finalizers remain.
+
+        Returns the object: with ``deletionTimestamp`` when it stays (finalizers), else its last
+        state. Dependents are collected per ``propagation`` (default Background).
+
+        Raises:
+            ApiError: 404 NotFound, 409 Conflict for failed preconditions.
+        """
+        with self._lock:
+            entry = self._entry(kind, namespace, name)
+            obj = entry.obj
+            meta = obj["metadata"]
+            if uid is not None and uid != meta["uid"]:
+                raise conflict(
+                    kind,
+                    name,
+                    f"Precondition failed: UID in precondition: {uid}, "
+                    f"UID in object meta: {meta['uid']}",
+                )
+            if resource_version is not None and resource_version != meta["resourceVersion"]:
+                raise conflict(
+                    kind,
+                    name,
+                    f"the ResourceVersion in the precondition ({resource_version}) does not match "
+                    f"the ResourceVersion in record ({meta['resourceVersion']}). The object might "
+                    "have been modified",
+                )
+            finalizers = list(meta.get("finalizers") or [])
+            if kind.group == "" and kind.plural == "namespaces":
+                finalizers = finalizers or []
+            if propagation == "Foreground" and FOREGROUND not in finalizers:
+                finalizers.append(FOREGROUND)
+            elif propagation == "Orphan" and ORPHAN not in finalizers:
+                finalizers.append(ORPHAN)
+            is_namespace = kind.group == "" and kind.plural == "namespaces"
+            if dry_run:
+                return json.loads(entry.raw)  # type: ignore[no-any-return]
+            if finalizers or is_namespace:
+                unchanged = finalizers == builtins.list(meta.get("finalizers") or [])
+                if meta.get("deletionTimestamp") and unchanged:
+                    return json.loads(entry.raw)  # type: ignore[no-any-return]
+                new_meta = {**meta, "finalizers": finalizers}
+                new_meta.setdefault("deletionTimestamp", self._now())
+                new_meta.setdefault("deletionGracePeriodSeconds", 0)
+                if not finalizers:
+                    new_meta.pop("finalizers")
+                new = {**obj, "metadata": new_meta}
+                if is_namespace:
+                    new["status"] = {**(obj.get("status") or {}), "phase": "Terminating"}
+                    self._namespaces_to_check.append(name)
+                return self._store(kind, obj, new)
+            gone_obj = self._remove(kind, obj)
+            self._run_collect()
+            return gone_obj
+
+    # --- garbage collection ------------------------------------------------------------------
+
+    _orphans: builtins.list[str]
+    _owners_to_check: builtins.list[str]
+    _namespaces_to_check: builtins.list[str]
+    crd_hooks: builtins.list[Callable[[str, Obj], None]]
+    _collecting: bool
+
+    def _collect(self, kind: Kind, obj: Obj) -> None:
+        meta = obj["metadata"]
+        if meta.get("deletionTimestamp"):
+            self._owners_to_check.append(meta["uid"])
+        self._run_collect()
+
+    def _kind_of(self, key: Key, obj: Obj) -> Kind:
+        res = self._resources[key]
+        return res.kind
+
+    def _run_collect(self) -> None:
+        # Runs dependents' deletion to a fixed point, synchronously, inside the write lock
+        # (k8s.io/kubernetes/pkg/controller/garbagecollector does this asynchronously).
+        if self._collecting:
+            return
+        self._collecting = True
+        try:
+            while self._orphans or self._owners_to_check or self._namespaces_to_check:
+                if self._orphans:
+                    uid = self._orphans.pop()
+                    for dep_uid in list(self._dependents.get(uid, ())):
+                        loc = self._by_uid.get(dep_uid)
+                        if loc is None:
+                            continue
+                        dep = self._data[loc[0]][loc[1]].obj
+                        owners = [
+                            r.get("uid") for r in dep["metadata"].get("ownerReferences") or []
+                        ]
+                        if all(o not in self._by_uid for o in owners):
+                            self._delete_entry(loc)
+                    continue
+                if self._owners_to_check:
+                    uid = self._owners_to_check.pop()
+                    loc = self._by_uid.get(uid)
+                    if loc is None:
+                        continue
+                    owner = self._data[loc[0]][loc[1]].obj
+                    ometa = owner["metadata"]
+                    if not ometa.get("deletionTimestamp"):
+                        continue
+                    fins = list(ometa.get("finalizers") or [])
+                    deps = [
+                        self._by_uid[d] for d in self._dependents.get(uid, ()) if d in self._by_uid
+                    ]
+                    if ORPHAN in fins:
+                        for dloc in deps:
+                            dobj = self._data[dloc[0]][dloc[1]].obj
+                            dmeta = dict(dobj["metadata"])
+                            refs = [
+                                r for r in dmeta.get("ownerReferences") or [] if r.get("uid") != uid
+                            ]
+                            if refs:
+                                dmeta["ownerReferences"] = refs
+                            else:
+                                dmeta.pop("ownerReferences", None)
+                            self._store(
+                                self._kind_of(dloc[0], dobj), dobj, {**dobj, "metadata": dmeta}
+                            )
+                        fins.remove(ORPHAN)
+                    elif FOREGROUND in fins:
+                        if deps:
+                            for dloc in deps:
+                                self._delete_entry(dloc)
+                            deps = [
+                                self._by_uid[d]
+                                for d in self._dependents.get(uid, ())
+                                if d in self._by_uid
+                            ]
+                        if not deps:
+                            fins.remove(FOREGROUND)
+                    if fins == list(ometa.get("finalizers") or []):
+                        continue
+                    kind = self._kind_of(loc[0], owner)
+                    new_meta = {**ometa, "finalizers": fins}
+                    if not fins:
+                        new_meta.pop("finalizers")
+                        self._remove(kind, {**owner, "metadata": new_meta})
+                    else:
+                        self._store(kind, owner, {**owner, "metadata": new_meta})
+                    continue
+                ns = self._namespaces_to_check.pop()
+                nsloc = (("", "namespaces"), ("", ns))
+                entry = self._data[("", "namespaces")].get(nsloc[1])
+                if entry is None or not entry.obj["metadata"].get("deletionTimestamp"):
+                    continue
+                left = False
+                for key, table in self._data.items():
+                    if not self._resources[key].kind.namespaced:
+                        continue
+                    for skey in [k for k in table if k[0] == ns]:
+                        left = True
+                        if not table[skey].obj["metadata"].get("deletionTimestamp"):
+                            self._delete_entry((key, skey))
+                if not left or not any(k[0] == ns for t in self._data.values() for k in t):
+                    nsobj = self._data[("", "namespaces")].get(("", ns))
+                    if nsobj is not None and not nsobj.obj["metadata"].get("finalizers"):
+                        self._remove(self._resources[("", "namespaces")].kind, nsobj.obj)
+        finally:
+            self._collecting = False
+
+    def _delete_entry(self, loc: tuple[Key, tuple[str, str]]) -> None:
+        entry = self._data[loc[0]].get(loc[1])
+        if entry is None:
+            return
+        obj = entry.obj
+        meta = obj["metadata"]
+        kind = self._kind_of(loc[0], obj)
+        if meta.get("finalizers"):
+            if not meta.get("deletionTimestamp"):
+                new_meta = {
+                    **meta,
+                    "deletionTimestamp": self._now(),
+                    "deletionGracePeriodSeconds": 0,
+                }
+                self._store(kind, obj, {**obj, "metadata": new_meta})
+            return
+        self._remove(kind, obj)
+
+    # --- watch -------------------------------------------------------------------------------
+
+    def _emit(self, event: Event) -> None:
+        if len(self._history) == self._history.maxlen and self._history:
+            self._expired_upto = self._history[0].rv
+        self._history.append(event)
+        for key in ((event.kind.group, event.kind.plural), None):
+            for watcher in self._watchers.get(key, ()):
+                if watcher.wants(event):
+                    watcher.deliver(event)
+
+    def watch(
+        self,
+        kind: Kind | None,
+        *,
+        deliver: Callable[[Event], None],
+        namespace: str | None = None,
+        labels: LabelSelector = (),
+        fields: Callable[[Obj], bool] | None = None,
+        resource_version: str | None = None,
+    ) -> Watcher:
+        """Register ``deliver`` for changes to ``kind`` (all kinds if None).
+
+        ``resource_version`` None/"" or "0" first delivers every current object as ADDED; a
+        number replays the changes after it from the history window.
+
+        Raises:
+            ApiError: 410 Expired when ``resource_version`` is older than the window.
+        """
+        with self._lock:
+            watcher = Watcher(
+                None if kind is None else (kind.group, kind.plural),
+                namespace,
+                labels,
+                fields,
+                deliver,
+                self,
+            )
+            if resource_version in (None, "", "0"):
+                kinds = [kind] if kind is not None else [r.kind for r in self._resources.values()]
+                for k in kinds:
+                    if k is None:
+                        continue
+                    table = self._data.get((k.group, k.plural), {})
+                    for skey in sorted(table):
+                        entry = table[skey]
+                        event = Event(
+                            "ADDED",
+                            k,
+                            entry.obj,
+                            entry.raw,
+                            int(entry.obj["metadata"]["resourceVersion"]),
+                        )
+                        if watcher.wants(event):
+                            deliver(event)
+            else:
+                try:
+                    since = int(str(resource_version))
+                except ValueError as err:
+                    raise bad_request(
+                        "invalid resource version: strconv.ParseUint: "
+                        f'parsing "{resource_version}": invalid syntax'
+                    ) from err
+                if since < self._expired_upto:
+                    raise gone(since, self._history[0].rv if self._history else self._rv)
+                for event in self._replay(since):
+                    if (
+                        watcher.key is not None
+                        and (event.kind.group, event.kind.plural) != watcher.key
+                    ):
+                        continue
+                    if watcher.wants(event):
+                        deliver(event)
+            self._watchers.setdefault(watcher.key, []).append(watcher)
+            return watcher
+
+    def _replay(self, since: int) -> Iterator[Event]:
+        for event in self._history:
+            if event.rv > since:
+                yield event
+
+    def _remove_watcher(self, watcher: Watcher) -> None:
+        with self._lock:
+            lst = self._watchers.get(watcher.key)
+            if lst is not None and watcher in lst:
+                lst.remove(watcher)
