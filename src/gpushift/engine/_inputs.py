@@ -1,0 +1,338 @@
+"""Reading and checking the objects ``simulate`` works on.
+
+Every object keeps where it came from (file, document, line), so a problem found later (an
+unknown DeviceClass, a bad quantity) is reported at the right place with exit code 2.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpushift import _quantity, _yaml
+from gpushift._errors import InputError
+from gpushift.engine import _filters, _requests, _workloads
+
+#: Kinds simulate reads; everything else is listed once and ignored.
+KNOWN_KINDS = frozenset(
+    {
+        "Node",
+        "Pod",
+        "Deployment",
+        "StatefulSet",
+        "ReplicaSet",
+        "DaemonSet",
+        "ResourceSlice",
+        "DeviceClass",
+        "ResourceClaim",
+        "ResourceClaimTemplate",
+        "PriorityClass",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where an object was read: file, document index, keys from the document root, line."""
+
+    path: str
+    index: int
+    prefix: tuple[str | int, ...]
+    line: int | None
+
+
+@dataclass(slots=True)
+class Inputs:
+    """The simulation's input objects, by kind, in the order they were read.
+
+    Workloads are already expanded into pods. ``unknown`` names each ignored kind once.
+    """
+
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    pods: list[dict[str, Any]] = field(default_factory=list)
+    slices: list[dict[str, Any]] = field(default_factory=list)
+    classes: list[dict[str, Any]] = field(default_factory=list)
+    claims: list[dict[str, Any]] = field(default_factory=list)
+    templates: list[dict[str, Any]] = field(default_factory=list)
+    priority_classes: list[dict[str, Any]] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+    origins: dict[int, Origin] = field(default_factory=dict)
+
+    def origin(self, obj: object) -> Origin | None:
+        """Where ``obj`` was read, if it came from a file."""
+        return self.origins.get(id(obj))
+
+    def error(self, obj: object, message: str, keys: Sequence[str | int] = ()) -> InputError:
+        """An InputError about ``obj`` naming its file and the line of ``keys`` inside it."""
+        o = self.origin(obj)
+        desc = _yaml.describe(obj)
+        if o is None:
+            return InputError(message, obj=desc)
+        line = o.line
+        if keys and os.path.exists(o.path):
+            found = _yaml.locate(o.path, o.index, [*o.prefix, *keys])
+            line = found if found is not None else line
+        return InputError(message, path=o.path, line=line, obj=desc)
+
+
+def _meta_name(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata")
+    return str(meta.get("name") or "") if isinstance(meta, dict) else ""
+
+
+def _require(inputs: Inputs, obj: dict[str, Any], keys: Sequence[str | int]) -> Any:
+    cur: Any = obj
+    for i, k in enumerate(keys):
+        if isinstance(k, int):
+            ok = isinstance(cur, list) and k < len(cur)
+        else:
+            ok = isinstance(cur, dict) and cur.get(k) not in (None, "", [], {})
+        if not ok:
+            path = ".".join(str(x) for x in keys)
+            raise inputs.error(obj, f"missing required field {path!r}", keys[:i])
+        cur = cur[k]
+    return cur
+
+
+def _check_quantity(
+    inputs: Inputs, obj: dict[str, Any], raw: Any, keys: Sequence[str | int]
+) -> None:
+    try:
+        _quantity.parse(raw)
+    except InputError as err:
+        where = ".".join(map(str, keys))
+        raise inputs.error(obj, f"invalid quantity at {where}: {err.message}", keys) from None
+
+
+def _check_pod_spec(inputs: Inputs, obj: dict[str, Any], prefix: tuple[str | int, ...]) -> None:
+    containers = _require(inputs, obj, [*prefix, "containers"])
+    if not isinstance(containers, list):
+        raise inputs.error(obj, "spec.containers must be a list", [*prefix, "containers"])
+    spec: Any = obj
+    for k in prefix:
+        spec = spec[k]
+    for group in ("initContainers", "containers"):
+        for i, c in enumerate(spec.get(group) or []):
+            if not isinstance(c, dict) or not c.get("name"):
+                raise inputs.error(
+                    obj, f"missing required field '{group}[{i}].name'", [*prefix, group, i]
+                )
+            res = c.get("resources") or {}
+            for part in ("requests", "limits"):
+                for rname, raw in (res.get(part) or {}).items():
+                    _check_quantity(inputs, obj, raw, [*prefix, group, i, "resources", part, rname])
+
+
+def _check_claim_spec(inputs: Inputs, obj: dict[str, Any], prefix: tuple[str | int, ...]) -> None:
+    requests = _require(inputs, obj, [*prefix, "devices", "requests"])
+    for i, req in enumerate(requests):
+        keys = [*prefix, "devices", "requests", i]
+        if not isinstance(req, dict) or not req.get("name"):
+            raise inputs.error(obj, f"missing required field 'requests[{i}].name'", keys)
+        subs: list[tuple[list[str | int], Any]] = []
+        if req.get("exactly") is not None:
+            subs.append(([*keys, "exactly"], req["exactly"]))
+        elif req.get("firstAvailable"):
+            for j, sub in enumerate(req["firstAvailable"]):
+                subs.append(([*keys, "firstAvailable", j], sub))
+        else:
+            raise inputs.error(
+                obj, f"request {req['name']!r}: one of exactly or firstAvailable is required", keys
+            )
+        for skeys, sub in subs:
+            if not isinstance(sub, dict) or not sub.get("deviceClassName"):
+                raise inputs.error(
+                    obj, f"request {req['name']!r}: missing required field deviceClassName", skeys
+                )
+            caps = (sub.get("capacity") or {}).get("requests") or {}
+            for cname, raw in caps.items():
+                _check_quantity(inputs, obj, raw, [*skeys, "capacity", "requests", cname])
+
+
+def _check_slice(inputs: Inputs, obj: dict[str, Any]) -> None:
+    _require(inputs, obj, ["spec", "driver"])
+    _require(inputs, obj, ["spec", "pool", "name"])
+    spec = obj["spec"]
+    if not any(spec.get(k) for k in ("nodeName", "nodeSelector", "allNodes")) and not spec.get(
+        "perDeviceNodeSelection"
+    ):
+        raise inputs.error(
+            obj, "exactly one of nodeName, nodeSelector, allNodes is required", ["spec"]
+        )
+    for i, dev in enumerate(spec.get("devices") or []):
+        if not isinstance(dev, dict) or not dev.get("name"):
+            raise inputs.error(obj, f"missing required field 'devices[{i}].name'", ["spec"])
+        for cname, cap in (dev.get("capacity") or {}).items():
+            keys: list[str | int] = ["spec", "devices", i, "capacity", cname]
+            if not isinstance(cap, dict) or "value" not in cap:
+                raise inputs.error(obj, f"capacity {cname!r}: missing required field 'value'", keys)
+            _check_quantity(inputs, obj, cap["value"], [*keys, "value"])
+            policy = cap.get("requestPolicy") or {}
+            if "default" in policy:
+                _check_quantity(inputs, obj, policy["default"], [*keys, "requestPolicy"])
+            for part in ("min", "max", "step"):
+                raw = (policy.get("validRange") or {}).get(part)
+                if raw is not None:
+                    _check_quantity(inputs, obj, raw, [*keys, "requestPolicy", "validRange"])
+
+
+def _check(inputs: Inputs, obj: dict[str, Any]) -> None:
+    kind = obj["kind"]
+    if not _meta_name(obj):
+        raise inputs.error(obj, "missing required field 'metadata.name'", ["metadata"])
+    if kind == "Pod":
+        _check_pod_spec(inputs, obj, ("spec",))
+    elif kind in ("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet"):
+        _require(inputs, obj, ["spec", "template", "spec"])
+        _check_pod_spec(inputs, obj, ("spec", "template", "spec"))
+    elif kind == "ResourceSlice":
+        _check_slice(inputs, obj)
+    elif kind == "ResourceClaim":
+        _check_claim_spec(inputs, obj, ("spec",))
+    elif kind == "ResourceClaimTemplate":
+        _check_claim_spec(inputs, obj, ("spec", "spec"))
+    elif kind == "PriorityClass":
+        if not isinstance(obj.get("value"), int):
+            raise inputs.error(obj, "missing required field 'value'")
+    elif kind == "Node":
+        alloc = (obj.get("status") or {}).get("allocatable") or {}
+        for rname, raw in alloc.items():
+            _check_quantity(inputs, obj, raw, ["status", "allocatable", rname])
+
+
+def _check_class_refs(inputs: Inputs) -> None:
+    names = {_meta_name(c) for c in inputs.classes}
+    for obj in [*inputs.claims, *inputs.templates]:
+        prefix: tuple[str, ...] = ("spec",) if obj["kind"] == "ResourceClaim" else ("spec", "spec")
+        spec: Any = obj
+        for k in prefix:
+            spec = spec[k]
+        for i, req in enumerate(spec["devices"]["requests"]):
+            subs = [req["exactly"]] if req.get("exactly") is not None else req["firstAvailable"]
+            for j, sub in enumerate(subs):
+                cls = sub["deviceClassName"]
+                if cls not in names:
+                    where: list[str | int] = [*prefix, "devices", "requests", i]
+                    where += (
+                        ["exactly"] if req.get("exactly") is not None else ["firstAvailable", j]
+                    )
+                    raise inputs.error(
+                        obj,
+                        f'request {req["name"]!r}: device class "{cls}" does not exist',
+                        [*where, "deviceClassName"],
+                    )
+
+
+def _daemon_nodes(ds: dict[str, Any], nodes: list[dict[str, Any]]) -> list[str]:
+    # pkg/controller/daemon NodeShouldRunDaemonPod: selector/affinity and NoSchedule/NoExecute
+    # taints decide which nodes get a pod (resources do not).
+    spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
+    tolerations = [*(spec.get("tolerations") or []), *_workloads._DS_TOLERATIONS]
+    out = []
+    for n in nodes:
+        name = _meta_name(n)
+        labels = (n.get("metadata") or {}).get("labels") or {}
+        if not _filters.node_matches_pod(spec, name, labels):
+            continue
+        if _filters.untolerated_taint((n.get("spec") or {}).get("taints") or [], tolerations):
+            continue
+        out.append(name)
+    return out
+
+
+def _add(inputs: Inputs, obj: dict[str, Any], origin: Origin, workloads: list[Any]) -> None:
+    kind = obj.get("kind")
+    if not isinstance(kind, str) or not kind:
+        inputs.origins[id(obj)] = origin
+        raise inputs.error(obj, "missing required field 'kind'")
+    if kind not in KNOWN_KINDS:
+        label = f"{kind} ({obj.get('apiVersion', '')})"
+        if label not in inputs.unknown:
+            inputs.unknown.append(label)
+        return
+    inputs.origins[id(obj)] = origin
+    _check(inputs, obj)
+    if kind in ("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet"):
+        workloads.append(obj)
+        return
+    target = {
+        "Node": inputs.nodes,
+        "Pod": inputs.pods,
+        "ResourceSlice": inputs.slices,
+        "DeviceClass": inputs.classes,
+        "ResourceClaim": inputs.claims,
+        "ResourceClaimTemplate": inputs.templates,
+        "PriorityClass": inputs.priority_classes,
+    }[kind]
+    target.append(obj)
+
+
+def _finish(inputs: Inputs, workloads: list[dict[str, Any]]) -> Inputs:
+    for w in workloads:
+        kind = w["kind"]
+        if kind == "Deployment":
+            pods = _workloads.deployment_pods(w)
+        elif kind == "ReplicaSet":
+            pods = _workloads.replicaset_pods(w)
+        elif kind == "StatefulSet":
+            pods = _workloads.statefulset_pods(w)
+        else:
+            pods = _workloads.daemonset_pods(w, _daemon_nodes(w, inputs.nodes))
+        origin = inputs.origins[id(w)]
+        for p in pods:
+            inputs.origins[id(p)] = Origin(origin.path, origin.index, origin.prefix, origin.line)
+            inputs.pods.append(p)
+    _check_class_refs(inputs)
+    for p in inputs.pods:
+        meta = p.setdefault("metadata", {})
+        meta.setdefault("namespace", "default")
+        spec = p.get("spec") or {}
+        try:
+            _requests.pod_requests(spec)
+        except InputError as err:
+            raise inputs.error(p, str(err), ["spec"]) from None
+    for obj in [*inputs.claims, *inputs.templates]:
+        obj.setdefault("metadata", {}).setdefault("namespace", "default")
+    return inputs
+
+
+def load(paths: Iterable[str | os.PathLike[str]]) -> Inputs:
+    """Read every YAML/JSON file under ``paths`` (multi-document files, Lists, directories).
+
+    Raises InputError (file, line, object) for unparsable YAML, a missing required field, an
+    invalid quantity, or a claim naming a DeviceClass that is not in the input.
+    """
+    inputs = Inputs()
+    workloads: list[dict[str, Any]] = []
+    for f in _yaml.find_files(paths):
+        for doc in _yaml.read_file(f):
+            _add_document(inputs, doc, workloads)
+    return _finish(inputs, workloads)
+
+
+def from_objects(objects: Iterable[dict[str, Any]], *, path: str = "<example>") -> Inputs:
+    """The same as ``load`` for objects already in memory (the embedded example, tests)."""
+    inputs = Inputs()
+    workloads: list[dict[str, Any]] = []
+    for i, obj in enumerate(objects):
+        _add_document(inputs, _yaml.Document(obj, path, 0, i), workloads)
+    return _finish(inputs, workloads)
+
+
+def _add_document(inputs: Inputs, doc: _yaml.Document, workloads: list[dict[str, Any]]) -> None:
+    data = doc.data
+    if data is None:
+        return
+    if not isinstance(data, dict):
+        raise InputError("a Kubernetes object must be a mapping", path=doc.path, line=doc.line)
+    kind = str(data.get("kind", ""))
+    if kind.endswith("List") and isinstance(data.get("items"), list):
+        for i, item in enumerate(data["items"]):
+            if not isinstance(item, dict):
+                raise InputError(f"items[{i}] is not an object", path=doc.path, line=doc.line)
+            line = _yaml.locate(doc.path, doc.index, ["items", i]) if doc.line else None
+            _add(inputs, item, Origin(doc.path, doc.index, ("items", i), line), workloads)
+        return
+    _add(inputs, data, Origin(doc.path, doc.index, (), doc.line or None), workloads)

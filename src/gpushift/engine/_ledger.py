@@ -1,0 +1,96 @@
+"""The device plugin's ledger: extended resources from ``status.allocatable``, and which card.
+
+kube-scheduler only counts units of ``nvidia.com/gpu``; the physical card behind a unit is
+chosen later by the kubelet and the NVIDIA device plugin. gpushift models that choice so
+hazards can be judged per card:
+
+* A node has ``cards`` physical GPUs: the ``nvidia.com/gpu.count`` label (set by GPU feature
+  discovery) if present, else the number of ``gpu-<minor>`` devices the node's
+  ``gpu.nvidia.com`` ResourceSlices publish, else one card per allocatable unit.
+* Each card carries ``replicas`` units: the ``nvidia.com/gpu.replicas`` label if present and
+  positive, else ``allocatable // cards`` (time-slicing advertises ``cards × replicas``).
+* Each unit a container gets is placed on the card with the fewest units in use, the lowest
+  card index winning ties (the device plugin's ``distributed`` policy for shared devices).
+* Card ``i`` is the same physical GPU as the DRA device ``gpu-<i>`` of that node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+GPU_RESOURCE = "nvidia.com/gpu"
+GPU_COUNT_LABEL = "nvidia.com/gpu.count"
+GPU_REPLICAS_LABEL = "nvidia.com/gpu.replicas"
+
+
+@dataclass(frozen=True, slots=True)
+class Tenant:
+    """One unit of a device-plugin resource held by a pod's container."""
+
+    pod: str
+    container: str
+
+
+@dataclass(slots=True)
+class CardLedger:
+    """The device-plugin units of one physical card (``units`` is its replica count)."""
+
+    index: int
+    units: int
+    tenants: list[Tenant] = field(default_factory=list)
+
+    @property
+    def free(self) -> int:
+        """Units not yet handed out (negative when over-committed by pre-bound pods)."""
+        return self.units - len(self.tenants)
+
+
+def _int_label(labels: dict[str, str], key: str) -> int | None:
+    raw = labels.get(key)
+    try:
+        return int(raw) if raw is not None else None
+    except ValueError:
+        return None
+
+
+def card_layout(*, allocatable: int, labels: dict[str, str], dra_cards: int) -> tuple[int, int]:
+    """``(cards, replicas)`` for a node advertising ``allocatable`` units (see module doc)."""
+    cards = _int_label(labels, GPU_COUNT_LABEL) or dra_cards or allocatable
+    if cards <= 0:
+        return 0, 0
+    replicas = _int_label(labels, GPU_REPLICAS_LABEL) or 0
+    if replicas <= 0:
+        replicas = max(allocatable // cards, 1)
+    return cards, replicas
+
+
+@dataclass(slots=True)
+class GpuLedger:
+    """Per-card ledger of one node's ``nvidia.com/gpu`` units."""
+
+    cards: list[CardLedger]
+
+    @classmethod
+    def for_node(cls, *, allocatable: int, labels: dict[str, str], dra_cards: int) -> GpuLedger:
+        """The empty ledger of a node (see ``card_layout``)."""
+        n, replicas = card_layout(allocatable=allocatable, labels=labels, dra_cards=dra_cards)
+        if allocatable <= 0:
+            n = dra_cards
+            replicas = 0
+        return cls([CardLedger(i, replicas) for i in range(n)])
+
+    def assign(self, *, pod: str, container: str, count: int) -> list[int]:
+        """Hand out ``count`` units to a container; returns the card index of each unit.
+
+        Cards with the fewest units in use go first (lowest index on ties). Cards already at
+        their replica count are used only when every card is full (pre-bound pods).
+        """
+        picked: list[int] = []
+        for _ in range(count):
+            if not self.cards:
+                break
+            open_cards = [c for c in self.cards if c.free > 0] or self.cards
+            card = min(open_cards, key=lambda c: (len(c.tenants), c.index))
+            card.tenants.append(Tenant(pod, container))
+            picked.append(card.index)
+        return picked

@@ -1,0 +1,210 @@
+"""Workload controllers expanded into the pods their controllers would create.
+
+Names follow the controllers' patterns: a Deployment's pods are ``<deploy>-<hash>-<5 chars>``
+(through a ReplicaSet ``<deploy>-<hash>``), a ReplicaSet's ``<rs>-<5 chars>``, a StatefulSet's
+``<sts>-<ordinal>`` and a DaemonSet's ``<ds>-<5 chars>`` (one per node it fits). The hash and the
+random suffixes are derived deterministically from the object, so runs are reproducible; they use
+the same alphabet and lengths as the controllers but are not the values a cluster would pick.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+# k8s.io/apimachinery pkg/util/rand: the alphabet of generated names (no vowels, no 0/1/3).
+ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
+
+_UID_NS = uuid.UUID("6f1d1a53-8a3c-4b1e-9a55-0d9c2f8e5b10")
+
+
+def stable_suffix(seed: str, n: int = 5) -> str:
+    """``n`` characters from the name alphabet, a pure function of ``seed``."""
+    digest = hashlib.sha256(seed.encode()).digest()
+    return "".join(ALPHANUMS[b % len(ALPHANUMS)] for b in digest[:n])
+
+
+def stable_uid(*parts: str) -> str:
+    """A UUID that is a pure function of ``parts`` (objects from files often have no uid)."""
+    return str(uuid.uuid5(_UID_NS, "/".join(parts)))
+
+
+def template_hash(template: Mapping[str, Any]) -> str:
+    """A pod-template-hash-like label value (FNV-32a of the template, name alphabet)."""
+    # k8s.io/kubernetes pkg/controller ComputeHash is FNV-32a over the template, then
+    # rand.SafeEncodeString; Go's object printer is not reproducible, canonical JSON stands in.
+    h = 0x811C9DC5
+    for b in json.dumps(template, sort_keys=True, separators=(",", ":")).encode():
+        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
+    s = str(h)
+    return "".join(ALPHANUMS[ord(c) % len(ALPHANUMS)] for c in s)
+
+
+def _owner(kind: str, api_version: str, name: str, uid: str) -> dict[str, Any]:
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": name,
+        "uid": uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _pod(
+    *,
+    template: Mapping[str, Any],
+    namespace: str,
+    name: str,
+    owner: dict[str, Any],
+    created: str | None,
+    extra_labels: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    tmeta = template.get("metadata") or {}
+    labels = dict(tmeta.get("labels") or {})
+    labels.update(extra_labels or {})
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "uid": stable_uid("Pod", namespace, name),
+        "labels": labels,
+        "ownerReferences": [owner],
+    }
+    if tmeta.get("annotations"):
+        meta["annotations"] = dict(tmeta["annotations"])
+    if created:
+        meta["creationTimestamp"] = created
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": copy.deepcopy(dict(template.get("spec") or {})),
+    }
+
+
+def _replicas(obj: Mapping[str, Any]) -> int:
+    raw = (obj.get("spec") or {}).get("replicas", 1)
+    return raw if isinstance(raw, int) and raw >= 0 else 1
+
+
+def _meta(obj: Mapping[str, Any]) -> tuple[str, str, str, str | None]:
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace") or "default"
+    name = str(meta.get("name") or "")
+    kind = str(obj.get("kind"))
+    uid = str(meta.get("uid") or stable_uid(kind, ns, name))
+    return ns, name, uid, meta.get("creationTimestamp")
+
+
+def replicaset_pods(rs: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The pods a ReplicaSet creates: ``<rs>-<5 chars>``, owned by the ReplicaSet."""
+    ns, name, uid, created = _meta(rs)
+    template = (rs.get("spec") or {}).get("template") or {}
+    owner = _owner("ReplicaSet", "apps/v1", name, uid)
+    return [
+        _pod(
+            template=template,
+            namespace=ns,
+            name=f"{name}-{stable_suffix(f'{ns}/{name}/{i}')}",
+            owner=owner,
+            created=created,
+        )
+        for i in range(_replicas(rs))
+    ]
+
+
+def deployment_pods(deploy: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The pods of a Deployment's current ReplicaSet ``<deploy>-<pod-template-hash>``."""
+    ns, name, _uid, created = _meta(deploy)
+    spec = deploy.get("spec") or {}
+    template = spec.get("template") or {}
+    h = template_hash(template)
+    rs_name = f"{name}-{h}"
+    rs_uid = stable_uid("ReplicaSet", ns, rs_name)
+    owner = _owner("ReplicaSet", "apps/v1", rs_name, rs_uid)
+    return [
+        _pod(
+            template=template,
+            namespace=ns,
+            name=f"{rs_name}-{stable_suffix(f'{ns}/{rs_name}/{i}')}",
+            owner=owner,
+            created=created,
+            extra_labels={"pod-template-hash": h},
+        )
+        for i in range(_replicas(deploy))
+    ]
+
+
+def statefulset_pods(sts: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``<sts>-0`` … ``<sts>-<n-1>``, with the labels the StatefulSet controller adds."""
+    ns, name, uid, created = _meta(sts)
+    template = (sts.get("spec") or {}).get("template") or {}
+    owner = _owner("StatefulSet", "apps/v1", name, uid)
+    pods = []
+    for i in range(_replicas(sts)):
+        pod_name = f"{name}-{i}"
+        pods.append(
+            _pod(
+                template=template,
+                namespace=ns,
+                name=pod_name,
+                owner=owner,
+                created=created,
+                extra_labels={
+                    "statefulset.kubernetes.io/pod-name": pod_name,
+                    "apps.kubernetes.io/pod-index": str(i),
+                },
+            )
+        )
+    return pods
+
+
+# k8s.io/kubernetes pkg/controller/daemon/util AddOrUpdateDaemonPodTolerations.
+_DS_TOLERATIONS: tuple[dict[str, str], ...] = (
+    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
+    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"},
+    {"key": "node.kubernetes.io/disk-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/memory-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/pid-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
+)
+
+
+def daemonset_pods(ds: Mapping[str, Any], node_names: list[str]) -> list[dict[str, Any]]:
+    """One pod per node, pinned by ``matchFields metadata.name`` as the DaemonSet controller does.
+
+    The scheduler then decides whether each pod fits its node (selectors, taints, resources).
+    """
+    ns, name, uid, created = _meta(ds)
+    template = (ds.get("spec") or {}).get("template") or {}
+    owner = _owner("DaemonSet", "apps/v1", name, uid)
+    pods = []
+    for node in node_names:
+        pod = _pod(
+            template=template,
+            namespace=ns,
+            name=f"{name}-{stable_suffix(f'{ns}/{name}/{node}')}",
+            owner=owner,
+            created=created,
+        )
+        spec = pod["spec"]
+        affinity = spec.setdefault("affinity", {})
+        affinity["nodeAffinity"] = {
+            **(affinity.get("nodeAffinity") or {}),
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+                ]
+            },
+        }
+        tolerations = list(spec.get("tolerations") or [])
+        for t in _DS_TOLERATIONS:
+            if t not in tolerations:
+                tolerations.append(dict(t))
+        spec["tolerations"] = tolerations
+        pods.append(pod)
+    return pods
