@@ -1,0 +1,242 @@
+"""``gpushift check`` against PyYAML's C loader on a synthetic Flux repository.
+
+Run with ``python -m bench.check [--sizes 2500,5000] [--repeat 3]``. For each size it writes a
+repository of app-template HelmReleases that request ``nvidia.com/gpu`` (each app with its Flux
+Kustomization and kustomize file, as home-ops repositories lay them out) plus a gpu-operator
+stack, then times, side by side and best of ``--repeat``:
+
+- ``parse``: PyYAML's ``CSafeLoader`` reading every file (the floor: nothing can be faster
+  without skipping the YAML);
+- ``check``: the whole ``gpushift check`` in-process (discovery, model, rules, json report).
+
+It prints both times, the ratio check/parse (target <= 1.5) and documents per second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+
+_STACK = """\
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: gpu-operator
+  namespace: gpu-operator
+spec:
+  interval: 1h
+  path: ./kubernetes/apps/gpu-operator/app
+  prune: true
+  sourceRef: {kind: GitRepository, name: flux-system, namespace: flux-system}
+  targetNamespace: gpu-operator
+"""
+
+_OPERATOR = """\
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: gpu-operator
+spec:
+  interval: 1h
+  chart:
+    spec:
+      chart: gpu-operator
+      sourceRef: {kind: HelmRepository, name: nvidia}
+  values:
+    driver: {enabled: false}
+    devicePlugin:
+      config: {name: time-slicing-config, default: any}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: time-slicing-config
+data:
+  any: |-
+    version: v1
+    sharing:
+      timeSlicing:
+        resources:
+          - name: nvidia.com/gpu
+            replicas: 4
+"""
+
+_KS = """\
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: &app {name}
+  namespace: &namespace media
+spec:
+  commonMetadata:
+    labels:
+      app.kubernetes.io/name: *app
+  dependsOn:
+    - name: gpu-operator
+      namespace: gpu-operator
+  interval: 1h
+  path: ./kubernetes/apps/media/{name}/app
+  postBuild:
+    substitute:
+      APP: *app
+  prune: true
+  sourceRef: {{kind: GitRepository, name: flux-system, namespace: flux-system}}
+  targetNamespace: *namespace
+"""
+
+_HR = """\
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: {name}
+spec:
+  interval: 1h
+  chartRef: {{kind: OCIRepository, name: app-template}}
+  values:
+    controllers:
+      {name}:
+        annotations:
+          reloader.stakater.com/auto: "true"
+        containers:
+          app:
+            image:
+              repository: ghcr.io/example/{name}
+              tag: 1.2.3
+            env:
+              TZ: ${{TIMEZONE}}
+            probes:
+              liveness: &probes
+                enabled: true
+              readiness: *probes
+            resources:
+              requests:
+                cpu: 100m
+                memory: 512Mi
+              limits:
+                memory: 2Gi
+                nvidia.com/gpu: 1
+    defaultPodOptions:
+      runtimeClassName: nvidia
+      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+              - matchExpressions:
+                  - key: nvidia.com/gpu.present
+                    operator: In
+                    values: ["true"]
+    service:
+      app:
+        controller: {name}
+        ports:
+          http:
+            port: 8080
+    persistence:
+      config:
+        existingClaim: {name}
+"""
+
+_KUSTOMIZATION = """\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+{items}
+"""
+
+
+def generate(root: Path, *, apps: int) -> int:
+    """Write the synthetic repository under ``root``; returns the number of YAML documents."""
+    base = root / "kubernetes" / "apps"
+    (base / "gpu-operator" / "app").mkdir(parents=True)
+    (base / "gpu-operator" / "ks.yaml").write_text(_STACK)
+    (base / "gpu-operator" / "app" / "helmrelease.yaml").write_text(_OPERATOR)
+    (base / "gpu-operator" / "app" / "runtimeclass.yaml").write_text(
+        "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata:\n  name: nvidia\n"
+        "handler: nvidia\n"
+    )
+    (base / "gpu-operator" / "app" / "kustomization.yaml").write_text(
+        _KUSTOMIZATION.format(items="  - ./helmrelease.yaml\n  - ./runtimeclass.yaml")
+    )
+    (base / "gpu-operator" / "kustomization.yaml").write_text(
+        _KUSTOMIZATION.format(items="  - ./ks.yaml")
+    )
+    docs = 6
+    names = [f"app-{i:05d}" for i in range(apps)]
+    for name in names:
+        app = base / "media" / name
+        (app / "app").mkdir(parents=True)
+        (app / "ks.yaml").write_text(_KS.format(name=name))
+        (app / "app" / "helmrelease.yaml").write_text(_HR.format(name=name))
+        (app / "app" / "kustomization.yaml").write_text(
+            _KUSTOMIZATION.format(items="  - ./helmrelease.yaml")
+        )
+        docs += 3
+    (base / "media" / "kustomization.yaml").write_text(
+        _KUSTOMIZATION.format(items="\n".join(f"  - ./{n}/ks.yaml" for n in names))
+    )
+    (base / "kustomization.yaml").write_text(
+        _KUSTOMIZATION.format(items="  - ./gpu-operator\n  - ./media")
+    )
+    return docs + 3
+
+
+def _parse_only(root: Path) -> None:
+    loader = yaml.CSafeLoader
+    for path in sorted(root.rglob("*.yaml")):
+        list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=loader))
+
+
+def _check(root: Path) -> None:
+    from gpushift.rules import run_check
+
+    run_check([root]).to_json()
+
+
+def _best(fn: Callable[[Path], None], root: Path, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn(root)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print one line per size (and a profile with ``--profile``)."""
+    parser = argparse.ArgumentParser(prog="python -m bench.check")
+    parser.add_argument("--sizes", default="2500,5000")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--profile", action="store_true", help="profile check at the last size")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print(f"{'apps':>6} {'docs':>7} {'parse s':>8} {'check s':>8} {'ratio':>6} {'docs/s':>8}")
+    for size in sizes:
+        with tempfile.TemporaryDirectory(prefix="gpushift-bench-") as tmp:
+            root = Path(tmp)
+            docs = generate(root, apps=size)
+            _check(root)  # warm imports and the page cache once, for both sides
+            parse = _best(_parse_only, root, args.repeat)
+            check = _best(_check, root, args.repeat)
+            print(
+                f"{size:>6} {docs:>7} {parse:>8.3f} {check:>8.3f} {check / parse:>6.2f} "
+                f"{docs / check:>8.0f}"
+            )
+            if args.profile and size == sizes[-1]:
+                prof = cProfile.Profile()
+                prof.runcall(_check, root)
+                out = io.StringIO()
+                pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(25)
+                print(out.getvalue())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,152 @@
+"""Rules about who advertises the GPUs: the device plugin, the DRA driver, both or neither."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpushift.gitops import GPU_RESOURCE, Workload
+from gpushift.rules._context import (
+    Context,
+    dra_gpus_on,
+    is_nvidia_claim,
+    name_of,
+    nvidia_requests,
+    operator_plugin_on,
+    option_line,
+    request_keys,
+    truthy,
+)
+from gpushift.rules._finding import Finding
+
+# kubernetes-sigs/dra-driver-nvidia-gpu templates/validation.yaml (the install-blocking text).
+_VALIDATION = (
+    "'The default value of 'resources.gpus.enabled == true'. However, when "
+    "'resources.gpus.enabled=true' this DRA driver cannot be deployed alongside the standard "
+    "GPU device plugin on the same node.'"
+)
+
+
+def check(*, ctx: Context) -> Iterator[Finding]:
+    """dual-advertiser, no-advertiser, dra-override-missing and allocator-flip-diverged."""
+    covered = False
+    for driver in ctx.dra_advertisers:
+        if ctx.plugin_advertisers:
+            covered = True
+            yield ctx.finding(
+                "dual-advertiser",
+                source=driver.source,
+                line=driver.line_of("resources", "gpus", "enabled"),
+                obj=name_of(driver.obj),
+                msg=(
+                    f"the DRA driver publishes GPUs (resources.gpus.enabled is true) while "
+                    f"{_plugin_owners(ctx)} runs the device plugin: both allocators hand out "
+                    f"the same cards; upstream: {_VALIDATION}"
+                ),
+            )
+        if not truthy(driver.value("gpuResourcesEnabledOverride"), default=False):
+            covered = True
+            yield ctx.finding(
+                "dra-override-missing",
+                source=driver.source,
+                line=driver.line_of("gpuResourcesEnabledOverride"),
+                obj=name_of(driver.obj),
+                msg=(
+                    "resources.gpus.enabled is true but gpuResourcesEnabledOverride is not, so "
+                    f"the chart's validation fails the install: {_VALIDATION} Turn the device "
+                    "plugin off, then set gpuResourcesEnabledOverride: true."
+                ),
+            )
+    unserved = list(_unserved(ctx))
+    covered = covered or bool(unserved)
+    yield from unserved
+    yield from _diverged(ctx, covered=covered)
+
+
+def _plugin_owners(ctx: Context) -> str:
+    parts = []
+    for h in ctx.plugin_advertisers:
+        if h.chart == "gpu-operator":
+            how = (
+                "devicePlugin.enabled is true"
+                if h.is_set("devicePlugin", "enabled")
+                else ("devicePlugin.enabled defaults to true")
+            )
+            parts.append(f"{name_of(h.obj)} ({how})")
+        else:
+            parts.append(name_of(h.obj))
+    return ", ".join(parts)
+
+
+def _unserved(ctx: Context) -> Iterator[Finding]:
+    """no-advertiser: GPU requests that no active allocator can serve."""
+    plugin, dra = bool(ctx.plugin_advertisers), bool(ctx.dra_advertisers)
+    if plugin and dra:
+        return
+    for w in ctx.workloads:
+        if not plugin and not dra:
+            yield from _unserved_extended(ctx, w)
+        if not dra:
+            for claim in ctx.workload_claims(w):
+                if is_nvidia_claim(claim):
+                    kind = "ResourceClaimTemplate" if claim.template else "ResourceClaim"
+                    src, line = option_line(w.pod, "resourceClaims")
+                    yield ctx.finding(
+                        "no-advertiser",
+                        source=src,
+                        line=line,
+                        obj=name_of(w.origin),
+                        msg=(
+                            f"{w.kind} {w.name} asks for an NVIDIA GPU through {kind} "
+                            f"{claim.name}, but no DRA driver release with resources.gpus.enabled "
+                            "is deployed; the pod stays Pending"
+                        ),
+                    )
+                    break
+
+
+def _unserved_extended(ctx: Context, w: Workload) -> Iterator[Finding]:
+    for c in w.pod.all_containers:
+        for res in nvidia_requests(c):
+            yield ctx.finding(
+                "no-advertiser",
+                source=c.source,
+                line=c.source.line_of(request_keys(c, res)),
+                obj=name_of(w.origin),
+                msg=(
+                    f"container {c.name} of {w.kind} {w.name} requests {res}, but neither a device "
+                    "plugin nor a DRA driver with GPUs enabled is deployed; the pod stays Pending"
+                ),
+            )
+            return
+
+
+def _diverged(ctx: Context, *, covered: bool) -> Iterator[Finding]:
+    """allocator-flip-diverged: the three switches disagree in a way no other rule reports."""
+    for driver in ctx.drivers:
+        override = truthy(driver.value("gpuResourcesEnabledOverride"), default=False)
+        if override and not dra_gpus_on(driver):
+            yield ctx.finding(
+                "allocator-flip-diverged",
+                source=driver.source,
+                line=driver.line_of("gpuResourcesEnabledOverride"),
+                obj=name_of(driver.obj),
+                msg=(
+                    "gpuResourcesEnabledOverride is true while resources.gpus.enabled is false: "
+                    "the override acknowledges a switch to DRA that this release does not make"
+                ),
+            )
+    if covered or ctx.plugin_advertisers or ctx.dra_advertisers:
+        return
+    for op in ctx.operators:
+        if not operator_plugin_on(op) and ctx.repo.releases("dra-driver-nvidia-gpu", active=False):
+            yield ctx.finding(
+                "allocator-flip-diverged",
+                source=op.source,
+                line=op.line_of("devicePlugin", "enabled"),
+                obj=name_of(op.obj),
+                msg=(
+                    "devicePlugin.enabled is false but no deployed DRA driver release publishes "
+                    "GPUs (resources.gpus.enabled with gpuResourcesEnabledOverride): nothing "
+                    f"advertises {GPU_RESOURCE} or GPU devices"
+                ),
+            )

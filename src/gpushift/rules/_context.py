@@ -1,0 +1,233 @@
+"""What every rule family reads: the repository model, the base revision, and shared facts.
+
+Facts several rules need (which allocators are active, which workloads ask for a GPU) are
+computed once here, so that the rules agree with each other.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gpushift._quantity import QuantityError, parse
+from gpushift.gitops import (
+    GPU_RESOURCE,
+    Claim,
+    Container,
+    HelmRelease,
+    Obj,
+    PodSpec,
+    Repo,
+    Source,
+    Workload,
+)
+from gpushift.rules._finding import Finding
+from gpushift.rules._registry import rule
+
+#: NVIDIA's extended resources all live under this prefix (nvidia.com/gpu, nvidia.com/gpu.shared
+#: with renameByDefault, nvidia.com/mig-1g.10gb with the mixed MIG strategy).
+NVIDIA_PREFIX = "nvidia.com/"
+#: The DRA driver's name; its DeviceClasses are gpu.nvidia.com, mig.nvidia.com, vfio.gpu.nvidia.com.
+NVIDIA_DRIVER = "gpu.nvidia.com"
+#: Chart default when ``nvidiaDriverRoot``/``hostPaths.driverInstallDir`` is not set.
+DRA_DRIVER_ROOT_DEFAULT = "/"
+OPERATOR_DRIVER_DIR_DEFAULT = "/run/nvidia/driver"
+
+
+def truthy(value: Any, *, default: bool) -> bool:
+    """A Helm value read as a boolean: None means ``default``; strings as YAML would read them."""
+    if value is None:
+        return default
+    if isinstance(value, str):
+        return value.strip().lower() not in ("", "false", "0", "no", "off")
+    return bool(value)
+
+
+def name_of(obj: Obj) -> str:
+    """``Kind/namespace/name`` (or ``Kind/name``) for a finding's ``object``."""
+    return f"{obj.kind}/{obj.namespace}/{obj.name}" if obj.namespace else f"{obj.kind}/{obj.name}"
+
+
+_MISSING = object()
+
+
+def _dig(data: Any, keys: Sequence[str | int]) -> Any:
+    cur = data
+    for k in keys:
+        if isinstance(cur, Mapping):
+            cur = cur.get(k, _MISSING)
+        elif isinstance(cur, list) and isinstance(k, int) and 0 <= k < len(cur):
+            cur = cur[k]
+        else:
+            return _MISSING
+        if cur is _MISSING:
+            return _MISSING
+    return cur
+
+
+def has_path(data: Any, keys: Sequence[str | int]) -> bool:
+    """Whether ``keys`` lead to a value inside ``data`` (mappings and lists)."""
+    return _dig(data, keys) is not _MISSING
+
+
+def body_at(obj: Obj, keys: Sequence[str | int]) -> Any:
+    """The value at ``keys`` inside the object's document, or None."""
+    found = _dig(obj.body, keys)
+    return None if found is _MISSING else found
+
+
+def line_of_first(source: Source, doc: Any, *candidates: Sequence[str | int]) -> int:
+    """The line of the first candidate key path (below ``source``) that exists in ``doc``.
+
+    ``doc`` is the data at ``source``'s own key path. Falls back to the source's line.
+    """
+    for keys in candidates:
+        if has_path(doc, keys):
+            return source.line_of(keys)
+    return source.line_of(())
+
+
+def positive(amount: Any) -> bool:
+    """Whether a resource amount is a quantity above zero (unparsable amounts count as asked)."""
+    if amount is None:
+        return False
+    try:
+        return parse(amount) > 0
+    except QuantityError:
+        return True
+
+
+def nvidia_requests(container: Container) -> dict[str, Any]:
+    """The NVIDIA extended resources a container asks for (limits win over requests)."""
+    out: dict[str, Any] = {}
+    for section in (container.requests, container.limits):
+        for res, amount in section.items():
+            if str(res).startswith(NVIDIA_PREFIX) and positive(amount):
+                out[str(res)] = amount
+    return out
+
+
+def request_keys(container: Container, resource: str) -> tuple[str, ...]:
+    """The key path (below the container) of the resource request, limits first."""
+    if resource in container.limits:
+        return ("resources", "limits", resource)
+    if resource in container.requests:
+        return ("resources", "requests", resource)
+    return ("resources",)
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """The inputs of one check run.
+
+    ``repo`` is the checked tree; ``base`` is the same tree at ``--base`` (None without it).
+    """
+
+    repo: Repo
+    base: Repo | None = None
+
+    def finding(
+        self, rule_id: str, *, source: Source, line: int | None, obj: str, msg: str
+    ) -> Finding:
+        """A finding of ``rule_id`` with the rule's severity, at ``source.path``."""
+        return Finding(rule_id, rule(rule_id).severity, source.path, line, obj, msg)
+
+    # -- allocators ----------------------------------------------------------------------
+
+    @functools.cached_property
+    def operators(self) -> tuple[HelmRelease, ...]:
+        """Active gpu-operator releases."""
+        return self.repo.releases("gpu-operator")
+
+    @functools.cached_property
+    def drivers(self) -> tuple[HelmRelease, ...]:
+        """Active DRA driver releases (either chart name)."""
+        return self.repo.releases("dra-driver-nvidia-gpu")
+
+    @functools.cached_property
+    def plugin_advertisers(self) -> tuple[HelmRelease, ...]:
+        """Active releases that run the device plugin and so advertise ``nvidia.com/gpu``."""
+        ops = tuple(op for op in self.operators if operator_plugin_on(op))
+        return ops + self.repo.releases("nvidia-device-plugin")
+
+    @functools.cached_property
+    def dra_advertisers(self) -> tuple[HelmRelease, ...]:
+        """Active DRA driver releases that publish GPUs (``resources.gpus.enabled``)."""
+        return tuple(d for d in self.drivers if dra_gpus_on(d))
+
+    @functools.cached_property
+    def bridging_classes(self) -> tuple[str, ...]:
+        """Active DeviceClasses mapping ``extendedResourceName: nvidia.com/gpu``, sorted."""
+        return tuple(
+            sorted(
+                {
+                    c.name
+                    for c in self.repo.device_classes
+                    if c.active and c.extended_resource_name == GPU_RESOURCE
+                }
+            )
+        )
+
+    # -- workloads and claims ------------------------------------------------------------
+
+    @functools.cached_property
+    def workloads(self) -> tuple[Workload, ...]:
+        """Active workloads."""
+        return tuple(w for w in self.repo.workloads if w.active)
+
+    def claim_for(self, workload: Workload, *, name: str, template: bool) -> Claim | None:
+        """The active claim or template a pod names, in the workload's namespace."""
+        for c in self.repo.claims:
+            if c.template != template or c.name != name or not c.active:
+                continue
+            if c.namespace is None or workload.namespace is None:
+                return c
+            if c.namespace == workload.namespace:
+                return c
+        return None
+
+    def workload_claims(self, workload: Workload) -> tuple[Claim, ...]:
+        """The claims and templates a workload's pod refers to that exist in the repository."""
+        out: list[Claim] = []
+        for pc in workload.pod.resource_claims:
+            if pc.template:
+                c = self.claim_for(workload, name=pc.template, template=True)
+            elif pc.claim:
+                c = self.claim_for(workload, name=pc.claim, template=False)
+            else:
+                c = None
+            if c is not None:
+                out.append(c)
+        return tuple(out)
+
+
+def operator_plugin_on(op: HelmRelease) -> bool:
+    """gpu-operator runs the device plugin unless ``devicePlugin.enabled`` is false."""
+    return truthy(op.value("devicePlugin", "enabled"), default=True)
+
+
+def dra_gpus_on(driver: HelmRelease) -> bool:
+    """The DRA chart publishes GPUs unless ``resources.gpus.enabled`` is false."""
+    return truthy(driver.value("resources", "gpus", "enabled"), default=True)
+
+
+def is_nvidia_claim(claim: Claim) -> bool:
+    """Whether a claim asks NVIDIA's DRA driver (by DeviceClass name or opaque config)."""
+    if NVIDIA_DRIVER in claim.drivers:
+        return True
+    return any(r.device_class.endswith("nvidia.com") for r in claim.requests)
+
+
+def names(items: Iterable[HelmRelease]) -> str:
+    """``HelmRelease/ns/a, HelmRelease/ns/b`` for messages."""
+    return ", ".join(name_of(h.obj) for h in items)
+
+
+def option_line(pod: PodSpec, option: str) -> tuple[Source, int]:
+    """Where a pod-level option (``runtimeClassName``, ``resourceClaims`` …) was written."""
+    src = pod.option_sources.get(option)
+    if src is not None:
+        return src, src.line_of(())
+    return pod.source, pod.source.line_of((option,))

@@ -1,0 +1,70 @@
+"""The ``sarif`` report: SARIF 2.1.0 for code scanning (GitHub, GitLab, editors)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gpushift.rules._finding import Finding, Severity
+from gpushift.rules._registry import DOCS_URL, RULES
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+SARIF_VERSION = "2.1.0"
+#: The uriBaseId every result location is relative to: the checked directory.
+SRCROOT = "SRCROOT"
+
+# SARIF has no "info" level; "note" is its level for informational results.
+_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+
+
+def format_sarif(findings: Sequence[Finding], *, root: Path, version: str) -> str:
+    """One SARIF 2.1.0 log with one run, every rule described and one result per finding.
+
+    Locations are relative URIs against ``%SRCROOT%``, which is declared as ``root``. Findings
+    without a line point at the file only (SARIF requires ``startLine >= 1`` when a region is
+    given).
+    """
+    index = {r.id: i for i, r in enumerate(RULES)}
+    results: list[dict[str, Any]] = []
+    for f in sorted(findings, key=Finding.sort_key):
+        physical: dict[str, Any] = {"artifactLocation": {"uri": f.path, "uriBaseId": SRCROOT}}
+        if f.line is not None and f.line >= 1:
+            physical["region"] = {"startLine": f.line}
+        results.append(
+            {
+                "ruleId": f.rule,
+                "ruleIndex": index[f.rule],
+                "level": _LEVEL[f.severity],
+                "message": {"text": f"{f.object}: {f.message}"},
+                "locations": [{"physicalLocation": physical}],
+            }
+        )
+    log = {
+        "$schema": SARIF_SCHEMA,
+        "version": SARIF_VERSION,
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "gpushift",
+                        "version": version,
+                        "informationUri": DOCS_URL,
+                        "rules": [
+                            {
+                                "id": r.id,
+                                "shortDescription": {"text": r.summary},
+                                "defaultConfiguration": {"level": _LEVEL[r.severity]},
+                                "helpUri": r.help_uri,
+                            }
+                            for r in RULES
+                        ],
+                    }
+                },
+                "originalUriBaseIds": {SRCROOT: {"uri": root.resolve().as_uri() + "/"}},
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(log, indent=2) + "\n"
