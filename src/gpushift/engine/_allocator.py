@@ -1,0 +1,922 @@
+"""DRA structured allocation: which devices a pod's ResourceClaims get on one node.
+
+Mirrors ``k8s.io/dynamic-resource-allocation/structured/internal/incubating``
+(``allocator_incubating.go``, ``pools_incubating.go``, ``consumable_capacity.go``) and the
+scheduler's ``allocateddevices.go`` ledger: pools keep only their newest generation and are
+unallocatable while incomplete; pools are tried in (driver, pool) order, slices by name,
+devices in list order; the search is first-fit depth-first with backtracking over claims,
+requests, ``firstAvailable`` alternatives and device combinations; the first full solution wins.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpushift._errors import InputError
+from gpushift.engine._capacity import (
+    Amount,
+    Capacity,
+    Number,
+    consumed_capacity,
+    fits,
+    parse_amount,
+    parse_capacity,
+    satisfies_requests,
+)
+from gpushift.engine._cel import (
+    CelDevice,
+    CelSelectorEvaluator,
+    SelectorEvaluator,
+    cel_device,
+)
+from gpushift.engine._dra_nodeselector import node_selector_matches
+from gpushift.engine._dra_types import (
+    AllocationResult,
+    Device,
+    DeviceAllocationConfiguration,
+    DeviceClass,
+    DeviceRequest,
+    DeviceRequestAllocationResult,
+    DeviceTaint,
+    DeviceToleration,
+    Node,
+    NodeSelector,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    ResourceClaim,
+    ResourceSlice,
+)
+
+__all__ = [
+    "ALLOCATION_RESULTS_MAX_SIZE",
+    "AllocatedState",
+    "Allocator",
+    "UnknownDeviceClassError",
+    "device_key",
+]
+
+#: Upper bound on results per claim (resource/v1 ``AllocationResultsMaxSize``).
+ALLOCATION_RESULTS_MAX_SIZE = 32
+
+
+class UnknownDeviceClassError(InputError):
+    """A claim request names a DeviceClass that does not exist.
+
+    ``class_name``, ``claim`` ("namespace/name") and ``request`` identify it; the message uses
+    the allocator's wording.
+    """
+
+    def __init__(self, class_name: str, *, claim: str, request: str) -> None:
+        super().__init__(
+            f"claim {claim}, request {request}: could not retrieve device class {class_name}: "
+            f'deviceclass.resource.k8s.io "{class_name}" not found',
+            obj=f"ResourceClaim {claim}",
+        )
+        self.class_name = class_name
+        self.claim = claim
+        self.request = request
+
+
+def device_key(driver: str, pool: str, device: str) -> str:
+    """The ledger key of a device: ``driver/pool/device`` (DeviceID.String() upstream)."""
+    return f"{driver}/{pool}/{device}"
+
+
+# --- the ledger ------------------------------------------------------------------------------
+
+
+_AMOUNTS: dict[str, Number] = {}
+
+
+def _amount(text: str) -> Number:
+    v = _AMOUNTS.get(text)
+    if v is None:
+        v = parse_amount(text).value
+        _AMOUNTS[text] = v
+    return v
+
+
+class AllocatedState:
+    """The cluster's DRA ledger, as the scheduler's ``allocateddevices.go`` keeps it.
+
+    ``exclusive`` counts allocations of devices held whole (results without ``shareID``);
+    ``shared`` counts shares of multi-allocatable devices (results with ``shareID``), whose
+    ``consumedCapacity`` adds up in ``consumed``. Results with ``adminAccess: true`` are not
+    counted, as upstream. Keys are :func:`device_key` strings.
+    """
+
+    __slots__ = ("consumed", "exclusive", "shared")
+
+    def __init__(self) -> None:
+        self.exclusive: dict[str, int] = {}
+        self.shared: dict[str, int] = {}
+        self.consumed: dict[str, dict[str, Number]] = {}
+
+    def copy(self) -> AllocatedState:
+        """An independent copy."""
+        c = AllocatedState()
+        c.exclusive = dict(self.exclusive)
+        c.shared = dict(self.shared)
+        c.consumed = {k: dict(v) for k, v in self.consumed.items()}
+        return c
+
+    def add(self, allocation: AllocationResult) -> None:
+        """Record one claim's ``status.allocation``. Raises QuantityError for bad amounts."""
+        for r in allocation.get("devices", {}).get("results") or ():
+            self._apply(r, 1)
+
+    def remove(self, allocation: AllocationResult) -> None:
+        """Undo :meth:`add` for the same allocation."""
+        for r in allocation.get("devices", {}).get("results") or ():
+            self._apply(r, -1)
+
+    def add_claim(self, claim: ResourceClaim) -> None:
+        """Record a claim's allocation, if it has one (seeding from pre-allocated claims)."""
+        alloc = claim.get("status", {}).get("allocation")
+        if alloc:
+            self.add(alloc)
+
+    def remove_claim(self, claim: ResourceClaim) -> None:
+        """Undo :meth:`add_claim`."""
+        alloc = claim.get("status", {}).get("allocation")
+        if alloc:
+            self.remove(alloc)
+
+    def _apply(self, r: DeviceRequestAllocationResult, sign: int) -> None:
+        if r.get("adminAccess"):
+            return
+        key = device_key(r["driver"], r["pool"], r["device"])
+        if r.get("shareID"):
+            _bump(self.shared, key, sign)
+            agg = self.consumed.setdefault(key, {})
+            for name, text in (r.get("consumedCapacity") or {}).items():
+                agg[name] = agg.get(name, 0) + sign * _amount(text)
+            if key not in self.shared:
+                self.consumed.pop(key, None)
+        else:
+            _bump(self.exclusive, key, sign)
+
+    def in_use(self, key: str) -> bool:
+        """Whether the device is held whole by some allocation."""
+        return key in self.exclusive
+
+
+def _bump(d: dict[str, int], key: str, sign: int) -> None:
+    n = d.get(key, 0) + sign
+    if n > 0:
+        d[key] = n
+    else:
+        d.pop(key, None)
+
+
+# --- static device data ------------------------------------------------------------------------
+
+
+_NO_TAINT_EFFECTS = frozenset({"", "None"})
+
+
+@dataclass(slots=True, eq=False)
+class _Dev:
+    """Per-device data computed once per Allocator."""
+
+    key: str
+    driver: str
+    pool: str
+    name: str
+    multi: bool
+    capacity: dict[str, Capacity]
+    cap_id: int
+    body: Device
+    #: taints whose effect keeps untolerating requests off the device
+    taints: tuple[DeviceTaint, ...]
+    #: the slice's node selection, for the allocation's nodeSelector
+    node_name: str | None
+    node_selector: NodeSelector | None
+    #: minimum amount any allocation consumes, for capacities where it is positive
+    min_use: tuple[tuple[str, Number], ...]
+    cel: CelDevice | None = None
+    match: dict[tuple[str, ...], bool] = field(default_factory=dict)
+    attr_cache: dict[str, tuple[str, Any] | None] = field(default_factory=dict)
+
+    def celdev(self) -> CelDevice:
+        if self.cel is None:
+            self.cel = cel_device(
+                driver=self.driver,
+                attributes=self.body.get("attributes"),
+                capacity=self.body.get("capacity"),
+                allow_multiple_allocations=self.multi,
+            )
+        return self.cel
+
+    def attribute(self, fq_name: str) -> tuple[str, Any] | None:
+        """lookupAttribute: a fully-qualified name, or its ID when the domain is the driver."""
+        if fq_name in self.attr_cache:
+            return self.attr_cache[fq_name]
+        attrs = self.body.get("attributes") or {}
+        attr = attrs.get(fq_name)
+        if attr is None:
+            domain, sep, ident = fq_name.partition("/")
+            if sep and domain == self.driver:
+                attr = attrs.get(ident)
+        out: tuple[str, Any] | None = None
+        if attr is not None:
+            for t in ("string", "bool", "int", "version"):
+                if t in attr:
+                    out = (t, attr[t])
+                    break
+        self.attr_cache[fq_name] = out
+        return out
+
+
+def _min_use(cap: Capacity) -> Number:
+    # The least any allocation can consume: a request is rounded up to the range minimum or
+    # the smallest valid value, and the default is always allowed.
+    lows: list[Number] = []
+    if cap.range_min is not None:
+        lows.append(cap.range_min.value)
+    elif cap.valid_values:
+        lows.append(min(v.value for v in cap.valid_values))
+    else:
+        lows.append(0)
+    if cap.default is not None:
+        lows.append(cap.default.value)
+    return max(0, min(lows))
+
+
+@dataclass(slots=True)
+class _Pool:
+    driver: str
+    name: str
+    generation: int
+    slice_count: int
+    slices: list[tuple[str, ResourceSlice, list[_Dev]]]
+
+    @property
+    def incomplete(self) -> bool:
+        return len(self.slices) != self.slice_count
+
+
+@dataclass(frozen=True, slots=True)
+class _NodeView:
+    devices: tuple[_Dev, ...]
+    incomplete_pools: tuple[str, ...]
+
+
+_EMPTY_VIEW = _NodeView((), ())
+
+
+# --- prepared requests -------------------------------------------------------------------------
+
+
+@dataclass(slots=True, eq=False)
+class _Req:
+    """One allocatable request: an ``exactly`` or one ``firstAvailable`` alternative."""
+
+    name: str  # as written to results: "<req>" or "<req>/<sub>"
+    parent: str
+    sub: str
+    class_name: str
+    selkey: tuple[str, ...]
+    mode_all: bool
+    count: int
+    admin: bool
+    cap_requests: dict[str, Amount]
+    cap_key: tuple[tuple[str, str], ...]
+    tolerations: tuple[DeviceToleration, ...]
+    class_config: tuple[Any, ...]
+
+
+@dataclass(slots=True)
+class _Constraint:
+    requests: frozenset[str]
+    attribute: str
+    distinct: bool
+    values: list[tuple[str, Any]] = field(default_factory=list)
+
+    def applies(self, r: _Req) -> bool:
+        if not self.requests:
+            return True
+        return r.parent in self.requests or (bool(r.sub) and r.name in self.requests)
+
+    def add(self, dev: _Dev) -> bool:
+        v = dev.attribute(self.attribute)
+        if v is None:
+            return False
+        v = _norm_attr(v)
+        if self.distinct:
+            if v in self.values:
+                return False
+        elif self.values and self.values[0] != v:
+            return False
+        self.values.append(v)
+        return True
+
+
+def _norm_attr(v: tuple[str, Any]) -> tuple[str, Any]:
+    if v[0] == "version":
+        # semver equality ignores build metadata
+        return ("version", str(v[1]).split("+", 1)[0])
+    return v
+
+
+@dataclass(slots=True, eq=False)
+class _Pick:
+    claim: int
+    req: _Req
+    dev: _Dev
+    consumed: dict[str, Amount] | None
+    constraints: list[_Constraint]
+
+
+class Allocator:
+    """Allocates ResourceClaims on nodes from a fixed set of ResourceSlices and DeviceClasses.
+
+    Pools keep only their highest ``generation``; a pool whose number of slices differs from
+    ``resourceSliceCount`` is incomplete and none of its devices are allocated. Slices are
+    chosen per node by ``nodeName``, ``nodeSelector`` or ``allNodes`` (and per device with
+    ``perDeviceNodeSelection``). Node views are cached by node name: a node's labels are
+    assumed not to change during the Allocator's life.
+
+    Raises QuantityError (an InputError) for an invalid capacity quantity in a slice.
+    """
+
+    def __init__(
+        self,
+        *,
+        slices: Iterable[ResourceSlice],
+        classes: Iterable[DeviceClass],
+        selector: SelectorEvaluator | None = None,
+    ) -> None:
+        self._selector: SelectorEvaluator = selector or CelSelectorEvaluator()
+        self._classes: dict[str, DeviceClass] = {
+            c["metadata"]["name"]: c for c in classes if c.get("metadata", {}).get("name")
+        }
+        self._cap_ids: dict[Any, tuple[int, dict[str, Capacity]]] = {}
+        self._by_node: dict[str, list[tuple[ResourceSlice, list[_Dev]]]] = {}
+        self._other: list[tuple[ResourceSlice, list[_Dev]]] = []
+        for s in slices:
+            spec = s["spec"]
+            entry = (s, self._devices(s))
+            node_name = spec.get("nodeName")
+            if node_name:
+                self._by_node.setdefault(node_name, []).append(entry)
+            else:
+                self._other.append(entry)
+        self._views: dict[str, _NodeView] = {}
+        self._req_cache: dict[tuple[Any, ...], list[_Req]] = {}
+        self._consume_cache: dict[tuple[int, tuple[tuple[str, str], ...]], Any] = {}
+
+    # -- construction helpers --
+
+    def _capacity(self, body: Mapping[str, Any] | None) -> tuple[int, dict[str, Capacity]]:
+        frozen = _freeze(body or {})
+        hit = self._cap_ids.get(frozen)
+        if hit is None:
+            caps = {name: parse_capacity(c) for name, c in (body or {}).items()}
+            hit = (len(self._cap_ids), caps)
+            self._cap_ids[frozen] = hit
+        return hit
+
+    def _devices(self, s: ResourceSlice) -> list[_Dev]:
+        spec = s["spec"]
+        driver = spec["driver"]
+        pool = spec["pool"]["name"]
+        out: list[_Dev] = []
+        for d in spec.get("devices") or ():
+            cap_id, caps = self._capacity(d.get("capacity"))
+            multi = bool(d.get("allowMultipleAllocations"))
+            taints = tuple(
+                t for t in d.get("taints") or () if t.get("effect", "") not in _NO_TAINT_EFFECTS
+            )
+            min_use = tuple(
+                (name, m) for name, c in caps.items() if multi and (m := _min_use(c)) > 0
+            )
+            per_device = bool(spec.get("perDeviceNodeSelection"))
+            src: Mapping[str, Any] = d if per_device else spec
+            out.append(
+                _Dev(
+                    key=device_key(driver, pool, d["name"]),
+                    driver=driver,
+                    pool=pool,
+                    name=d["name"],
+                    multi=multi,
+                    capacity=caps,
+                    cap_id=cap_id,
+                    body=d,
+                    taints=taints,
+                    node_name=src.get("nodeName") or None,
+                    node_selector=src.get("nodeSelector"),
+                    min_use=min_use,
+                )
+            )
+        return out
+
+    def _view(self, node: Node) -> _NodeView:
+        meta = node["metadata"]
+        name = meta.get("name", "")
+        v = self._views.get(name)
+        if v is not None:
+            return v
+        labels = meta.get("labels") or {}
+        pools: dict[tuple[str, str], _Pool] = {}
+        candidates = list(self._by_node.get(name, ()))
+        for s, devs in self._other:
+            spec = s["spec"]
+            if spec.get("allNodes"):
+                candidates.append((s, devs))
+            elif "nodeSelector" in spec:
+                if node_selector_matches(spec["nodeSelector"], name=name, labels=labels):
+                    candidates.append((s, devs))
+            elif spec.get("perDeviceNodeSelection"):
+                kept = [d for d in devs if _device_on_node(d, name, labels)]
+                candidates.append((s, kept))
+        for s, devs in candidates:
+            spec = s["spec"]
+            p = spec["pool"]
+            pid = (spec["driver"], p["name"])
+            gen = int(p.get("generation", 0))
+            entry = (s["metadata"].get("name", ""), s, devs)
+            pool = pools.get(pid)
+            if pool is None or gen > pool.generation:
+                pools[pid] = _Pool(
+                    pid[0], pid[1], gen, int(p.get("resourceSliceCount", 1)), [entry]
+                )
+            elif gen == pool.generation:
+                pool.slices.append(entry)
+        devices: list[_Dev] = []
+        incomplete: list[str] = []
+        for pid in sorted(pools):
+            pool = pools[pid]
+            if pool.incomplete:
+                incomplete.append(f"{pid[0]}/{pid[1]}")
+                continue
+            pool.slices.sort(key=lambda e: e[0])
+            for _, _, devs in pool.slices:
+                devices.extend(devs)
+        v = _NodeView(tuple(devices), tuple(incomplete)) if devices or incomplete else _EMPTY_VIEW
+        self._views[name] = v
+        return v
+
+    # -- queries --
+
+    def node_names(self) -> frozenset[str]:
+        """Nodes named by node-local slices (``spec.nodeName``)."""
+        return frozenset(self._by_node)
+
+    def has_network_devices(self) -> bool:
+        """Whether any slice uses ``allNodes``, ``nodeSelector`` or per-device selection."""
+        return bool(self._other)
+
+    def has_devices(self, *, node: Node) -> bool:
+        """Whether any complete pool offers devices to this node (cheap, cached)."""
+        return bool(self._view(node).devices)
+
+    def free_devices(self, *, node: Node, state: AllocatedState) -> int:
+        """An upper bound on the node's devices that can still take an allocation.
+
+        A device is not counted when it is held whole, or when it is multi-allocatable and
+        some capacity cannot take even the smallest amount its policy allows. If this is 0,
+        :meth:`allocate` fails for any claim that needs a device on this node (devices shared
+        with ``adminAccess`` aside).
+        """
+        n = 0
+        consumed = state.consumed
+        exclusive = state.exclusive
+        for d in self._view(node).devices:
+            if d.key in exclusive:
+                continue
+            if d.multi:
+                agg = consumed.get(d.key)
+                if agg and any(agg.get(c, 0) + m > d.capacity[c].value.value for c, m in d.min_use):
+                    continue
+            elif d.key in state.shared:
+                continue
+            n += 1
+        return n
+
+    def device_class(self, name: str) -> DeviceClass | None:
+        """The DeviceClass with this name, if any."""
+        return self._classes.get(name)
+
+    # -- request preparation --
+
+    def _requests(self, claim: ResourceClaim) -> list[list[_Req]]:
+        spec = claim["spec"].get("devices") or {}
+        out: list[list[_Req]] = []
+        for r in spec.get("requests") or ():
+            key = _freeze(r)
+            reqs = self._req_cache.get(key)
+            if reqs is None:
+                reqs = self._prepare(claim, r)
+                self._req_cache[key] = reqs
+            out.append(reqs)
+        return out
+
+    def _prepare(self, claim: ResourceClaim, r: DeviceRequest) -> list[_Req]:
+        name = r["name"]
+        alts: list[tuple[str, Mapping[str, Any]]]
+        if "firstAvailable" in r:
+            alts = [(f"{name}/{s['name']}", s) for s in r["firstAvailable"]]
+        else:
+            alts = [(name, r.get("exactly") or {})]
+        out: list[_Req] = []
+        for full, body in alts:
+            class_name = body.get("deviceClassName", "")
+            cls = self._classes.get(class_name)
+            if cls is None:
+                raise UnknownDeviceClassError(class_name, claim=_claim_id(claim), request=full)
+            exprs = [s["cel"]["expression"] for s in cls.get("spec", {}).get("selectors") or ()]
+            exprs += [s["cel"]["expression"] for s in body.get("selectors") or ()]
+            for e in exprs:
+                self._selector.check(e)
+            caps = dict((body.get("capacity") or {}).get("requests") or {})
+            mode_all = body.get("allocationMode", "ExactCount") == "All"
+            out.append(
+                _Req(
+                    name=full,
+                    parent=name,
+                    sub=full.partition("/")[2],
+                    class_name=class_name,
+                    selkey=tuple(exprs),
+                    mode_all=mode_all,
+                    count=0 if mode_all else int(body.get("count", 1)),
+                    admin=bool(body.get("adminAccess")),
+                    cap_requests={k: parse_amount(v) for k, v in caps.items()},
+                    cap_key=tuple(sorted((k, str(v)) for k, v in caps.items())),
+                    tolerations=tuple(body.get("tolerations") or ()),
+                    class_config=tuple(cls.get("spec", {}).get("config") or ()),
+                )
+            )
+        return out
+
+    # -- per-device checks --
+
+    def _matches(self, d: _Dev, r: _Req) -> bool:
+        m = d.match.get(r.selkey)
+        if m is None:
+            m = True
+            celdev = d.celdev()
+            for e in r.selkey:
+                if not self._selector.matches(e, celdev):
+                    m = False
+                    break
+            d.match[r.selkey] = m
+        return m
+
+    def _consumption(self, d: _Dev, r: _Req) -> dict[str, Amount] | bool | None:
+        """Multi-allocatable: the consumption (None if unusable). Otherwise a bool."""
+        ck = (d.cap_id, r.cap_key)
+        try:
+            return self._consume_cache[ck]  # type: ignore[no-any-return]
+        except KeyError:
+            pass
+        out: dict[str, Amount] | bool | None
+        if d.multi:
+            out = consumed_capacity(requests=r.cap_requests, capacity=d.capacity)
+        else:
+            out = satisfies_requests(requests=r.cap_requests, capacity=d.capacity)
+        self._consume_cache[ck] = out
+        return out
+
+    # -- allocation --
+
+    def allocate(
+        self,
+        *,
+        claims: Sequence[ResourceClaim],
+        node: Node,
+        state: AllocatedState,
+    ) -> list[AllocationResult] | None:
+        """Allocate all claims of one pod on one node together, as upstream's Allocate does.
+
+        Returns one ``status.allocation`` body per claim, in order, or None if they cannot all
+        be allocated on this node. ``state`` is not changed; commit a result with
+        :meth:`AllocatedState.add`. A claim that already has ``status.allocation`` is not
+        allocated again: its allocation is returned unchanged when its ``nodeSelector``
+        admits the node (or it has none), else the call returns None.
+
+        Raises UnknownDeviceClassError for a request naming a missing DeviceClass,
+        SelectorError for a selector that does not compile, and SelectorEvaluationError when
+        a selector fails at run time or returns a non-bool (upstream aborts the allocation).
+        """
+        view = self._view(node)
+        meta = node["metadata"]
+        out: list[AllocationResult | None] = []
+        todo: list[int] = []
+        requests: list[list[list[_Req]]] = []
+        for i, claim in enumerate(claims):
+            existing = claim.get("status", {}).get("allocation")
+            if existing:
+                ns = existing.get("nodeSelector")
+                if ns is not None and not node_selector_matches(
+                    ns, name=meta.get("name", ""), labels=meta.get("labels") or {}
+                ):
+                    return None
+                out.append(existing)
+                continue
+            out.append(None)
+            todo.append(i)
+            requests.append(self._requests(claim))
+        if not todo:
+            return [a for a in out if a is not None]
+        picks = _Search(self, view, state, [claims[i] for i in todo], requests).run()
+        if picks is None:
+            return None
+        for j, i in enumerate(todo):
+            out[i] = _result(claims[i], requests[j], [p for p in picks if p.claim == j])
+        return [a for a in out if a is not None]
+
+
+class _Search:
+    """One Allocate call: the depth-first search and its in-flight bookkeeping."""
+
+    def __init__(
+        self,
+        alloc: Allocator,
+        view: _NodeView,
+        state: AllocatedState,
+        claims: list[ResourceClaim],
+        requests: list[list[list[_Req]]],
+    ) -> None:
+        self.alloc = alloc
+        self.devices = view.devices
+        self.incomplete = view.incomplete_pools
+        self.state = state
+        self.requests = requests
+        self.constraints = [_constraints(c) for c in claims]
+        self.allocating: set[str] = set()
+        self.allocating_cap: dict[str, dict[str, Number]] = {}
+        self.picks: list[_Pick] = []
+        self.per_claim = [0] * len(claims)
+        self.all_devices: dict[int, list[_Dev] | None] = {}
+
+    def run(self) -> list[_Pick] | None:
+        if self._request(0, 0):
+            return self.picks
+        return None
+
+    def _request(self, ci: int, ri: int) -> bool:
+        while True:
+            if ci == len(self.requests):
+                return True
+            if ri < len(self.requests[ci]):
+                break
+            ci, ri = ci + 1, 0
+        for r in self.requests[ci][ri]:
+            if r.mode_all:
+                devs = self._all(r)
+                if devs is None:
+                    continue
+                if self._place_all(ci, ri, r, devs, 0):
+                    return True
+            elif self._place(ci, ri, r, r.count, 0):
+                return True
+        return False
+
+    def _all(self, r: _Req) -> list[_Dev] | None:
+        cached = self.all_devices.get(id(r), False)
+        if cached is not False:
+            return cached  # type: ignore[return-value]
+        # Upstream refuses "all devices" while any pool is being updated, and needs at
+        # least one matching device.
+        devs: list[_Dev] | None = None
+        if not self.incomplete:
+            devs = [d for d in self.devices if self.alloc._matches(d, r)] or None
+            if devs is not None and len(devs) > ALLOCATION_RESULTS_MAX_SIZE:
+                devs = None
+        self.all_devices[id(r)] = devs
+        return devs
+
+    def _place_all(self, ci: int, ri: int, r: _Req, devs: list[_Dev], k: int) -> bool:
+        if k == len(devs):
+            return self._request(ci, ri + 1)
+        d = devs[k]
+        if not self._try(ci, r, d, check_match=False):
+            return False
+        if self._place_all(ci, ri, r, devs, k + 1):
+            return True
+        self._undo()
+        return False
+
+    def _place(self, ci: int, ri: int, r: _Req, left: int, start: int) -> bool:
+        if left == 0:
+            return self._request(ci, ri + 1)
+        devices = self.devices
+        for pos in range(start, len(devices)):
+            d = devices[pos]
+            if not self._try(ci, r, d, check_match=True):
+                continue
+            if self._place(ci, ri, r, left - 1, pos + 1):
+                return True
+            self._undo()
+        return False
+
+    def _try(self, ci: int, r: _Req, d: _Dev, *, check_match: bool) -> bool:
+        key = d.key
+        state = self.state
+        if not r.admin and (
+            key in state.exclusive
+            or key in self.allocating
+            or (not d.multi and key in state.shared)
+        ):
+            return False
+        if check_match and not self.alloc._matches(d, r):
+            return False
+        if d.taints and not _tolerated(d.taints, r.tolerations):
+            return False
+        if self.per_claim[ci] >= ALLOCATION_RESULTS_MAX_SIZE:
+            return False
+        consumed: dict[str, Amount] | None = None
+        use = self.alloc._consumption(d, r)
+        if d.multi:
+            if use is None:
+                return False
+            assert isinstance(use, dict)
+            consumed = use
+            if not r.admin and not fits(
+                consumed=consumed,
+                capacity=d.capacity,
+                allocated=state.consumed.get(key),
+                allocating=self.allocating_cap.get(key),
+            ):
+                return False
+        elif not use:
+            return False
+        added: list[_Constraint] = []
+        for c in self.constraints[ci]:
+            if c.applies(r):
+                if not c.add(d):
+                    for a in added:
+                        a.values.pop()
+                    return False
+                added.append(c)
+        if d.multi:
+            if not r.admin and consumed:
+                agg = self.allocating_cap.setdefault(key, {})
+                for name, amount in consumed.items():
+                    agg[name] = agg.get(name, 0) + amount.value
+        elif not r.admin:
+            self.allocating.add(key)
+        self.per_claim[ci] += 1
+        self.picks.append(_Pick(ci, r, d, consumed, added))
+        return True
+
+    def _undo(self) -> None:
+        p = self.picks.pop()
+        self.per_claim[p.claim] -= 1
+        for c in p.constraints:
+            c.values.pop()
+        key = p.dev.key
+        if p.dev.multi:
+            if not p.req.admin and p.consumed:
+                agg = self.allocating_cap[key]
+                for name, amount in p.consumed.items():
+                    agg[name] -= amount.value
+        elif not p.req.admin:
+            self.allocating.discard(key)
+
+
+def _tolerated(taints: tuple[DeviceTaint, ...], tolerations: tuple[DeviceToleration, ...]) -> bool:
+    # core/v1 toleration matching, as resource/v1 DeviceToleration documents it.
+    for t in taints:
+        ok = False
+        for tol in tolerations:
+            if tol.get("effect") and tol["effect"] != t["effect"]:
+                continue
+            op = tol.get("operator", "Equal")
+            if not tol.get("key"):
+                ok = op == "Exists"
+            elif tol["key"] == t["key"]:
+                ok = op == "Exists" or tol.get("value", "") == t.get("value", "")
+            if ok:
+                break
+        if not ok:
+            return False
+    return True
+
+
+def _constraints(claim: ResourceClaim) -> list[_Constraint]:
+    out: list[_Constraint] = []
+    for c in (claim["spec"].get("devices") or {}).get("constraints") or ():
+        reqs = frozenset(c.get("requests") or ())
+        if c.get("matchAttribute"):
+            out.append(_Constraint(reqs, c["matchAttribute"], False))
+        elif c.get("distinctAttribute"):
+            out.append(_Constraint(reqs, c["distinctAttribute"], True))
+    return out
+
+
+def _result(
+    claim: ResourceClaim, requests: list[list[_Req]], picks: list[_Pick]
+) -> AllocationResult:
+    results: list[DeviceRequestAllocationResult] = []
+    for p in picks:
+        d = p.dev
+        res: DeviceRequestAllocationResult = {
+            "request": p.req.name,
+            "driver": d.driver,
+            "pool": d.pool,
+            "device": d.name,
+        }
+        if p.req.admin:
+            res["adminAccess"] = True
+        if p.req.tolerations:
+            res["tolerations"] = [dict(t) for t in p.req.tolerations]  # type: ignore[misc]
+        if d.multi:
+            res["shareID"] = str(uuid.uuid4())
+            consumed = p.consumed or {}
+            res["consumedCapacity"] = {n: a.text() for n, a in consumed.items()}
+        results.append(res)
+    # Class config per request actually allocated (firstAvailable: the chosen alternative),
+    # then the claim's own config, as allocator_incubating.go assembles them.
+    chosen: dict[str, _Req] = {}
+    for p in picks:
+        chosen.setdefault(p.req.parent, p.req)
+    config: list[DeviceAllocationConfiguration] = []
+    for alts in requests:
+        r = chosen.get(alts[0].parent)
+        if r is None:
+            continue
+        for c in r.class_config:
+            config.append({"source": "FromClass", "requests": [r.name], "opaque": c["opaque"]})
+    for c in (claim["spec"].get("devices") or {}).get("config") or ():
+        entry: DeviceAllocationConfiguration = {"source": "FromClaim"}
+        if c.get("requests"):
+            entry["requests"] = list(c["requests"])
+        if "opaque" in c:
+            entry["opaque"] = c["opaque"]
+        config.append(entry)
+    devices: dict[str, Any] = {"results": results}
+    if config:
+        devices["config"] = config
+    out: AllocationResult = {"devices": devices}  # type: ignore[typeddict-item]
+    ns = _node_selector(picks)
+    if ns is not None:
+        out["nodeSelector"] = ns
+    return out
+
+
+def _node_selector(picks: list[_Pick]) -> NodeSelector | None:
+    # allocator_incubating.go createNodeSelector: a node-local device pins the node; node
+    # selectors of other devices are merged into one term; allNodes devices add nothing.
+    fields: list[NodeSelectorRequirement] = []
+    exprs: list[NodeSelectorRequirement] = []
+    for p in picks:
+        d = p.dev
+        if d.node_name:
+            return {
+                "nodeSelectorTerms": [
+                    {
+                        "matchFields": [
+                            {"key": "metadata.name", "operator": "In", "values": [d.node_name]}
+                        ]
+                    }
+                ]
+            }
+        if d.node_selector is not None:
+            terms = d.node_selector.get("nodeSelectorTerms") or []
+            if len(terms) == 1:
+                for src, dst in (
+                    (terms[0].get("matchFields"), fields),
+                    (terms[0].get("matchExpressions"), exprs),
+                ):
+                    for req in src or ():
+                        if req not in dst:
+                            dst.append(req)
+    if fields or exprs:
+        term: NodeSelectorTerm = {}
+        if fields:
+            term["matchFields"] = fields
+        if exprs:
+            term["matchExpressions"] = exprs
+        return {"nodeSelectorTerms": [term]}
+    return None
+
+
+def _device_on_node(d: _Dev, name: str, labels: Mapping[str, str]) -> bool:
+    body = d.body
+    if body.get("allNodes"):
+        return True
+    if body.get("nodeName"):
+        return body["nodeName"] == name
+    if "nodeSelector" in body:
+        return node_selector_matches(body["nodeSelector"], name=name, labels=labels)
+    return False
+
+
+def _claim_id(claim: ResourceClaim) -> str:
+    meta = claim.get("metadata", {})
+    ns = meta.get("namespace", "")
+    name = meta.get("name") or meta.get("generateName", "")
+    return f"{ns}/{name}" if ns else name
+
+
+def _freeze(v: Any) -> Any:
+    if isinstance(v, Mapping):
+        return tuple(sorted((k, _freeze(x)) for k, x in v.items()))
+    if isinstance(v, list | tuple):
+        return tuple(_freeze(x) for x in v)
+    return v

@@ -1,0 +1,396 @@
+"""CEL device selectors, evaluated as the DRA allocator does.
+
+The environment mirrors ``k8s.io/dynamic-resource-allocation/cel``: one variable ``device`` with
+``driver``, ``attributes`` (domain → name → value), ``capacity`` (domain → name → quantity) and
+``allowMultipleAllocations``. Attribute and capacity names without a domain belong to the
+driver's domain. Kubernetes' ``quantity()`` and ``semver()`` libraries are added on top of the
+CEL runtime, since no Python CEL runtime ships them.
+
+Quantities and versions cross into CEL as one-key maps holding a canonical string, so ``==``
+compares them by value and the library functions below can recognise them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Protocol
+
+import cel
+from cel import stdlib as cel_stdlib
+
+from gpushift import _quantity
+from gpushift._errors import InputError
+from gpushift.engine._dra_types import DeviceAttribute, DeviceCapacity
+
+__all__ = [
+    "CelDevice",
+    "CelSelectorEvaluator",
+    "SelectorError",
+    "SelectorEvaluationError",
+    "SelectorEvaluator",
+    "cel_device",
+]
+
+_QUANTITY = "__quantity__"
+_SEMVER = "__semver__"
+
+
+class SelectorError(InputError):
+    """A CEL selector that does not compile; the message names the expression and the error."""
+
+    def __init__(self, expression: str, error: str) -> None:
+        super().__init__(f"invalid CEL expression {expression!r}: {error}")
+        self.expression = expression
+        self.error = error
+
+
+class SelectorEvaluationError(Exception):
+    """A selector failed at run time or returned a non-bool; upstream aborts the allocation.
+
+    ``str()`` uses the allocator's wording: ``CEL runtime error: …``.
+    """
+
+    def __init__(self, expression: str, error: str) -> None:
+        super().__init__(f"CEL runtime error: {error}")
+        self.expression = expression
+        self.error = error
+
+
+#: A device attribute value as CEL sees it (versions and quantities are tagged maps).
+CelValue = int | bool | str | dict[str, str]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CelDevice:
+    """The ``device`` variable for one device, with a key that identifies its content.
+
+    Build it with :func:`cel_device`. ``key`` is equal for two devices exactly when every
+    field CEL can observe is equal, so results can be shared between identical devices.
+    """
+
+    driver: str
+    attributes: Mapping[str, Mapping[str, CelValue]]
+    capacity: Mapping[str, Mapping[str, dict[str, str]]]
+    allow_multiple_allocations: bool
+    key: tuple[Any, ...] = field(repr=False)
+    _variable: dict[str, Any] = field(repr=False, default_factory=dict)
+
+    def variable(self) -> dict[str, Any]:
+        """The ``device`` map handed to the CEL runtime (built once)."""
+        if not self._variable:
+            self._variable.update(
+                driver=self.driver,
+                attributes={d: dict(v) for d, v in self.attributes.items()},
+                capacity={d: dict(v) for d, v in self.capacity.items()},
+                allowMultipleAllocations=self.allow_multiple_allocations,
+            )
+        return self._variable
+
+
+def _split_name(name: str, driver: str) -> tuple[str, str]:
+    # k8s.io/dynamic-resource-allocation cel/compile.go: unqualified names belong to the driver.
+    domain, sep, ident = name.rpartition("/")
+    return (domain, ident) if sep else (driver, name)
+
+
+def _attribute_value(attr: DeviceAttribute) -> CelValue:
+    if "string" in attr:
+        return attr["string"]
+    if "bool" in attr:
+        return bool(attr["bool"])
+    if "int" in attr:
+        return int(attr["int"])
+    if "version" in attr:
+        return {_SEMVER: str(attr["version"])}
+    raise InputError(f"device attribute has no value: {attr!r}")
+
+
+def _quantity_value(q: Fraction) -> dict[str, str]:
+    return {_QUANTITY: str(q)}
+
+
+def cel_device(
+    *,
+    driver: str,
+    attributes: Mapping[str, DeviceAttribute] | None,
+    capacity: Mapping[str, DeviceCapacity] | None,
+    allow_multiple_allocations: bool,
+) -> CelDevice:
+    """Build the CEL view of a ResourceSlice device.
+
+    Raises QuantityError for an invalid capacity value and InputError for an attribute
+    without a value.
+    """
+    attrs: dict[str, dict[str, CelValue]] = {}
+    for name, attr in (attributes or {}).items():
+        domain, ident = _split_name(name, driver)
+        attrs.setdefault(domain, {})[ident] = _attribute_value(attr)
+    caps: dict[str, dict[str, dict[str, str]]] = {}
+    for name, cap in (capacity or {}).items():
+        domain, ident = _split_name(name, driver)
+        caps.setdefault(domain, {})[ident] = _quantity_value(_quantity.parse(cap["value"]))
+    key = (
+        driver,
+        allow_multiple_allocations,
+        tuple(
+            sorted(
+                (d, tuple(sorted((k, _hashable(v)) for k, v in m.items())))
+                for d, m in attrs.items()
+            )
+        ),
+        tuple(
+            sorted(
+                (d, tuple(sorted((k, v[_QUANTITY]) for k, v in m.items()))) for d, m in caps.items()
+            )
+        ),
+    )
+    return CelDevice(driver, attrs, caps, allow_multiple_allocations, key)
+
+
+def _hashable(v: CelValue) -> Any:
+    if isinstance(v, dict):
+        return (_SEMVER, v[_SEMVER])
+    # bool is an int in Python; keep True and 1 apart.
+    return (type(v).__name__, v)
+
+
+class SelectorEvaluator(Protocol):
+    """Evaluates DRA CEL selectors against devices."""
+
+    def check(self, expression: str) -> None:
+        """Compile ``expression``; raise SelectorError if it does not compile."""
+        ...
+
+    def matches(self, expression: str, device: CelDevice) -> bool:
+        """Whether ``device`` satisfies ``expression``.
+
+        Raises SelectorError if it does not compile, SelectorEvaluationError if evaluation
+        fails or does not produce a bool.
+        """
+        ...
+
+
+# --- Kubernetes CEL libraries (k8s.io/apiserver/pkg/cel/library: quantity.go, semver.go) -------
+
+
+def _as_q(v: Any) -> Fraction:
+    if isinstance(v, dict) and _QUANTITY in v:
+        return Fraction(v[_QUANTITY])
+    if isinstance(v, bool):
+        raise TypeError(f"no such overload: {v!r} is not a quantity")
+    if isinstance(v, int):
+        return Fraction(v)
+    raise TypeError(f"no such overload: {v!r} is not a quantity")
+
+
+def _as_semver(v: Any) -> tuple[int, int, int]:
+    if isinstance(v, dict) and _SEMVER in v:
+        return _parse_semver(v[_SEMVER])
+    raise TypeError(f"no such overload: {v!r} is not a semver")
+
+
+_SEMVER_RE = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$"
+)
+
+
+def _parse_semver(text: str) -> tuple[int, int, int]:
+    m = _SEMVER_RE.match(text)
+    if m is None:
+        raise ValueError(f"invalid semver: {text}")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+def _quantity_fn(text: str) -> dict[str, str]:
+    try:
+        return _quantity_value(_quantity.parse(text))
+    except InputError as e:
+        raise ValueError(e.message) from None
+
+
+def _is_quantity(text: str) -> bool:
+    try:
+        _quantity.parse(text)
+    except InputError:
+        return False
+    return True
+
+
+def _semver_fn(text: str) -> dict[str, str]:
+    _parse_semver(text)
+    return {_SEMVER: text}
+
+
+def _is_semver(text: str) -> bool:
+    return _SEMVER_RE.match(text) is not None
+
+
+def _cmp(a: Any, b: Any) -> int:
+    if isinstance(a, dict) and _SEMVER in a:
+        x, y = _as_semver(a), _as_semver(b)
+        return (x > y) - (x < y)
+    p, q = _as_q(a), _as_q(b)
+    return (p > q) - (p < q)
+
+
+def _add(a: Any, b: Any) -> dict[str, str]:
+    return _quantity_value(_as_q(a) + _as_q(b))
+
+
+def _sub(a: Any, b: Any) -> dict[str, str]:
+    return _quantity_value(_as_q(a) - _as_q(b))
+
+
+def _as_integer(a: Any) -> int:
+    q = _as_q(a)
+    if q.denominator != 1 or not -(2**63) <= q < 2**63:
+        raise ValueError("cannot convert value to integer")
+    return int(q)
+
+
+def _sign(a: Any) -> int:
+    q = _as_q(a)
+    return (q > 0) - (q < 0)
+
+
+_K8S_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "quantity": _quantity_fn,
+    "isQuantity": _is_quantity,
+    "semver": _semver_fn,
+    "isSemver": _is_semver,
+    "compareTo": _cmp,
+    "isGreaterThan": lambda a, b: _cmp(a, b) > 0,
+    "isLessThan": lambda a, b: _cmp(a, b) < 0,
+    "add": _add,
+    "sub": _sub,
+    "asInteger": _as_integer,
+    "isInteger": lambda a: _as_q(a).denominator == 1,
+    "asApproximateFloat": lambda a: float(_as_q(a)),
+    "sign": _sign,
+    "major": lambda a: _as_semver(a)[0],
+    "minor": lambda a: _as_semver(a)[1],
+    "patch": lambda a: _as_semver(a)[2],
+}
+
+
+# --- projection: which device fields an expression can observe ----------------------------------
+
+_WORD = re.compile(r"\b(attributes|capacity)\b")
+_ACCESS = re.compile(
+    r"""device\s*\.\s*(attributes|capacity)\s*\[\s*(['"])([^'"\\]*)\2\s*\]"""
+    r"""\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*(['"])([^'"\\]*)\5\s*\])"""
+)
+
+
+def _projection(expression: str) -> tuple[tuple[str, str, str], ...] | None:
+    """The (map, domain, name) lookups an expression makes, or None if it may see more.
+
+    An expression whose every mention of ``attributes``/``capacity`` is a plain
+    ``device.<map>['domain'].name`` lookup depends on nothing else of those maps, so devices
+    that agree on these entries give the same result.
+    """
+    words = len(_WORD.findall(expression))
+    refs = [
+        (m.group(1), m.group(3), m.group(4) or m.group(6) or "")
+        for m in _ACCESS.finditer(expression)
+    ]
+    if len(refs) != words:
+        return None
+    return tuple(sorted(set(refs)))
+
+
+_MISSING_DOMAIN = ("missing-domain",)
+_MISSING_NAME = ("missing-name",)
+
+
+def _project(device: CelDevice, refs: tuple[tuple[str, str, str], ...]) -> tuple[Any, ...]:
+    out: list[Any] = [device.driver, device.allow_multiple_allocations]
+    for which, domain, name in refs:
+        m: Mapping[str, Any] | None = (
+            device.attributes.get(domain) if which == "attributes" else device.capacity.get(domain)
+        )
+        if m is None:
+            out.append(_MISSING_DOMAIN)
+        elif name not in m:
+            out.append(_MISSING_NAME)
+        else:
+            v = m[name]
+            out.append(tuple(v.items()) if isinstance(v, dict) else (type(v).__name__, v))
+    return tuple(out)
+
+
+@dataclass(slots=True)
+class _Compiled:
+    program: Any
+    refs: tuple[tuple[str, str, str], ...] | None
+    results: dict[tuple[Any, ...], bool | SelectorEvaluationError]
+
+
+class CelSelectorEvaluator:
+    """The default SelectorEvaluator, over ``common-expression-language``.
+
+    Results are memoised per (expression, device content): a result is reused for any device
+    that agrees on the fields the expression reads (or on all fields, when that cannot be
+    told from the text). Not thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self._context = cel.Context()
+        cel_stdlib.add_stdlib_to_context(self._context, ["strings", "lists", "sets", "math"])
+        for name, fn in _K8S_FUNCTIONS.items():
+            self._context.add_function(name, fn)
+        self._compiled: dict[str, _Compiled] = {}
+
+    def _compile(self, expression: str) -> _Compiled:
+        c = self._compiled.get(expression)
+        if c is None:
+            try:
+                program = cel.compile(expression)
+            except (ValueError, RuntimeError) as e:
+                raise SelectorError(expression, _one_line(str(e))) from None
+            c = _Compiled(program, _projection(expression), {})
+            self._compiled[expression] = c
+        return c
+
+    def check(self, expression: str) -> None:
+        """Compile ``expression``; raise SelectorError if it does not compile."""
+        self._compile(expression)
+
+    def matches(self, expression: str, device: CelDevice) -> bool:
+        """Whether ``device`` satisfies ``expression``.
+
+        Raises SelectorError if it does not compile, SelectorEvaluationError if evaluation
+        fails or does not produce a bool.
+        """
+        c = self._compile(expression)
+        key = device.key if c.refs is None else _project(device, c.refs)
+        r = c.results.get(key)
+        if r is None:
+            r = self._evaluate(c, expression, device)
+            c.results[key] = r
+        if isinstance(r, SelectorEvaluationError):
+            raise r
+        return r
+
+    def _evaluate(
+        self, c: _Compiled, expression: str, device: CelDevice
+    ) -> bool | SelectorEvaluationError:
+        self._context.add_variable("device", device.variable())
+        try:
+            out = c.program.execute(self._context)
+        except Exception as e:  # the runtime raises several types for evaluation errors
+            return SelectorEvaluationError(expression, _one_line(f"{type(e).__name__}: {e}"))
+        if type(out) is not bool:
+            type_name = type(out).__name__
+            return SelectorEvaluationError(
+                expression, f"CEL result of type {type_name} could not be converted to bool"
+            )
+        return out
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
