@@ -1,10 +1,67 @@
-"""`gpushift check`."""
+"""`gpushift check`: static checks of a Flux GitOps repository's GPU setup."""
 
 from __future__ import annotations
 
+import enum
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+_EPILOG = (
+    "Exit codes: 0 no error findings (warnings and info may be printed), 1 at least one error "
+    "finding, 2 bad usage or input (a path that does not exist, an unknown --base revision). "
+    "Rules are documented in docs/rules.md."
+)
+
+
+class OutputFormat(enum.StrEnum):
+    """Report formats."""
+
+    TEXT = "text"
+    JSON = "json"
+    SARIF = "sarif"
 
 
 def register(app: typer.Typer) -> None:
     """Add the `check` command to the CLI."""
-    del app
+    app.command(name="check", epilog=_EPILOG)(check)
+
+
+def check(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Repository directories or files; paths in findings are relative to the first.",
+            metavar="PATH...",
+            show_default=False,
+        ),
+    ],
+    base: Annotated[
+        str | None,
+        typer.Option(
+            "--base",
+            metavar="GITREV",
+            help="Compare with the tree at this git revision (ResourceClaimTemplate changes).",
+        ),
+    ] = None,
+    output: Annotated[
+        OutputFormat, typer.Option("--output", "-o", help="Report format.")
+    ] = OutputFormat.TEXT,
+) -> None:
+    """Check GPU allocator, sharing and claim settings in a Flux repository."""
+    from gpushift.rules import run_check
+
+    report = run_check(paths, base=base)
+    if output is OutputFormat.JSON:
+        text = report.to_json()
+    elif output is OutputFormat.SARIF:
+        text = report.to_sarif()
+    else:
+        colour = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+        text = report.to_text(colour=colour)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    raise typer.Exit(report.exit_code)

@@ -78,17 +78,6 @@ def body_at(obj: Obj, keys: Sequence[str | int]) -> Any:
     return None if found is _MISSING else found
 
 
-def line_of_first(source: Source, doc: Any, *candidates: Sequence[str | int]) -> int:
-    """The line of the first candidate key path (below ``source``) that exists in ``doc``.
-
-    ``doc`` is the data at ``source``'s own key path. Falls back to the source's line.
-    """
-    for keys in candidates:
-        if has_path(doc, keys):
-            return source.line_of(keys)
-    return source.line_of(())
-
-
 def positive(amount: Any) -> bool:
     """Whether a resource amount is a quantity above zero (unparsable amounts count as asked)."""
     if amount is None:

@@ -1,0 +1,65 @@
+"""Reading the checked tree as it was at a git revision (``gpushift check --base REV``)."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from gpushift._errors import InputError
+
+
+def _git(*args: str, cwd: Path) -> bytes:
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
+    except FileNotFoundError:
+        raise InputError("--base needs git, which is not installed") from None
+    if done.returncode != 0:
+        detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise InputError(f"git {args[0]} failed: {detail[-1] if detail else 'unknown error'}")
+    return done.stdout
+
+
+@contextmanager
+def tree_at(paths: Sequence[str | Path], *, rev: str) -> Iterator[list[Path]]:
+    """The same ``paths``, as they were at ``rev``, in a temporary directory.
+
+    Yields one path per input path (a directory or file inside the temporary tree; it may not
+    exist when the path is new since ``rev``). The directory is removed afterwards.
+
+    Raises InputError when a path is not inside a git work tree or ``rev`` is unknown.
+    """
+    first = Path(paths[0]).resolve()
+    anchor = first if first.is_dir() else first.parent
+    top = Path(_git("rev-parse", "--show-toplevel", cwd=anchor).decode().strip()).resolve()
+    _git("rev-parse", "--verify", "--quiet", f"{rev}^{{tree}}", cwd=top)
+    prefixes: list[str] = []
+    for raw in paths:
+        p = Path(raw).resolve()
+        try:
+            prefixes.append(p.relative_to(top).as_posix())
+        except ValueError:
+            raise InputError(f"{raw} is not inside the git work tree {top}") from None
+    wanted = [p for p in prefixes if p not in ("", ".")]
+    # Paths new since rev are not in the archive; git archive fails on missing pathspecs.
+    existing = [p for p in wanted if _git("ls-tree", rev, "--", p, cwd=top).strip()]
+    if wanted and not existing:
+        archive = b""
+    else:
+        archive = _git("archive", "--format=tar", rev, "--", *existing, cwd=top)
+    with tempfile.TemporaryDirectory(prefix="gpushift-base-") as tmp:
+        root = Path(tmp)
+        if archive:
+            with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+                tar.extractall(root, filter="data")
+        out = []
+        for prefix in prefixes:
+            target = root / prefix if prefix not in ("", ".") else root
+            if not target.exists():
+                target.mkdir(parents=True, exist_ok=True)
+            out.append(target)
+        yield out

@@ -1,0 +1,136 @@
+"""Rules about the platform around the GPU stack: Talos paths, RuntimeClass, Flux ordering."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpushift.gitops import FluxKustomization, HelmRelease
+from gpushift.rules._context import (
+    DRA_DRIVER_ROOT_DEFAULT,
+    OPERATOR_DRIVER_DIR_DEFAULT,
+    Context,
+    name_of,
+    option_line,
+)
+from gpushift.rules._finding import Finding
+
+#: Where Talos 1.13+ system extensions put the NVIDIA driver (siderolabs/docs, Talos v1.15
+#: "nvidia-gpu": hostPaths.driverInstallDir=/usr/local).
+TALOS_DRIVER_ROOT = "/usr/local"
+#: gpu-operator's ``operator.runtimeClass`` default: the RuntimeClass it installs.
+OPERATOR_RUNTIME_CLASS = "nvidia"
+
+
+def _norm(path: object) -> str:
+    text = str(path).strip()
+    return text.rstrip("/") or "/"
+
+
+def check(*, ctx: Context) -> Iterator[Finding]:
+    """driver-root-mismatch, runtimeclass-missing and dependency-order."""
+    yield from _driver_root(ctx)
+    yield from _runtime_class(ctx)
+    yield from _dependency_order(ctx)
+
+
+def _driver_root(ctx: Context) -> Iterator[Finding]:
+    if not ctx.repo.talos:
+        return
+    evidence = ctx.repo.talos[0]
+    why = f"Talos detected ({evidence.reason}, {evidence.source.path})"
+    for driver in ctx.drivers:
+        root = _norm(driver.value("nvidiaDriverRoot", default=DRA_DRIVER_ROOT_DEFAULT))
+        if root != TALOS_DRIVER_ROOT:
+            yield ctx.finding(
+                "driver-root-mismatch",
+                source=driver.source,
+                line=driver.line_of("nvidiaDriverRoot"),
+                obj=name_of(driver.obj),
+                msg=(
+                    f"{why}: nvidiaDriverRoot is {root}, but Talos installs the NVIDIA driver "
+                    f"under {TALOS_DRIVER_ROOT}; the kubelet plugin's prestart waits forever for "
+                    "nvidia-smi and libnvidia-ml.so.1"
+                ),
+            )
+    for op in ctx.operators:
+        path = _norm(op.value("hostPaths", "driverInstallDir", default=OPERATOR_DRIVER_DIR_DEFAULT))
+        if path != TALOS_DRIVER_ROOT:
+            yield ctx.finding(
+                "driver-root-mismatch",
+                source=op.source,
+                line=op.line_of("hostPaths", "driverInstallDir"),
+                obj=name_of(op.obj),
+                msg=(
+                    f"{why}: hostPaths.driverInstallDir is {path}, but Talos installs the NVIDIA "
+                    f"driver under {TALOS_DRIVER_ROOT} (Talos docs: driver.enabled=false, "
+                    f"toolkit.enabled=false, hostPaths.driverInstallDir={TALOS_DRIVER_ROOT})"
+                ),
+            )
+
+
+def _runtime_class(ctx: Context) -> Iterator[Finding]:
+    defined = {rc.name for rc in ctx.repo.runtime_classes if rc.active}
+    for op in ctx.operators:
+        # gpu-operator creates the RuntimeClass named by operator.runtimeClass.
+        defined.add(str(op.value("operator", "runtimeClass", default=OPERATOR_RUNTIME_CLASS)))
+    for w in ctx.workloads:
+        name = w.pod.runtime_class_name
+        if name is None or not name.startswith("nvidia") or name in defined:
+            continue
+        src, line = option_line(w.pod, "runtimeClassName")
+        yield ctx.finding(
+            "runtimeclass-missing",
+            source=src,
+            line=line,
+            obj=name_of(w.origin),
+            msg=(
+                f"{w.kind} {w.name} uses runtimeClassName: {name}, but no RuntimeClass {name} is "
+                "defined and no gpu-operator installs one; the pod is rejected at admission"
+            ),
+        )
+
+
+def _dependency_order(ctx: Context) -> Iterator[Finding]:
+    operators = [(op, ctx.repo.kustomization(op.obj.kustomization)) for op in ctx.operators]
+    operators_ks = [(op, ks) for op, ks in operators if ks is not None]
+    if not operators_ks:
+        return
+    for driver in ctx.drivers:
+        ks = ctx.repo.kustomization(driver.obj.kustomization)
+        if ks is None or any(ks.ref == op_ks.ref for _, op_ks in operators_ks):
+            continue
+        deps = {(d.namespace, d.name) for d in ks.depends_on}
+        waited = [(op, k) for op, k in operators_ks if (k.namespace, k.name) in deps]
+        if not waited:
+            op_ks = operators_ks[0][1]
+            yield ctx.finding(
+                "dependency-order",
+                source=ks.source,
+                line=ks.source.line_of(("spec", "dependsOn")),
+                obj=name_of(ks.obj),
+                msg=(
+                    f"the DRA driver's Kustomization does not dependsOn {op_ks.namespace}/"
+                    f"{op_ks.name}, which deploys gpu-operator: the kubelet plugin can start "
+                    "publishing GPUs before the operator has turned the device plugin off"
+                ),
+            )
+            continue
+        for op, op_ks in waited:
+            if not _checks_release(op_ks, op):
+                yield ctx.finding(
+                    "dependency-order",
+                    source=op_ks.source,
+                    line=op_ks.source.line_of(("spec", "healthChecks")),
+                    obj=name_of(op_ks.obj),
+                    msg=(
+                        f"{ks.name} dependsOn this Kustomization, but it has no HelmRelease "
+                        f"health check for {op.name} (and no wait: true): it is Ready once the "
+                        "manifests apply, before the operator has reconciled devicePlugin off"
+                    ),
+                )
+
+
+def _checks_release(ks: FluxKustomization, op: HelmRelease) -> bool:
+    if ks.wait:
+        return True
+    return any(hc.kind == "HelmRelease" and hc.name == op.name for hc in ks.health_checks)

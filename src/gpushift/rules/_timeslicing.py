@@ -1,0 +1,85 @@
+"""Rules about the device plugin's time-slicing config (``sharing.timeSlicing``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpushift.gitops import DevicePluginConfig, TimeSlicingConfig
+from gpushift.rules._context import Context, name_of, truthy
+from gpushift.rules._finding import Finding
+
+
+def config_problem(config: TimeSlicingConfig) -> str | None:
+    """Why the device plugin would reject ``config``, in its own words, or None.
+
+    Texts from NVIDIA/k8s-device-plugin api/config/v1 (replicas.go).
+    """
+    if config.error:
+        return config.error
+    if config.strategy == "mps":
+        return None
+    if not config.resources:
+        return "no resources specified"
+    for r in config.resources:
+        if r.replicas is None or r.replicas < 2:
+            return "number of replicas must be >= 2"
+    return None
+
+
+def check(*, ctx: Context) -> Iterator[Finding]:
+    """time-slicing-invalid and time-slicing-config-missing."""
+    for config in ctx.repo.time_slicing:
+        if not config.active:
+            continue
+        problem = config_problem(config)
+        if problem is None:
+            continue
+        yield ctx.finding(
+            "time-slicing-invalid",
+            source=config.source,
+            line=config.source.line,
+            obj=f"ConfigMap/{config.namespace}/{config.config_map}"
+            if config.namespace
+            else f"ConfigMap/{config.config_map}",
+            msg=(f"time-slicing config {config.key!r} is rejected by the device plugin: {problem}"),
+        )
+    for dp in ctx.repo.device_plugin_configs:
+        if dp.missing is None or not dp.owner.active or not _consumed(dp):
+            continue
+        yield _missing(ctx, dp)
+
+
+def _consumed(dp: DevicePluginConfig) -> bool:
+    """Whether anything reads the config: the device plugin, or GFD (which reads it even with
+    the plugin off, NVIDIA/gpu-operator controllers/object_controls.go)."""
+    owner = dp.owner
+    if owner.chart != "gpu-operator":
+        return True
+    plugin = truthy(owner.value("devicePlugin", "enabled"), default=True)
+    gfd = truthy(owner.value("gfd", "enabled"), default=True)
+    return plugin or gfd
+
+
+def _missing(ctx: Context, dp: DevicePluginConfig) -> Finding:
+    owner = dp.owner
+    prefix = ("devicePlugin", "config") if owner.chart == "gpu-operator" else ("config",)
+    shown = ".".join(prefix)
+    ns = owner.target_namespace or owner.namespace
+    where = f" in namespace {ns}" if ns else ""
+    if dp.missing == "configmap":
+        line = owner.line_of(*prefix, "name")
+        msg = f"{shown}.name names ConfigMap {dp.config_map!r}, which does not exist{where}"
+    else:
+        line = owner.line_of(*prefix, "default")
+        keys = ", ".join(sorted(c.key for c in dp.configs)) or "none"
+        msg = (
+            f"{shown}.default is {dp.default!r}, which is not a key of ConfigMap "
+            f"{dp.config_map!r} (keys: {keys}); the plugin cannot load its default config"
+        )
+    return ctx.finding(
+        "time-slicing-config-missing",
+        source=owner.source,
+        line=line,
+        obj=name_of(owner.obj),
+        msg=msg,
+    )

@@ -1,0 +1,36 @@
+"""Rules about HelmRelease values the chart does not read, and files that do not parse."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpushift.gitops._charts import known_values_keys
+from gpushift.rules._context import Context, name_of
+from gpushift.rules._finding import Finding, Severity
+from gpushift.rules._registry import rule
+
+
+def check(*, ctx: Context) -> Iterator[Finding]:
+    """unknown-chart-values and yaml-error."""
+    for release in ctx.repo.helm_releases:
+        if not release.active:
+            continue
+        known = known_values_keys(release.chart)
+        if known is None:
+            continue
+        for key in release.user_values:
+            if key in known:
+                continue
+            yield ctx.finding(
+                "unknown-chart-values",
+                source=release.source,
+                line=release.line_of(str(key)),
+                obj=name_of(release.obj),
+                msg=(
+                    f"values key {key!r} is not a top-level value of the {release.chart} chart; "
+                    "Helm ignores it silently"
+                ),
+            )
+    severity: Severity = rule("yaml-error").severity
+    for err in ctx.repo.errors:
+        yield Finding("yaml-error", severity, err.path, err.line, "file", err.message)

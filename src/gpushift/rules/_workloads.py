@@ -1,0 +1,235 @@
+"""Rules about how workloads reach the GPU: requests, runtime, env, selectors, monitoring."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from gpushift.gitops import Container, HelmRelease, PodSpec, Workload
+from gpushift.rules._context import (
+    Context,
+    name_of,
+    nvidia_requests,
+    option_line,
+    request_keys,
+    truthy,
+)
+from gpushift.rules._finding import Finding
+
+VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"
+#: dcgm-exporter's switch for attributing metrics to DRA claims (NVIDIA/dcgm-exporter).
+DCGM_DRA_ENV = "KUBERNETES_ENABLE_DRA"
+#: GFD labels that describe device-plugin time-slicing and outlive the plugin (nvidia.md §11).
+_STALE_KEYS = ("nvidia.com/gpu.replicas", "nvidia.com/gpu.sharing-strategy")
+_PRODUCT_KEY = "nvidia.com/gpu.product"
+_SHARED_SUFFIX = "-SHARED"
+
+
+def check(*, ctx: Context) -> Iterator[Finding]:
+    """gpu-access-without-allocation, visible-devices-override, monitoring-consumes-gpu,
+    stale-sharing-labels and dcgm-dra-attribution."""
+    for w in ctx.workloads:
+        asks = _asks_for_gpu(ctx, w)
+        if asks:
+            yield from _visible_devices(ctx, w)
+            if w.monitoring:
+                yield from _monitoring(ctx, w)
+        elif not w.monitoring:
+            access = _gpu_access(w.pod)
+            if access is not None:
+                src, line, how = access
+                yield ctx.finding(
+                    "gpu-access-without-allocation",
+                    source=src,
+                    line=line,
+                    obj=name_of(w.origin),
+                    msg=(
+                        f"{w.kind} {w.name} reaches the GPU ({how}) without requesting one: the "
+                        "scheduler does not count it, so it shares a card that is promised to "
+                        "others"
+                    ),
+                )
+        yield from _stale_labels(ctx, w)
+    if ctx.dra_advertisers:
+        yield from _dcgm_attribution(ctx)
+
+
+def _asks_for_gpu(ctx: Context, w: Workload) -> bool:
+    if any(nvidia_requests(c) for c in w.pod.all_containers):
+        return True
+    return bool(w.pod.resource_claims)
+
+
+def _gpu_access(pod: PodSpec) -> tuple[Any, int, str] | None:
+    name = pod.runtime_class_name
+    if name is not None and name.startswith("nvidia"):
+        src, line = option_line(pod, "runtimeClassName")
+        return src, line, f"runtimeClassName: {name}"
+    for c in pod.all_containers:
+        if c.env.get(VISIBLE_DEVICES) == "all":
+            return c.source, _env_line(c), f"container {c.name} sets {VISIBLE_DEVICES}=all"
+    if _on_gpu_nodes(pod):
+        for c in pod.all_containers:
+            if c.privileged:
+                line = c.source.line_of(("securityContext", "privileged"))
+                return c.source, line, f"container {c.name} is privileged on GPU nodes"
+    return None
+
+
+def _env_line(c: Container) -> int:
+    """The line of NVIDIA_VISIBLE_DEVICES: app-template and charts use maps, manifests lists."""
+    return c.source.line_of(("env", VISIBLE_DEVICES))
+
+
+def _visible_devices(ctx: Context, w: Workload) -> Iterator[Finding]:
+    for c in w.pod.all_containers:
+        if c.env.get(VISIBLE_DEVICES) != "all":
+            continue
+        yield ctx.finding(
+            "visible-devices-override",
+            source=c.source,
+            line=_env_line(c),
+            obj=name_of(w.origin),
+            msg=(
+                f"container {c.name} requests a GPU but sets {VISIBLE_DEVICES}=all, which "
+                "exposes every GPU on the node instead of the one it was allocated"
+            ),
+        )
+
+
+def _monitoring(ctx: Context, w: Workload) -> Iterator[Finding]:
+    for c in w.pod.all_containers:
+        for res, amount in nvidia_requests(c).items():
+            yield ctx.finding(
+                "monitoring-consumes-gpu",
+                source=c.source,
+                line=c.source.line_of(request_keys(c, res)),
+                obj=name_of(w.origin),
+                msg=(
+                    f"the GPU metrics exporter {w.name} requests {res}: {amount}, taking a share "
+                    "that a workload could use; exporters read every GPU without a request"
+                ),
+            )
+
+
+def _node_terms(pod: PodSpec) -> Iterator[tuple[str, tuple[str, ...], str]]:
+    """(label key, values, pod option) for nodeSelector and node-affinity expressions."""
+    for key, value in pod.node_selector.items():
+        yield str(key), (str(value),), "nodeSelector"
+    node = pod.affinity.get("nodeAffinity")
+    if not isinstance(node, Mapping):
+        return
+    terms: list[Any] = []
+    required = node.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if isinstance(required, Mapping):
+        terms.extend(required.get("nodeSelectorTerms") or [])
+    for pref in node.get("preferredDuringSchedulingIgnoredDuringExecution") or []:
+        if isinstance(pref, Mapping):
+            terms.append(pref.get("preference"))
+    for term in terms:
+        if not isinstance(term, Mapping):
+            continue
+        for expr in term.get("matchExpressions") or []:
+            if isinstance(expr, Mapping) and "key" in expr:
+                values = tuple(str(v) for v in expr.get("values") or [])
+                yield str(expr["key"]), values, "affinity"
+
+
+def _on_gpu_nodes(pod: PodSpec) -> bool:
+    return any(key.startswith("nvidia.com/gpu") or "10de" in key for key, _, _ in _node_terms(pod))
+
+
+def _stale_labels(ctx: Context, w: Workload) -> Iterator[Finding]:
+    for key, values, option in _node_terms(w.pod):
+        stale = key in _STALE_KEYS or (
+            key == _PRODUCT_KEY and any(v.endswith(_SHARED_SUFFIX) for v in values)
+        )
+        if not stale:
+            continue
+        src, line = option_line(w.pod, option)
+        shown = f"{key}={values[0]}" if len(values) == 1 else key
+        yield ctx.finding(
+            "stale-sharing-labels",
+            source=src,
+            line=line,
+            obj=name_of(w.origin),
+            msg=(
+                f"{w.kind} {w.name} selects nodes on {shown}, a GPU feature discovery label "
+                "that describes device-plugin time-slicing; it goes stale (or disappears) once "
+                "the device plugin leaves, and the pod then schedules wrongly or not at all"
+            ),
+        )
+
+
+def _dcgm_attribution(ctx: Context) -> Iterator[Finding]:
+    rbac = _grants_resourceslices(ctx)
+    for op in ctx.operators:
+        if not truthy(op.value("dcgmExporter", "enabled"), default=True):
+            continue
+        env = _env_list(op.value("dcgmExporter", "env"))
+        yield from _attribution(
+            ctx,
+            op,
+            has_env=truthy(env.get(DCGM_DRA_ENV), default=False),
+            rbac=rbac,
+            where=("dcgmExporter", "env"),
+        )
+    for w in ctx.workloads:
+        if not w.monitoring or w.origin.kind != "HelmRelease":
+            continue
+        release = next((h for h in ctx.repo.helm_releases if h.obj is w.origin), None)
+        if release is None or release.chart == "gpu-operator":
+            continue
+        if truthy(release.value("kubernetesDRA", "enabled"), default=False):
+            continue  # the chart sets the env and widens its ClusterRole
+        has_env = any(truthy(c.env.get(DCGM_DRA_ENV), default=False) for c in w.pod.containers)
+        yield from _attribution(ctx, release, has_env=has_env, rbac=rbac, where=("extraEnv",))
+
+
+def _attribution(
+    ctx: Context, release: HelmRelease, *, has_env: bool, rbac: bool, where: tuple[str, ...]
+) -> Iterator[Finding]:
+    if has_env and rbac:
+        return
+    missing = []
+    if not has_env:
+        missing.append(f"{DCGM_DRA_ENV}=true")
+    if not rbac:
+        missing.append("RBAC get/list/watch on resource.k8s.io resourceslices")
+    yield ctx.finding(
+        "dcgm-dra-attribution",
+        source=release.source,
+        line=release.line_of(*where),
+        obj=name_of(release.obj),
+        msg=(
+            f"DRA allocates the GPUs but dcgm-exporter lacks {' and '.join(missing)}, so GPU "
+            "metrics are not attributed to the pods and claims using them"
+        ),
+    )
+
+
+def _env_list(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, Mapping):
+        return {str(k): v for k, v in raw.items()}
+    out: dict[str, Any] = {}
+    if isinstance(raw, list):
+        for item in raw:
+            if isinstance(item, Mapping) and "name" in item:
+                out[str(item["name"])] = item.get("value")
+    return out
+
+
+def _grants_resourceslices(ctx: Context) -> bool:
+    for o in ctx.repo.objects:
+        if not o.active or o.kind not in ("ClusterRole", "Role"):
+            continue
+        for r in o.body.get("rules") or []:
+            if not isinstance(r, Mapping):
+                continue
+            groups = r.get("apiGroups") or []
+            resources = r.get("resources") or []
+            if ("resource.k8s.io" in groups or "*" in groups) and (
+                "resourceslices" in resources or "*" in resources
+            ):
+                return True
+    return False
