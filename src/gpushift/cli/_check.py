@@ -34,8 +34,8 @@ def check(
     paths: Annotated[
         list[Path],
         typer.Argument(
+            metavar="PATH",
             help="Repository directories or files; paths in findings are relative to the first.",
-            metavar="PATH...",
             show_default=False,
         ),
     ],
