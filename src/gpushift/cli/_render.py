@@ -2,9 +2,118 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from gpushift._errors import UsageError
+
+
+class AllocatorName(StrEnum):
+    """The allocator names, here so that the CLI starts without importing the config model.
+
+    A test keeps them equal to ``gpushift.render.Allocator``.
+    """
+
+    GPU_OPERATOR = "gpu-operator"
+    DEVICE_PLUGIN = "device-plugin"
+    DRA = "dra"
+
+
+_HELP = """Render the GPU stack and its consumers as a Flux tree from one gpushift.yaml.
+
+Each component gets an OCIRepository, a HelmRelease, a Flux Kustomization (ks.yaml) and a
+kustomization.yaml, under the config's apps path. --allocator and --sharing override the
+config. With --diff, nothing is written: the unified diff between the trees for two allocators
+(--from, default the config's, and --to) is printed, which is the pull request to review.
+"""
+
+_EPILOG = (
+    "Exit codes: 0 tree written (or diff printed), 2 bad input: an invalid config or option "
+    "combination (one line per problem, naming the field), or a non-empty --out without --force."
+)
 
 
 def register(app: typer.Typer) -> None:
     """Add the `render` command to the CLI."""
-    del app
+
+    @app.command("render", help=_HELP, epilog=_EPILOG)
+    def render(
+        config: Annotated[
+            Path | None,
+            typer.Argument(help="The gpushift.yaml to render.", show_default=False),
+        ] = None,
+        example: Annotated[
+            str | None, typer.Option("--example", help="Render a built-in example: homelab.")
+        ] = None,
+        out: Annotated[
+            Path | None, typer.Option("--out", help="Directory to write the tree to.")
+        ] = None,
+        force: Annotated[bool, typer.Option("--force", help="Replace a non-empty --out.")] = False,
+        allocator: Annotated[
+            AllocatorName | None,
+            typer.Option("--allocator", help="Override the config's allocator."),
+        ] = None,
+        sharing: Annotated[
+            str | None,
+            typer.Option("--sharing", help="Override sharing: exclusive, N, memory or unlimited."),
+        ] = None,
+        diff: Annotated[
+            bool, typer.Option("--diff", help="Print the diff between two allocators.")
+        ] = False,
+        from_allocator: Annotated[
+            AllocatorName | None,
+            typer.Option("--from", help="--diff: the allocator before (default: the config's)."),
+        ] = None,
+        to_allocator: Annotated[
+            AllocatorName | None, typer.Option("--to", help="--diff: the allocator after.")
+        ] = None,
+        schema: Annotated[
+            bool, typer.Option("--schema", help="Print the config's JSON Schema and exit.")
+        ] = False,
+    ) -> None:
+        from gpushift import render as r
+
+        if schema:
+            typer.echo(r.config_schema_text(), nl=False)
+            return
+        if (config is None) == (example is None):
+            raise UsageError("give either a CONFIG file or --example NAME")
+        base = r.load_config(config) if config is not None else r.load_example(str(example))
+        shares = r.parse_sharing(sharing) if sharing is not None else None
+        if diff:
+            if out is not None or allocator is not None:
+                raise UsageError("--diff takes --from and --to, not --out or --allocator")
+            if to_allocator is None:
+                raise UsageError("--diff needs --to ALLOCATOR")
+            before = r.with_overrides(
+                base,
+                allocator=r.Allocator(from_allocator) if from_allocator else base.allocator,
+                sharing=shares,
+                display="--from",
+            )
+            after = r.with_overrides(
+                base, allocator=r.Allocator(to_allocator), sharing=shares, display="--to"
+            )
+            typer.echo(r.diff_trees(r.render_tree(before), r.render_tree(after)), nl=False)
+            return
+        if from_allocator is not None or to_allocator is not None:
+            raise UsageError("--from and --to only apply with --diff")
+        if out is None:
+            raise UsageError("--out DIR is required (or --diff to compare allocators)")
+        cfg = base
+        if allocator is not None or shares is not None:
+            cfg = r.with_overrides(
+                base,
+                allocator=r.Allocator(allocator) if allocator else None,
+                sharing=shares,
+                display="--allocator/--sharing",
+            )
+        files = r.render_tree(cfg)
+        r.write_tree(files, out, force=force)
+        typer.echo(
+            f"wrote {len(files)} files to {out} "
+            f"(allocator {cfg.allocator.value}, sharing {cfg.sharing})"
+        )

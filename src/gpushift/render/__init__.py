@@ -1,1 +1,59 @@
-"""gpushift.render."""
+"""Render the GPU stack and its consumers as a Flux tree, for any allocator, from one config.
+
+``load_config`` / ``load_example`` read a ``gpushift.yaml``; ``with_overrides`` swaps the
+allocator or sharing mode; ``render_tree`` returns the files; ``write_tree`` writes them
+atomically; ``diff_trees`` shows what changes between two allocators.
+"""
+
+from __future__ import annotations
+
+from gpushift.render._config import (
+    Allocator,
+    Chart,
+    Charts,
+    Cluster,
+    Consumer,
+    ConsumerStyle,
+    GpushiftConfig,
+    Observability,
+    Sharing,
+    Toleration,
+)
+from gpushift.render._diff import diff_trees
+from gpushift.render._load import (
+    EXAMPLES,
+    example_text,
+    load_config,
+    load_example,
+    parse_config,
+    parse_sharing,
+    with_overrides,
+)
+from gpushift.render._schema import config_schema, config_schema_text
+from gpushift.render._tree import render_tree
+from gpushift.render._write import write_tree
+
+__all__ = [
+    "EXAMPLES",
+    "Allocator",
+    "Chart",
+    "Charts",
+    "Cluster",
+    "Consumer",
+    "ConsumerStyle",
+    "GpushiftConfig",
+    "Observability",
+    "Sharing",
+    "Toleration",
+    "config_schema",
+    "config_schema_text",
+    "diff_trees",
+    "example_text",
+    "load_config",
+    "load_example",
+    "parse_config",
+    "parse_sharing",
+    "render_tree",
+    "with_overrides",
+    "write_tree",
+]
