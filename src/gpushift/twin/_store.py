@@ -197,6 +197,24 @@ def set_path(obj: Obj, path: str, value: Any) -> Obj:
     return out
 
 
+def _qos_class(spec: Obj) -> str:
+    # k8s.io/kubernetes/pkg/apis/core/helper/qos.GetPodQOS, for cpu and memory.
+    containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+    requested = False
+    guaranteed = bool(containers)
+    for c in containers:
+        res = c.get("resources") or {}
+        req, lim = res.get("requests") or {}, res.get("limits") or {}
+        for name in ("cpu", "memory"):
+            if name in req or name in lim:
+                requested = True
+            if name not in lim or (name in req and str(req[name]) != str(lim[name])):
+                guaranteed = False
+    if not requested:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
 def _spec_part(obj: Obj) -> Obj:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
 
@@ -223,7 +241,6 @@ class Store:
         self._owners_to_check = []
         self._namespaces_to_check = []
         self._collecting = False
-        self.crd_hooks = []
         self.clock = clock
         self._random = random.Random(seed)
         self._resources: dict[Key, Resource] = {}
@@ -273,20 +290,19 @@ class Store:
             res = self._resources.get((group, plural))
             if res is None:
                 return
-            for version in list(res.kinds) if versions is None else list(versions):
-                res.kinds.pop(version, None)
-                self._by_gvr.pop((group, version, plural), None)
-            if not res.kinds:
-                for entry in list(self._data.get((group, plural), {}).values()):
-                    self._remove(res.kind if res.kinds else self._any_kind(entry.obj), entry.obj)
+            drop = set(res.kinds) if versions is None else set(versions) & set(res.kinds)
+            if drop == set(res.kinds):
+                kind = res.kind
+                for entry in builtins.list(self._data.get((group, plural), {}).values()):
+                    self._remove(kind, entry.obj)
+                self._run_collect()
                 del self._resources[(group, plural)]
                 self._data.pop((group, plural), None)
-            elif res.storage_version not in res.kinds:
+            for version in drop:
+                res.kinds.pop(version, None)
+                self._by_gvr.pop((group, version, plural), None)
+            if res.kinds and res.storage_version not in res.kinds:
                 res.storage_version = next(iter(res.kinds))
-
-    def _any_kind(self, obj: Obj) -> Kind:
-        group, _, version = str(obj.get("apiVersion", "")).rpartition("/")
-        return Kind(group, version, str(obj.get("kind", "")), "", "namespace" in obj["metadata"])
 
     def kinds(self) -> list[Kind]:
         """Every served kind, all versions."""
@@ -454,15 +470,23 @@ class Store:
         namespace: str | None = None,
         dry_run: bool = False,
         manager: str = "",
+        keep_managed_fields: bool = False,
     ) -> Obj:
         """Store a new object; returns it as stored (with uid, resourceVersion, …).
+
+        ``keep_managed_fields`` keeps the body's managedFields (server-side apply computed
+        them) instead of recording an Update by ``manager``.
 
         Raises:
             ApiError: 409 AlreadyExists, 404 when the namespace is missing, 422 Invalid,
                 400 when the body's namespace differs from ``namespace``.
         """
         with self._lock:
-            new = self._prepare_create(kind, obj, namespace=namespace, manager=manager)
+            new = self._prepare_create(
+                kind, obj, namespace=namespace, manager="" if keep_managed_fields else manager
+            )
+            if keep_managed_fields and (obj.get("metadata") or {}).get("managedFields"):
+                new["metadata"]["managedFields"] = obj["metadata"]["managedFields"]
             if dry_run:
                 new["metadata"].pop("resourceVersion", None)
                 return new
@@ -535,12 +559,11 @@ class Store:
         if kind.group == "" and kind.plural == "namespaces":
             new.setdefault("spec", {"finalizers": ["kubernetes"]})
             new["status"] = {"phase": "Active"}
-        if (
-            "status" in kind.subresources
-            and kind.plural not in ("namespaces",)
-            and not kind.builtin
-        ):
-            new.pop("status", None)  # custom resources: status only through /status
+        if "status" in kind.subresources and kind.plural not in ("namespaces", "nodes"):
+            # Strategies' PrepareForCreate reset status; it is written through /status.
+            new.pop("status", None)
+            if kind.group == "" and kind.plural == "pods":
+                new["status"] = {"phase": "Pending", "qosClass": _qos_class(new.get("spec") or {})}
         if manager:
             new = _ops.update_managed_fields(
                 None, new, manager=manager, operation="Update", now=now
@@ -600,9 +623,6 @@ class Store:
             pass
         elif kind.namespaced:
             self._namespaces_to_check.append(meta.get("namespace") or "")
-        if kind.group == "apiextensions.k8s.io" and kind.plural == "customresourcedefinitions":
-            for hook in list(self.crd_hooks):
-                hook("DELETED", gone_obj)
         return gone_obj
 
     def update(
@@ -861,7 +881,6 @@ class Store:
     _orphans: builtins.list[str]
     _owners_to_check: builtins.list[str]
     _namespaces_to_check: builtins.list[str]
-    crd_hooks: builtins.list[Callable[[str, Obj], None]]
     _collecting: bool
 
     def _collect(self, kind: Kind, obj: Obj) -> None:

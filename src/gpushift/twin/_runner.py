@@ -1,0 +1,164 @@
+"""Starting a twin: in-process on a background thread (tests, the runbook) or in the foreground
+(``gpushift twin serve``)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+import tempfile
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from gpushift.twin import _crd
+from gpushift.twin._auth import Certificate, new_token, self_signed, write_kubeconfig
+from gpushift.twin._faults import FaultConfig, Faults
+from gpushift.twin._server import TwinServer
+from gpushift.twin._store import Store
+
+
+@dataclass(frozen=True, slots=True)
+class Twin:
+    """A running twin: where it listens and how to reach it."""
+
+    url: str
+    token: str
+    kubeconfig: Path
+    store: Store
+    server: TwinServer
+    ca_pem: bytes | None = None
+
+    @property
+    def faults(self) -> Faults:
+        """The server's fault switches (pause, resume, …)."""
+        return self.server.faults
+
+
+def new_store(*, seed: int | None = None, window: int = 10_000) -> Store:
+    """A store serving the built-in kinds, with CRDs turning into served resources."""
+    store = Store(seed=seed, window=window)
+    _crd.install(store)
+    return store
+
+
+async def start(
+    server: TwinServer,
+    *,
+    host: str,
+    port: int,
+    certificate: Certificate | None,
+) -> tuple[web.AppRunner, int]:
+    """Listen on ``host:port`` (0 picks a free port); returns the runner and the bound port."""
+    runner = web.AppRunner(server.app(), access_log=None, handle_signals=False)
+    await runner.setup()
+    context = None
+    if certificate is not None:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        with tempfile.TemporaryDirectory() as tmp:
+            crt, key = certificate.write(Path(tmp))
+            context.load_cert_chain(crt, key)
+    site = web.TCPSite(runner, host, port, ssl_context=context, backlog=1024)
+    await site.start()
+    bound = port
+    server_obj: Any = getattr(site, "_server", None)
+    if server_obj is not None and server_obj.sockets:
+        bound = int(server_obj.sockets[0].getsockname()[1])
+    return runner, bound
+
+
+def url_for(host: str, port: int, *, tls: bool) -> str:
+    """The base URL clients use (IPv6 literals bracketed)."""
+    shown = f"[{host}]" if ":" in host else host
+    return f"{'https' if tls else 'http'}://{shown}:{port}"
+
+
+@contextlib.contextmanager
+def run_twin(
+    *,
+    store: Store | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    tls: bool = False,
+    faults: FaultConfig | None = None,
+    token: str | None = None,
+    kubeconfig: Path | None = None,
+    bookmark_interval: float = 5.0,
+    access_log: bool = False,
+) -> Iterator[Twin]:
+    """Run a twin on a background thread for the duration of the ``with`` block.
+
+    Yields a :class:`Twin` with the URL, the token and a kubeconfig file (in a temporary
+    directory unless ``kubeconfig`` is given). The server stops when the block exits.
+    """
+    store = store or new_store()
+    token = token or new_token()
+    certificate = self_signed([host]) if tls else None
+    server = TwinServer(
+        store,
+        token=token,
+        faults=Faults(faults),
+        bookmark_interval=bookmark_interval,
+        access_log=access_log,
+    )
+    ready = threading.Event()
+    box: dict[str, Any] = {}
+
+    async def main() -> None:
+        try:
+            runner, bound = await start(server, host=host, port=port, certificate=certificate)
+        except BaseException as err:
+            box["error"] = err
+            ready.set()
+            return
+        box["port"] = bound
+        box["loop"] = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        box["stop"] = stop
+        ready.set()
+        await stop.wait()
+        await runner.cleanup()
+
+    thread = threading.Thread(target=asyncio.run, args=(main(),), name="gpushift-twin", daemon=True)
+    thread.start()
+    ready.wait()
+    if "error" in box:
+        raise box["error"]
+    url = url_for(host, box["port"], tls=tls)
+    with tempfile.TemporaryDirectory(prefix="gpushift-twin-") as tmp:
+        path = kubeconfig or Path(tmp) / "kubeconfig"
+        write_kubeconfig(
+            path, server=url, token=token, ca_pem=certificate.cert_pem if certificate else None
+        )
+        try:
+            yield Twin(
+                url, token, path, store, server, certificate.cert_pem if certificate else None
+            )
+        finally:
+            server.faults.resume()
+            box["loop"].call_soon_threadsafe(box["stop"].set)
+            thread.join(10)
+
+
+async def serve_forever(
+    server: TwinServer,
+    *,
+    host: str,
+    port: int,
+    certificate: Certificate | None,
+    on_ready: Callable[[int], Awaitable[None] | None],
+    stop: asyncio.Event,
+) -> None:
+    """Serve until ``stop`` is set; ``on_ready`` gets the bound port once listening."""
+    runner, bound = await start(server, host=host, port=port, certificate=certificate)
+    try:
+        result = on_ready(bound)
+        if result is not None:
+            await result
+        await stop.wait()
+    finally:
+        await runner.cleanup()
