@@ -7,6 +7,7 @@ summary. Chart knowledge (outcome-changing defaults, known top-level values keys
 
 from __future__ import annotations
 
+from gpushift.gitops._charts import chart_defaults, chart_identity, known_values_keys
 from gpushift.gitops._load import load_repo
 from gpushift.gitops._model import (
     GPU_RESOURCE,
@@ -37,7 +38,7 @@ from gpushift.gitops._model import (
     TimeSlicingConfig,
     TimeSlicingForm,
     TimeSlicingResource,
-    ValueOrigin,
+    ValueLayer,
     ValuesRef,
     Workload,
     WorkloadOrigin,
@@ -74,11 +75,14 @@ __all__ = [
     "TimeSlicingConfig",
     "TimeSlicingForm",
     "TimeSlicingResource",
-    "ValueOrigin",
+    "ValueLayer",
     "ValuesRef",
     "Workload",
     "WorkloadOrigin",
     "YamlError",
+    "chart_defaults",
+    "chart_identity",
+    "known_values_keys",
     "load_repo",
     "summarize",
 ]

@@ -184,16 +184,21 @@ class FluxKustomization:
 
 
 @dataclass(frozen=True, slots=True)
-class ValueOrigin:
-    """Where a user-given HelmRelease value came from: inline ``values`` or a valuesFrom."""
+class ValueLayer:
+    """One source of a HelmRelease's user-given values: inline ``values`` or a valuesFrom.
 
+    ``source`` points at the values' root (``spec.values`` of the release, or the data key of a
+    ConfigMap/Secret). ``locatable`` is False when the values were embedded as text (a
+    ConfigMap key), so keys below can only be placed at the data key's line.
+    """
+
+    values: Mapping[str, Any]
     source: Source
-    #: Key path of the value below ``source`` (already includes any ``targetPath``).
-    keys: Keys
+    locatable: bool
 
-    def line(self) -> int:
-        """The line of the value (or of its closest written parent)."""
-        return self.source.line_of(self.keys)
+    def line_of(self, keys: Sequence[str | int]) -> int:
+        """The line of ``keys`` (or of their closest written parent) in this layer."""
+        return self.source.line_of(keys if self.locatable else ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,8 +225,8 @@ class HelmRelease:
     values_from: tuple[ValuesRef, ...]
     suspend: bool
     obj: Obj
-    #: For each user-given key path (as a tuple), where it was written.
-    _origins: Mapping[Keys, ValueOrigin] = field(default_factory=dict, repr=False)
+    #: Where the user-given values came from, lowest precedence first.
+    layers: tuple[ValueLayer, ...] = field(default=(), repr=False)
 
     @property
     def active(self) -> bool:
@@ -252,10 +257,11 @@ class HelmRelease:
         Falls back to the HelmRelease's ``spec.values`` (or ``spec``) line when the value is a
         chart default.
         """
+        missing = object()
         for n in range(len(keys), 0, -1):
-            origin = self._origins.get(tuple(keys[:n]))
-            if origin is not None:
-                return origin.line()
+            for layer in reversed(self.layers):
+                if _dig(layer.values, keys[:n], missing) is not missing:
+                    return layer.line_of(keys[:n])
         return self.obj.source.line_of(("spec", "values"))
 
 

@@ -1,10 +1,177 @@
-"""The repository's GPU summary (``summarize``)."""
+"""The repository's GPU summary (``summarize``): allocator, sharing, consumers, classes."""
 
 from __future__ import annotations
 
-from gpushift.gitops._model import Repo, Summary
+from typing import Any
+
+from gpushift.gitops._model import (
+    Allocator,
+    Claim,
+    Consumer,
+    HelmRelease,
+    Repo,
+    RequestKind,
+    Sharing,
+    Summary,
+    Workload,
+)
+
+#: Extended resources the NVIDIA device plugin advertises all start with this.
+NVIDIA_PREFIX = "nvidia.com/"
+#: The DRA driver's DeviceClasses (gpu.nvidia.com, mig.nvidia.com, vfio.gpu.nvidia.com).
+NVIDIA_CLASS_SUFFIX = "nvidia.com"
+
+
+def truthy(value: Any, *, default: bool) -> bool:
+    """A Helm value read as a boolean (None means ``default``; strings as YAML reads them)."""
+    if value is None:
+        return default
+    if isinstance(value, str):
+        return value.strip().lower() not in ("", "false", "0", "no", "off")
+    return bool(value)
+
+
+def device_plugin_active(repo: Repo) -> bool:
+    """Whether an active release deploys the NVIDIA device plugin.
+
+    gpu-operator's ``devicePlugin.enabled`` defaults to true (and needs the ClusterPolicy
+    stack, ``clusterPolicy.deployCR``, default true); a standalone nvidia-device-plugin
+    release counts unless ``devicePlugin.enabled`` is false.
+    """
+    for hr in repo.releases("gpu-operator"):
+        if truthy(hr.value("devicePlugin", "enabled"), default=True) and truthy(
+            hr.value("clusterPolicy", "deployCR"), default=True
+        ):
+            return True
+    for hr in repo.releases("nvidia-device-plugin"):
+        if truthy(hr.value("devicePlugin", "enabled"), default=True):
+            return True
+    for w in repo.workloads:
+        if w.active and w.kind == "DaemonSet" and w.origin_kind == "manifest":
+            images = " ".join(str(c.resources) for c in w.pod.containers)
+            if "device-plugin" in w.name and "nvidia" in (w.name + images):
+                return True
+    return False
+
+
+def dra_releases(repo: Repo) -> tuple[HelmRelease, ...]:
+    """Active DRA driver releases with GPU allocation on (``resources.gpus.enabled``,
+    default true)."""
+    return tuple(
+        hr
+        for hr in repo.releases("dra-driver-nvidia-gpu")
+        if truthy(hr.value("resources", "gpus", "enabled"), default=True)
+    )
+
+
+def _allocator(dp: bool, dra: bool) -> Allocator:
+    if dp and dra:
+        return "both"
+    if dp:
+        return "device-plugin"
+    return "dra" if dra else "none"
+
+
+def _dra_sharing(hr: HelmRelease) -> Sharing:
+    raw = hr.value("consumableShares")
+    text = "" if raw is None else str(raw).strip()
+    if text in ("", "disabled"):
+        return Sharing("exclusive")
+    if text in ("memory", "unlimited"):
+        return Sharing("memory" if text == "memory" else "unlimited")
+    try:
+        n = int(text)
+    except ValueError:
+        return Sharing("exclusive")
+    return Sharing("consumable-shares", n) if n > 0 else Sharing("exclusive")
+
+
+def _plugin_sharing(repo: Repo) -> Sharing:
+    for ptr in repo.device_plugin_configs:
+        if not ptr.owner.active:
+            continue
+        if ptr.owner.chart == "gpu-operator" and not truthy(
+            ptr.owner.value("devicePlugin", "enabled"), default=True
+        ):
+            continue
+        cfg = ptr.selected
+        if cfg is not None and cfg.error is None and cfg.strategy == "time-slicing":
+            return Sharing("time-slicing", cfg.replicas)
+    return Sharing("exclusive")
+
+
+def _nvidia_claim(claim: Claim) -> bool:
+    return any(r.device_class.endswith(NVIDIA_CLASS_SUFFIX) for r in claim.requests) or any(
+        d.endswith(NVIDIA_CLASS_SUFFIX) for d in claim.drivers
+    )
+
+
+def _request_kind(w: Workload, repo: Repo, *, dp: bool, dra: bool) -> RequestKind | None:
+    """How ``w`` asks for an NVIDIA GPU, or None when it has nothing to do with one."""
+    for pc in w.pod.resource_claims:
+        name = pc.template or pc.claim
+        found = [
+            c
+            for c in repo.claims
+            if c.name == name
+            and c.template == (pc.template is not None)
+            and (w.namespace is None or c.namespace in (None, w.namespace))
+        ]
+        if not found or any(_nvidia_claim(c) for c in found):
+            return "claim"
+    asks = any(
+        str(res).startswith(NVIDIA_PREFIX)
+        for c in w.pod.all_containers
+        for res in (*c.limits, *c.requests)
+    )
+    if asks:
+        return "bridged" if (dra and not dp) else "extended"
+    if w.monitoring or w.pod.runtime_class_name == "nvidia":
+        return "none"
+    if any(c.env.get("NVIDIA_VISIBLE_DEVICES") == "all" for c in w.pod.all_containers):
+        return "none"
+    return None
 
 
 def summarize(repo: Repo) -> Summary:
-    """The GPU summary of ``repo``: active allocator, sharing mode, consumers, classes."""
-    raise NotImplementedError
+    """The GPU summary of ``repo``.
+
+    ``allocator`` counts a DRA release with GPUs enabled (even if its install would fail for
+    a missing ``gpuResourcesEnabledOverride``; that is a finding of its own). ``sharing`` is
+    the DRA driver's consumable-shares mode when DRA is active and configures one, else the
+    device plugin's selected time-slicing config, else ``exclusive``. Consumers are active
+    workloads that request an NVIDIA GPU (an ``nvidia.com/`` extended resource or a claim on
+    an NVIDIA DeviceClass) or reach one without asking (``runtimeClassName: nvidia``,
+    ``NVIDIA_VISIBLE_DEVICES=all``, GPU exporters). Node labels never count as requests.
+    """
+    dp = device_plugin_active(repo)
+    dras = dra_releases(repo)
+    dra = bool(dras)
+    sharing = Sharing("exclusive")
+    if dra:
+        sharing = _dra_sharing(dras[0])
+    if sharing.mode == "exclusive" and dp:
+        sharing = _plugin_sharing(repo)
+    consumers: list[Consumer] = []
+    for w in repo.workloads:
+        if not w.active:
+            continue
+        kind = _request_kind(w, repo, dp=dp, dra=dra)
+        if kind is not None:
+            consumers.append(Consumer(w.kind, w.namespace, w.name, kind, w))
+    consumers.sort(key=lambda c: (c.namespace or "", c.name, c.kind))
+    classes = sorted({d.name for d in repo.device_classes if d.active})
+    templates = sorted(
+        {
+            f"{c.namespace}/{c.name}" if c.namespace else c.name
+            for c in repo.claims
+            if c.active and c.template
+        }
+    )
+    return Summary(
+        allocator=_allocator(dp, dra),
+        sharing=sharing,
+        consumers=tuple(consumers),
+        device_classes=tuple(classes),
+        claim_templates=tuple(templates),
+    )

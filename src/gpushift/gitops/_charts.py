@@ -1,0 +1,233 @@
+"""What gpushift knows about the charts it understands: identity, defaults, top-level keys.
+
+Defaults listed here are only those that change an outcome gpushift checks; they are merged
+under the user's values so that a key the user left out reads as the chart would render it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from gpushift.gitops._model import ChartId
+
+# Chart (or OCI artifact) names, lower-case, to identity. Mirrors carry the upstream name,
+# sometimes with a prefix (ghcr.io/home-operations/charts-mirror/nvidia-gpu-operator).
+_NAMES: tuple[tuple[str, ChartId], ...] = (
+    ("dra-driver-nvidia-gpu", "dra-driver-nvidia-gpu"),
+    ("nvidia-dra-driver-gpu", "dra-driver-nvidia-gpu"),  # chart name before v0.4.0
+    ("k8s-dra-driver-gpu", "dra-driver-nvidia-gpu"),
+    ("gpu-operator", "gpu-operator"),
+    ("nvidia-device-plugin", "nvidia-device-plugin"),
+    ("k8s-device-plugin", "nvidia-device-plugin"),
+    ("dcgm-exporter", "dcgm-exporter"),
+    ("app-template", "app-template"),
+)
+
+
+def chart_identity(name: str) -> ChartId:
+    """The normalised identity of a chart or OCI artifact name (``other`` when unknown)."""
+    base = name.rstrip("/").rsplit("/", 1)[-1].lower()
+    for key, ident in _NAMES:
+        if base == key or base.endswith("-" + key) or base.endswith("/" + key):
+            return ident
+    return "other"
+
+
+def _freeze(d: dict[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(d)
+
+
+# kubernetes-sigs/dra-driver-nvidia-gpu@main:deployments/helm/dra-driver-nvidia-gpu/values.yaml
+_DRA_DEFAULTS: dict[str, Any] = {
+    "nvidiaDriverRoot": "/",
+    "gpuResourcesEnabledOverride": False,
+    "consumableShares": "",
+    "featureGates": {},
+    "resourceApiVersion": "",
+    "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": True}},
+}
+
+# NVIDIA/gpu-operator@v26.7.0:deployments/gpu-operator/values.yaml
+_OPERATOR_DEFAULTS: dict[str, Any] = {
+    "cdi": {"enabled": True},
+    "driver": {"enabled": True},
+    "toolkit": {"enabled": True},
+    "hostPaths": {"driverInstallDir": "/run/nvidia/driver"},
+    "devicePlugin": {
+        "enabled": True,
+        "config": {"create": False, "name": "", "default": "", "data": {}},
+    },
+    "gfd": {"enabled": True},
+    "dcgmExporter": {"enabled": True},
+    "mig": {"strategy": "single"},
+    "operator": {"runtimeClass": "nvidia", "defaultRuntime": "docker"},
+    "clusterPolicy": {"deployCR": True},
+    "gpuCluster": {"deployCR": False},
+}
+
+# NVIDIA/k8s-device-plugin@v0.20.0:deployments/helm/nvidia-device-plugin/values.yaml
+_PLUGIN_DEFAULTS: dict[str, Any] = {
+    "config": {"name": "", "map": {}, "default": "", "fallbackStrategies": ["named", "single"]},
+    "migStrategy": "none",
+    "nvidiaDriverRoot": "/",
+    "devicePlugin": {"enabled": True},
+    "gfd": {"enabled": False},
+    "runtimeClassName": None,
+}
+
+# NVIDIA/dcgm-exporter@HEAD:deployment/values.yaml
+_DCGM_DEFAULTS: dict[str, Any] = {
+    "kubernetesDRA": {"enabled": False},
+    "runtimeClassName": "",
+    "resources": {},
+}
+
+_DEFAULTS: dict[ChartId, Mapping[str, Any]] = {
+    "dra-driver-nvidia-gpu": _freeze(_DRA_DEFAULTS),
+    "gpu-operator": _freeze(_OPERATOR_DEFAULTS),
+    "nvidia-device-plugin": _freeze(_PLUGIN_DEFAULTS),
+    "dcgm-exporter": _freeze(_DCGM_DEFAULTS),
+}
+
+_KNOWN: dict[ChartId, frozenset[str]] = {
+    # kubernetes-sigs/dra-driver-nvidia-gpu@main values.yaml; plus keys the templates read
+    # (maskNvidiaDriverParams) or reject on purpose (namespace, nvidiaCtkPath).
+    "dra-driver-nvidia-gpu": frozenset(
+        {
+            "nvidiaDriverRoot",
+            "nvidiaCDIHookPath",
+            "altProcDevices",
+            "nameOverride",
+            "fullnameOverride",
+            "namespaceOverride",
+            "selectorLabelsOverride",
+            "gpuResourcesEnabledOverride",
+            "consumableShares",
+            "allowDefaultNamespace",
+            "resourceApiVersion",
+            "imagePullSecrets",
+            "image",
+            "serviceAccount",
+            "resources",
+            "featureGates",
+            "logVerbosity",
+            "webhook",
+            "controller",
+            "kubeletPlugin",
+            "maskNvidiaDriverParams",
+            "namespace",
+            "nvidiaCtkPath",
+        }
+    ),
+    # NVIDIA/gpu-operator@v26.7.0 values.yaml
+    "gpu-operator": frozenset(
+        {
+            "platform",
+            "nfd",
+            "psa",
+            "cdi",
+            "sandboxWorkloads",
+            "hostPaths",
+            "daemonsets",
+            "validator",
+            "operator",
+            "mig",
+            "driver",
+            "toolkit",
+            "devicePlugin",
+            "dcgm",
+            "dcgmExporter",
+            "gfd",
+            "migManager",
+            "nodeStatusExporter",
+            "gds",
+            "gdrcopy",
+            "vgpuManager",
+            "vgpuDeviceManager",
+            "vfioManager",
+            "kataManager",
+            "sandboxDevicePlugin",
+            "ccManager",
+            "node-feature-discovery",
+            "nameOverride",
+            "fullnameOverride",
+            "clusterPolicy",
+            "gpuCluster",
+            "draDriver",
+        }
+    ),
+    # NVIDIA/k8s-device-plugin@v0.20.0 values.yaml
+    "nvidia-device-plugin": frozenset(
+        {
+            "config",
+            "legacyDaemonsetAPI",
+            "compatWithCPUManager",
+            "migStrategy",
+            "failOnInitError",
+            "deviceListStrategy",
+            "deviceIDStrategy",
+            "nvidiaDriverRoot",
+            "gdsEnabled",
+            "mofedEnabled",
+            "deviceDiscoveryStrategy",
+            "nameOverride",
+            "fullnameOverride",
+            "namespaceOverride",
+            "selectorLabelsOverride",
+            "allowDefaultNamespace",
+            "imagePullSecrets",
+            "image",
+            "updateStrategy",
+            "podAnnotations",
+            "podSecurityContext",
+            "securityContext",
+            "resources",
+            "nodeSelector",
+            "affinity",
+            "tolerations",
+            "priorityClassName",
+            "runtimeClassName",
+            "devicePlugin",
+            "gfd",
+            "mps",
+            "cdi",
+            "nfd",
+            "node-feature-discovery",
+        }
+    ),
+    # bjw-s-labs/helm-charts common library values.yaml (app-template 4.x/5.x)
+    "app-template": frozenset(
+        {
+            "global",
+            "defaultPodOptionsStrategy",
+            "defaultPodOptions",
+            "controllers",
+            "serviceAccount",
+            "secrets",
+            "configMaps",
+            "configMapsFromFolder",
+            "service",
+            "ingress",
+            "route",
+            "serviceMonitor",
+            "networkpolicies",
+            "persistence",
+            "rbac",
+            "rawResources",
+            "enforceServiceAccountCreation",
+        }
+    ),
+}
+
+
+def chart_defaults(chart: ChartId) -> Mapping[str, Any]:
+    """Outcome-changing defaults of ``chart`` (empty for charts without such defaults)."""
+    return _DEFAULTS.get(chart, _freeze({}))
+
+
+def known_values_keys(chart: ChartId) -> frozenset[str] | None:
+    """The top-level keys of ``chart``'s values.yaml, or None when gpushift does not know them
+    (then no key can be called unknown)."""
+    return _KNOWN.get(chart)

@@ -1,0 +1,454 @@
+"""Following kustomize files the way ``kustomize build`` (and Flux's generator) would.
+
+Only what changes which objects exist, their names and namespaces, and the fields gpushift
+reads: resources (files and directories), components, configMapGenerator/secretGenerator,
+namespace (also from a ``transformers`` directory), and patches (strategic merge as a deep
+merge, JSON 6902). Remote resources and missing files are skipped: fixture and partial trees
+often list files they do not contain.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import PurePosixPath
+from typing import Any
+
+import jsonpatch
+
+from gpushift.gitops._model import Keys
+
+KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+
+
+@dataclass(frozen=True, slots=True)
+class Doc:
+    """A parsed object document: ``rel`` file path, document ``index``, start ``line``."""
+
+    rel: str
+    index: int
+    line: int
+    data: dict[str, Any]
+    keys: Keys = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """An object a build emits. ``namespace`` is set by a kustomize namespace transform."""
+
+    doc: Doc
+    data: dict[str, Any]
+    namespace: str | None = None
+    generated: bool = False
+
+
+@dataclass(slots=True)
+class Tree:
+    """The parsed files of the checked tree, addressed by POSIX paths relative to its root."""
+
+    docs: dict[str, list[Doc]]
+    texts: dict[str, str]
+    kustomizations: dict[str, dict[str, Any]]  # directory -> kustomization document
+    dirs: set[str] = field(default_factory=set)
+    #: Files and directories some kustomization refers to.
+    referenced: set[str] = field(default_factory=set)
+
+    def is_dir(self, rel: str) -> bool:
+        return rel in self.dirs
+
+    def is_file(self, rel: str) -> bool:
+        return rel in self.texts
+
+
+def norm(base: str, ref: str) -> str:
+    """``ref`` resolved against directory ``base`` (both relative to the root), normalised.
+
+    Returns a path starting with ``..`` when it leaves the root.
+    """
+    parts: list[str] = [] if base in ("", ".") else base.split("/")
+    for p in PurePosixPath(ref).parts:
+        if p in (".", ""):
+            continue
+        if p == "..":
+            if parts and parts[-1] != "..":
+                parts.pop()
+            else:
+                parts.append("..")
+        elif p == "/":
+            parts = []
+        else:
+            parts.append(p)
+    return "/".join(parts) if parts else "."
+
+
+def parent(rel: str) -> str:
+    """The directory of ``rel`` ("." at the root)."""
+    return rel.rsplit("/", 1)[0] if "/" in rel else "."
+
+
+def _kustomize_encode(hexdigest: str) -> str:
+    # sigs.k8s.io/kustomize/api/hasher: first 10 hex chars with 0,1,3,a,e swapped out
+    table = str.maketrans({"0": "g", "1": "h", "3": "k", "a": "m", "e": "t"})
+    return hexdigest[:10].translate(table)
+
+
+def _go_json(obj: Any) -> str:
+    # encoding/json: sorted map keys, no spaces, HTML-escaped <, >, &.
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def name_hash(kind: str, name: str, data: dict[str, Any]) -> str:
+    """kustomize's content hash suffix for a generated ConfigMap or Secret."""
+    # sigs.k8s.io/kustomize/api/hasher: encodeConfigMap / encodeSecret
+    body: dict[str, Any] = {"kind": kind, "name": name}
+    if kind == "Secret":
+        body["type"] = data.get("type", "Opaque")
+        body["data"] = data.get("data", {})
+    else:
+        body["data"] = data.get("data", {})
+        if data.get("binaryData"):
+            body["binaryData"] = data["binaryData"]
+    return _kustomize_encode(hashlib.sha256(_go_json(body).encode()).hexdigest())
+
+
+def _entries(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _merge(base: Any, patch: Any) -> Any:
+    """Deep merge of ``patch`` into ``base`` (new dicts along changed paths only)."""
+    if not isinstance(base, dict) or not isinstance(patch, dict):
+        return patch
+    out = dict(base)
+    for k, v in patch.items():
+        if k == "$patch":
+            continue
+        if v is None:
+            out.pop(k, None)
+        elif isinstance(v, list) and isinstance(out.get(k), list):
+            out[k] = _merge_list(out[k], v)
+        else:
+            out[k] = _merge(out.get(k), v) if isinstance(v, dict) else v
+    return out
+
+
+def _merge_list(base: list[Any], patch: list[Any]) -> list[Any]:
+    # Strategic merge keys most Kubernetes lists (containers, env, volumes) by name.
+    if not all(isinstance(x, dict) and "name" in x for x in [*base, *patch]):
+        return patch
+    out = list(base)
+    index = {x["name"]: i for i, x in enumerate(out)}
+    for p in patch:
+        if p.get("$patch") == "delete":
+            if p["name"] in index:
+                out[index[p["name"]]] = None
+            continue
+        if p["name"] in index:
+            out[index[p["name"]]] = _merge(out[index[p["name"]]], p)
+        else:
+            out.append(p)
+    return [x for x in out if x is not None]
+
+
+class Builder:
+    """Builds kustomize directories of one tree, memoised per directory."""
+
+    def __init__(self, tree: Tree, *, read_text: Callable[[str], str | None]) -> None:
+        self.tree = tree
+        self._read_text = read_text
+        self._memo: dict[str, list[Item]] = {}
+        self._stack: set[str] = set()
+
+    # -- references (for deciding what is included where) -------------------------------
+    def references(self, directory: str) -> Iterator[str]:
+        """Every file or directory the kustomization in ``directory`` refers to."""
+        k = self.tree.kustomizations.get(directory)
+        if k is None:
+            return
+        for key in ("resources", "components", "bases", "transformers", "generators"):
+            for ref in _entries(k.get(key)):
+                if isinstance(ref, str) and "://" not in ref:
+                    yield norm(directory, ref)
+        for key in ("patchesStrategicMerge",):
+            for ref in _entries(k.get(key)):
+                if isinstance(ref, str) and "\n" not in ref:
+                    yield norm(directory, ref)
+        for key in ("patches", "patchesJson6902"):
+            for p in _entries(k.get(key)):
+                if isinstance(p, dict) and isinstance(p.get("path"), str):
+                    yield norm(directory, p["path"])
+        for key in ("configMapGenerator", "secretGenerator"):
+            for gen in _entries(k.get(key)):
+                if not isinstance(gen, dict):
+                    continue
+                for f in _entries(gen.get("files")):
+                    if isinstance(f, str):
+                        yield norm(directory, f.split("=", 1)[-1])
+                for f in [*_entries(gen.get("envs")), gen.get("env")]:
+                    if isinstance(f, str):
+                        yield norm(directory, f)
+
+    # -- building ------------------------------------------------------------------------
+    def build(self, directory: str) -> list[Item]:
+        """Objects ``kustomize build directory`` emits (Flux's generated kustomization when
+        the directory has no kustomization file)."""
+        if directory in self._memo:
+            return self._memo[directory]
+        if directory in self._stack:
+            return []
+        self._stack.add(directory)
+        try:
+            if directory in self.tree.kustomizations:
+                items = self._build_kustomization(directory, self.tree.kustomizations[directory])
+            else:
+                items = self._build_generated(directory)
+        finally:
+            self._stack.discard(directory)
+        self._memo[directory] = items
+        return items
+
+    def auto_files(self, directory: str) -> Iterator[str]:
+        """Files Flux's generator includes for a directory without a kustomization file:
+        every manifest below it, stopping at directories that have their own."""
+        prefix = "" if directory == "." else directory + "/"
+        for rel in self.tree.docs:
+            if not rel.startswith(prefix):
+                continue
+            d = parent(rel)
+            # Stop at the nearest directory (below ``directory``) with a kustomization.
+            stopped = False
+            while d != directory and d != "." and d.startswith(prefix.rstrip("/")):
+                if d in self.tree.kustomizations:
+                    stopped = True
+                    break
+                d = parent(d)
+            if not stopped:
+                yield rel
+
+    def auto_dirs(self, directory: str) -> Iterator[str]:
+        """Top-most directories with a kustomization file below ``directory``."""
+        prefix = "" if directory == "." else directory + "/"
+        for d in self.tree.kustomizations:
+            if d == directory or not d.startswith(prefix):
+                continue
+            up = parent(d)
+            covered = False
+            while up != directory and up != "." and up.startswith(prefix.rstrip("/")):
+                if up in self.tree.kustomizations:
+                    covered = True
+                    break
+                up = parent(up)
+            if not covered:
+                yield d
+
+    def _build_generated(self, directory: str) -> list[Item]:
+        items: list[Item] = []
+        for rel in sorted(self.auto_files(directory)):
+            items.extend(Item(d, d.data) for d in self.tree.docs.get(rel, ()))
+        for d in sorted(self.auto_dirs(directory)):
+            items.extend(self.build(d))
+        return items
+
+    def _resource(self, ref: str) -> list[Item]:
+        if self.tree.is_dir(ref) or ref in self.tree.kustomizations:
+            return self.build(ref)
+        return [Item(d, d.data) for d in self.tree.docs.get(ref, ())]
+
+    def _build_kustomization(self, directory: str, k: dict[str, Any]) -> list[Item]:
+        items: list[Item] = []
+        for key in ("resources", "bases"):
+            for ref in _entries(k.get(key)):
+                if isinstance(ref, str) and "://" not in ref:
+                    items.extend(self._resource(norm(directory, ref)))
+        for ref in _entries(k.get("components")):
+            if isinstance(ref, str) and "://" not in ref:
+                items.extend(self.build(norm(directory, ref)))
+        items.extend(self._generate(directory, k))
+        items = self.apply_patches(directory, k, items)
+        namespace = k.get("namespace")
+        for ref in _entries(k.get("transformers")):
+            if not isinstance(ref, str) or "://" in ref:
+                continue
+            target = norm(directory, ref)
+            sub = self.tree.kustomizations.get(target)
+            if sub is not None and isinstance(sub.get("namespace"), str):
+                namespace = sub["namespace"]
+            elif sub is None and not self.tree.is_file(target) and directory != ".":
+                # A transformers directory missing from a partial tree: home-ops layouts use
+                # it to set the namespace named after the directory (apps/<namespace>/).
+                namespace = directory.rsplit("/", 1)[-1]
+        if isinstance(namespace, str) and namespace:
+            items = [replace(i, namespace=namespace) for i in items]
+        return items
+
+    def _generate(self, directory: str, k: dict[str, Any]) -> list[Item]:
+        out: list[Item] = []
+        options = k.get("generatorOptions") if isinstance(k.get("generatorOptions"), dict) else {}
+        assert isinstance(options, dict)
+        for key, kind in (("configMapGenerator", "ConfigMap"), ("secretGenerator", "Secret")):
+            for i, gen in enumerate(_entries(k.get(key))):
+                if not isinstance(gen, dict) or not gen.get("name"):
+                    continue
+                out.append(self._generated(directory, kind, key, i, gen, options))
+        return out
+
+    def _generated(
+        self,
+        directory: str,
+        kind: str,
+        key: str,
+        i: int,
+        gen: dict[str, Any],
+        options: dict[str, Any],
+    ) -> Item:
+        data: dict[str, str] = {}
+        for f in _entries(gen.get("files")):
+            if not isinstance(f, str):
+                continue
+            name, _, path = f.partition("=") if "=" in f else (f.rsplit("/", 1)[-1], "", f)
+            text = self._read_text(norm(directory, path))
+            if text is not None:
+                data[name] = text
+        for env in [*_entries(gen.get("envs")), gen.get("env")]:
+            if isinstance(env, str):
+                text = self._read_text(norm(directory, env)) or ""
+                for line in text.splitlines():
+                    line = line.strip()
+                    if line and not line.startswith("#") and "=" in line:
+                        n, _, v = line.partition("=")
+                        data[n.strip()] = v
+        for lit in _entries(gen.get("literals")):
+            if isinstance(lit, str) and "=" in lit:
+                n, _, v = lit.partition("=")
+                data[n.strip()] = v.strip('"') if v.startswith('"') else v
+        own = gen.get("options") if isinstance(gen.get("options"), dict) else {}
+        assert isinstance(own, dict)
+        meta: dict[str, Any] = {"name": str(gen["name"])}
+        labels = {**(options.get("labels") or {}), **(own.get("labels") or {})}
+        annotations = {**(options.get("annotations") or {}), **(own.get("annotations") or {})}
+        if labels:
+            meta["labels"] = labels
+        if annotations:
+            meta["annotations"] = annotations
+        if gen.get("namespace"):
+            meta["namespace"] = str(gen["namespace"])
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": kind, "metadata": meta}
+        if kind == "Secret":
+            body["type"] = str(gen.get("type") or "Opaque")
+            body["data"] = {n: base64.b64encode(v.encode()).decode() for n, v in data.items()}
+        else:
+            body["data"] = data
+        disable = own.get("disableNameSuffixHash", options.get("disableNameSuffixHash", False))
+        if not disable:
+            meta["name"] = f"{gen['name']}-{name_hash(kind, str(gen['name']), body)}"
+        kfile = self._kustomization_file(directory)
+        doc = Doc(kfile, 0, 1, body, (key, i))
+        return Item(doc, body, generated=True)
+
+    def _kustomization_file(self, directory: str) -> str:
+        prefix = "" if directory == "." else directory + "/"
+        for name in KUSTOMIZATION_FILES:
+            if prefix + name in self.tree.docs or prefix + name in self.tree.texts:
+                return prefix + name
+        return prefix + KUSTOMIZATION_FILES[0]
+
+    # -- patches -------------------------------------------------------------------------
+    def apply_patches(self, directory: str, k: dict[str, Any], items: list[Item]) -> list[Item]:
+        """``items`` with the kustomization's (or Flux Kustomization's) patches applied."""
+        patches: list[tuple[Any, dict[str, Any] | None]] = []
+        for p in _entries(k.get("patches")) + _entries(k.get("patchesJson6902")):
+            if not isinstance(p, dict):
+                continue
+            body = p.get("patch")
+            if body is None and isinstance(p.get("path"), str):
+                body = self._read_text(norm(directory, p["path"]))
+            target = p.get("target") if isinstance(p.get("target"), dict) else None
+            patches.extend((doc, target) for doc in _parse_patch(body))
+        for p in _entries(k.get("patchesStrategicMerge")):
+            body = p if isinstance(p, str) and "\n" in p else None
+            if body is None and isinstance(p, str):
+                body = self._read_text(norm(directory, p))
+            patches.extend((doc, None) for doc in _parse_patch(body))
+        if not patches:
+            return items
+        out = list(items)
+        for patch, target in patches:
+            for n, item in enumerate(out):
+                if _targets(item.data, patch, target):
+                    out[n] = replace(item, data=_apply(item.data, patch))
+        return out
+
+
+def _parse_patch(body: Any) -> list[Any]:
+    import yaml
+
+    if isinstance(body, (dict, list)):
+        return [body]
+    if not isinstance(body, str):
+        return []
+    try:
+        docs = list(yaml.load_all(body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+    except yaml.YAMLError:
+        return []
+    return [d for d in docs if isinstance(d, (dict, list))]
+
+
+def _targets(obj: dict[str, Any], patch: Any, target: dict[str, Any] | None) -> bool:
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    assert isinstance(meta, dict)
+    if target is not None:
+        api = str(obj.get("apiVersion", ""))
+        group, _, version = api.rpartition("/")
+        checks = (
+            ("kind", obj.get("kind")),
+            ("name", meta.get("name")),
+            ("namespace", meta.get("namespace")),
+            ("group", group),
+            ("version", version),
+        )
+        for key, have in checks:
+            want = target.get(key)
+            if want is not None and not _match(str(want), str(have or "")):
+                return False
+        sel = target.get("labelSelector")
+        if isinstance(sel, str) and sel:
+            labels = meta.get("labels") or {}
+            for term in sel.split(","):
+                name, _, value = term.partition("=")
+                if labels.get(name.strip()) != value.strip():
+                    return False
+        return True
+    if not isinstance(patch, dict):
+        return False
+    pmeta = patch.get("metadata") if isinstance(patch.get("metadata"), dict) else {}
+    assert isinstance(pmeta, dict)
+    return bool(
+        patch.get("kind") == obj.get("kind")
+        and pmeta.get("name") == meta.get("name")
+        and (pmeta.get("namespace") in (None, meta.get("namespace")))
+    )
+
+
+def _match(pattern: str, value: str) -> bool:
+    import re
+
+    # kustomize target names and kinds are anchored regular expressions.
+    try:
+        return re.fullmatch(pattern, value) is not None
+    except re.error:
+        return pattern == value
+
+
+def _apply(obj: dict[str, Any], patch: Any) -> dict[str, Any]:
+    if isinstance(patch, list):
+        try:
+            result = jsonpatch.apply_patch(obj, patch, in_place=False)
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError):
+            return obj
+        return result if isinstance(result, dict) else obj
+    merged = _merge(obj, {k: v for k, v in patch.items() if k not in ("apiVersion", "kind")})
+    return merged if isinstance(merged, dict) else obj

@@ -1,0 +1,357 @@
+"""Normalising whatever runs pods (manifests, app-template, llmkube, dcgm-exporter) to a
+``PodSpec``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from gpushift.gitops._model import (
+    GPU_RESOURCE,
+    Container,
+    HelmRelease,
+    Obj,
+    PodClaim,
+    PodSpec,
+    Source,
+    Workload,
+)
+
+_POD_OPTIONS = (
+    "runtimeClassName",
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "securityContext",
+    "priorityClassName",
+    "hostNetwork",
+    "hostPID",
+    "hostIPC",
+    "schedulerName",
+    "nodeName",
+    "topologySpreadConstraints",
+    "volumes",
+    "serviceAccountName",
+    "labels",
+    "annotations",
+)
+
+
+def _dict(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def _env(raw: Any) -> dict[str, str | None]:
+    """Container env as a name→literal map, from a Kubernetes list or app-template's map."""
+    out: dict[str, str | None] = {}
+    if isinstance(raw, list):
+        for e in raw:
+            if isinstance(e, dict) and "name" in e:
+                v = e.get("value")
+                out[str(e["name"])] = None if v is None else str(v)
+    elif isinstance(raw, dict):
+        for name, v in raw.items():
+            if isinstance(v, dict):
+                val = v.get("value")
+                out[str(name)] = None if val is None else str(val)
+            else:
+                out[str(name)] = None if v is None else _scalar(v)
+    return out
+
+
+def _scalar(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _claims(raw: Any) -> tuple[PodClaim, ...]:
+    out: list[PodClaim] = []
+    for c in raw if isinstance(raw, list) else ():
+        if isinstance(c, dict) and "name" in c:
+            tmpl = c.get("resourceClaimTemplateName")
+            claim = c.get("resourceClaimName")
+            out.append(
+                PodClaim(
+                    name=str(c["name"]),
+                    template=str(tmpl) if tmpl else None,
+                    claim=str(claim) if claim else None,
+                )
+            )
+    return tuple(out)
+
+
+def _container(name: str, spec: Mapping[str, Any], *, init: bool, source: Source) -> Container:
+    return Container(
+        name=name,
+        init=init,
+        resources=_dict(spec.get("resources")),
+        env=_env(spec.get("env")),
+        security_context=_dict(spec.get("securityContext")),
+        source=source,
+    )
+
+
+# -- plain manifests ------------------------------------------------------------------------
+
+_TEMPLATE_PATH: dict[str, tuple[str, ...]] = {
+    "Pod": ("spec",),
+    "Deployment": ("spec", "template", "spec"),
+    "StatefulSet": ("spec", "template", "spec"),
+    "DaemonSet": ("spec", "template", "spec"),
+    "ReplicaSet": ("spec", "template", "spec"),
+    "Job": ("spec", "template", "spec"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+
+
+def manifest_workload(obj: Obj) -> Workload | None:
+    """The workload of a Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or CronJob."""
+    path = _TEMPLATE_PATH.get(obj.kind)
+    if path is None or not obj.api_version.startswith(("v1", "apps/", "batch/")):
+        return None
+    spec: Any = obj.body
+    for k in path:
+        spec = _dict(spec).get(k)
+    spec = _dict(spec)
+    src = obj.source.child(path)
+    containers = tuple(
+        _container(str(c.get("name", i)), c, init=False, source=src.child(("containers", i)))
+        for i, c in enumerate(spec.get("containers") or [])
+        if isinstance(c, dict)
+    )
+    inits = tuple(
+        _container(str(c.get("name", i)), c, init=True, source=src.child(("initContainers", i)))
+        for i, c in enumerate(spec.get("initContainers") or [])
+        if isinstance(c, dict)
+    )
+    options = {k: spec[k] for k in _POD_OPTIONS if k in spec}
+    pod = PodSpec(
+        containers=containers,
+        init_containers=inits,
+        resource_claims=_claims(spec.get("resourceClaims")),
+        options=options,
+        option_sources={k: src.child((k,)) for k in options},
+        source=src,
+    )
+    replicas = _dict(obj.body.get("spec")).get("replicas")
+    return Workload(
+        kind=obj.kind,
+        namespace=obj.namespace,
+        name=obj.name,
+        origin_kind="manifest",
+        origin=obj,
+        pod=pod,
+        monitoring=_is_exporter(containers),
+        replicas=replicas if isinstance(replicas, int) else None,
+    )
+
+
+def _is_exporter(containers: tuple[Container, ...]) -> bool:
+    return any("dcgm" in c.name.lower() for c in containers)
+
+
+# -- bjw-s app-template -----------------------------------------------------------------------
+
+_CONTROLLER_KINDS = {
+    "deployment": "Deployment",
+    "statefulset": "StatefulSet",
+    "daemonset": "DaemonSet",
+    "cronjob": "CronJob",
+    "job": "Job",
+}
+
+
+def app_template_workloads(hr: HelmRelease) -> Iterator[Workload]:
+    """One workload per enabled app-template controller.
+
+    Pod options are ``defaultPodOptions`` overlaid by the controller's ``pod`` (key by key, as
+    the default ``defaultPodOptionsStrategy: overwrite`` does; ``merge`` merges maps).
+    """
+    values = hr.values
+    controllers = _dict(values.get("controllers"))
+    defaults = _dict(values.get("defaultPodOptions"))
+    strategy = values.get("defaultPodOptionsStrategy", "overwrite")
+    base = hr.source.child(("spec", "values"))
+    enabled = [
+        (cid, c)
+        for cid, c in controllers.items()
+        if isinstance(c, dict) and c.get("enabled", True) is not False
+    ]
+    for cid, ctrl in enabled:
+        csrc = base.child(("controllers", cid))
+        pod_opts = _dict(ctrl.get("pod"))
+        options: dict[str, Any] = {}
+        sources: dict[str, Source] = {}
+        for k, v in defaults.items():
+            options[k] = v
+            sources[k] = base.child(("defaultPodOptions", k))
+        for k, v in pod_opts.items():
+            if strategy == "merge" and isinstance(v, dict) and isinstance(options.get(k), dict):
+                options[k] = {**options[k], **v}
+            else:
+                options[k] = v
+            sources[k] = csrc.child(("pod", k))
+        containers = tuple(
+            _container(str(n), c, init=False, source=csrc.child(("containers", n)))
+            for n, c in _dict(ctrl.get("containers")).items()
+            if isinstance(c, dict) and c.get("enabled", True) is not False
+        )
+        inits = tuple(
+            _container(str(n), c, init=True, source=csrc.child(("initContainers", n)))
+            for n, c in _dict(ctrl.get("initContainers")).items()
+            if isinstance(c, dict) and c.get("enabled", True) is not False
+        )
+        kind = _CONTROLLER_KINDS.get(str(ctrl.get("type", "deployment")).lower(), "Deployment")
+        # bjw-s common: the only (or same-named) controller takes the release name.
+        name = hr.release_name
+        if len(enabled) > 1 and cid != hr.release_name:
+            name = f"{hr.release_name}-{cid}"
+        replicas = ctrl.get("replicas")
+        yield Workload(
+            kind=kind,
+            namespace=hr.target_namespace,
+            name=name,
+            origin_kind="app-template",
+            origin=hr.obj,
+            pod=PodSpec(
+                containers=containers,
+                init_containers=inits,
+                resource_claims=_claims(options.get("resourceClaims")),
+                options=options,
+                option_sources=sources,
+                source=csrc,
+            ),
+            monitoring=False,
+            replicas=replicas if isinstance(replicas, int) else None,
+        )
+
+
+# -- dcgm-exporter chart ----------------------------------------------------------------------
+
+
+def dcgm_exporter_workload(hr: HelmRelease) -> Workload:
+    """The DaemonSet the dcgm-exporter chart renders (container ``exporter``)."""
+    values = hr.values
+    base = hr.source.child(("spec", "values"))
+    env: dict[str, str | None] = _env(values.get("extraEnv"))
+    args = values.get("arguments")
+    if isinstance(args, list) and any("kubernetes-enable-dra" in str(a) for a in args):
+        env.setdefault("KUBERNETES_ENABLE_DRA", "true")
+    if _dict(values.get("kubernetesDRA")).get("enabled"):
+        env["KUBERNETES_ENABLE_DRA"] = "true"
+    container = Container(
+        name="exporter",
+        init=False,
+        resources=_dict(values.get("resources")),
+        env=env,
+        security_context=_dict(values.get("securityContext")),
+        source=base,
+    )
+    options: dict[str, Any] = {}
+    sources: dict[str, Source] = {}
+    for key, opt in (
+        ("runtimeClassName", "runtimeClassName"),
+        ("nodeSelector", "nodeSelector"),
+        ("affinity", "affinity"),
+        ("tolerations", "tolerations"),
+        ("podSecurityContext", "securityContext"),
+        ("priorityClassName", "priorityClassName"),
+        ("hostNetwork", "hostNetwork"),
+    ):
+        if values.get(key) not in (None, "", {}, []):
+            options[opt] = values[key]
+            sources[opt] = base.child((key,))
+    return Workload(
+        kind="DaemonSet",
+        namespace=hr.target_namespace,
+        name=hr.release_name,
+        origin_kind="dcgm-exporter",
+        origin=hr.obj,
+        pod=PodSpec(
+            containers=(container,),
+            init_containers=(),
+            resource_claims=(),
+            options=options,
+            option_sources=sources,
+            source=base,
+        ),
+        monitoring=True,
+    )
+
+
+# -- llmkube ----------------------------------------------------------------------------------
+
+_VENDOR_RESOURCE = {"nvidia": GPU_RESOURCE, "amd": "amd.com/gpu", "intel": "gpu.intel.com/i915"}
+
+
+def llmkube_workload(isvc: Obj, model: Obj | None) -> Workload:
+    """The Deployment llmkube renders for an InferenceService (and its Model).
+
+    As defilantech/LLMKube's deployment_builder.go does: ``limits[<resource>] = count`` with
+    count from ``Model.spec.hardware.gpu.count`` (> 0) else ``spec.resources.gpu``; with
+    ``hardware.gpu.resourceClaims`` the claims go to the pod and every claim to the container
+    instead.
+    """
+    spec = _dict(isvc.body.get("spec"))
+    mspec = _dict(model.body.get("spec")) if model is not None else {}
+    gpu = _dict(_dict(mspec.get("hardware")).get("gpu"))
+    count = gpu.get("count") if isinstance(gpu.get("count"), int) else 0
+    if not count:
+        rgpu = _dict(spec.get("resources")).get("gpu")
+        count = rgpu if isinstance(rgpu, int) else 0
+    claims = _claims(gpu.get("resourceClaims"))
+    resources: dict[str, Any] = {}
+    if claims:
+        resources["claims"] = [{"name": c.name} for c in claims]
+    elif count and gpu.get("enabled", True) is not False:
+        name = gpu.get("resourceName") or _VENDOR_RESOURCE.get(
+            str(gpu.get("vendor", "nvidia")).lower(), GPU_RESOURCE
+        )
+        resources["limits"] = {str(name): count}
+    src = isvc.source
+    if claims and model is not None:
+        csrc = model.source.child(("spec", "hardware", "gpu", "resourceClaims"))
+    elif "resources" in spec:
+        csrc = src.child(("spec", "resources"))
+    else:
+        csrc = src.child(("spec",))
+    container = Container(
+        name="llama-server",
+        init=False,
+        resources=resources,
+        env=_env(spec.get("env")),
+        security_context=_dict(spec.get("securityContext")),
+        source=csrc,
+    )
+    options: dict[str, Any] = {}
+    sources: dict[str, Source] = {}
+    for key, opt in (
+        ("runtimeClassName", "runtimeClassName"),
+        ("nodeSelector", "nodeSelector"),
+        ("affinity", "affinity"),
+        ("tolerations", "tolerations"),
+        ("podSecurityContext", "securityContext"),
+        ("priorityClassName", "priorityClassName"),
+    ):
+        if key in spec:
+            options[opt] = spec[key]
+            sources[opt] = src.child(("spec", key))
+    replicas = spec.get("replicas")
+    return Workload(
+        kind="Deployment",
+        namespace=isvc.namespace,
+        name=isvc.name,
+        origin_kind="llmkube",
+        origin=isvc,
+        pod=PodSpec(
+            containers=(container,),
+            init_containers=(),
+            resource_claims=claims,
+            options=options,
+            option_sources=sources,
+            source=src.child(("spec",)),
+        ),
+        monitoring=False,
+        replicas=replicas if isinstance(replicas, int) else None,
+    )

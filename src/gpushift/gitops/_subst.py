@@ -1,0 +1,105 @@
+"""Flux post-build variable substitution (``${VAR}``, ``${VAR:-default}``, ``${VAR:=default}``).
+
+Mirrors fluxcd/pkg/envsubst as kustomize-controller uses it: only the braced form is
+replaced (``$VAR`` is left alone), ``$${VAR}`` escapes to a literal ``${VAR}``, and a variable
+that is not set becomes the empty string unless a default is given.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+# ${NAME}, ${NAME:-default}, ${NAME-default}, ${NAME:=default}, ${NAME=default}; defaults stop at
+# the first "}" as in the Go implementation (no nesting).
+_VAR = re.compile(r"\$(\$)?\{([_A-Za-z][_A-Za-z0-9]*)(?:(:?[-=])([^}]*))?\}")
+
+#: Variable names Flux accepts in postBuild.substitute (kustomize-controller's check).
+VAR_NAME = re.compile(r"^[_A-Za-z][_A-Za-z0-9]*$")
+
+_INT = re.compile(r"^[-+]?[0-9]+$")
+_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
+
+
+def substitute(text: str, variables: Mapping[str, str]) -> str:
+    """``text`` with every ``${VAR}`` form replaced from ``variables``.
+
+    Unset variables without a default become "" (Flux's non-strict mode). ``$${VAR}`` yields
+    the literal ``${VAR}``. Returns ``text`` itself when it holds no ``${``.
+    """
+    if "${" not in text:
+        return text
+
+    def repl(m: re.Match[str]) -> str:
+        escaped, name, op, default = m.group(1), m.group(2), m.group(3), m.group(4)
+        if escaped:
+            return m.group(0)[1:]
+        value = variables.get(name)
+        if op is None:
+            return value if value is not None else ""
+        if op.startswith(":"):
+            # ":-" and ":=" use the default when the variable is unset or empty.
+            return value if value else default
+        return value if value is not None else default
+
+    return _VAR.sub(repl, text)
+
+
+def _retype(text: str) -> Any:
+    # Flux substitutes in the YAML text and re-reads it, so a scalar that becomes "5" or
+    # "true" after substitution is read back as a number or a boolean.
+    if _INT.match(text):
+        return int(text)
+    if text in ("true", "True", "TRUE"):
+        return True
+    if text in ("false", "False", "FALSE"):
+        return False
+    if text in ("null", "~", ""):
+        return None if text else text
+    if _FLOAT.match(text) and any(c.isdigit() for c in text):
+        return float(text)
+    return text
+
+
+def substitute_tree(data: Any, variables: Mapping[str, str]) -> Any:
+    """``data`` with substitution applied to every string (keys included).
+
+    Containers without any ``${`` are returned as the same objects (no copy). A string that
+    changes is re-typed as Flux would read it back (``"5"`` becomes 5).
+    """
+    return _walk(data, lambda s: substitute(s, variables))
+
+
+def _walk(data: Any, fn: Callable[[str], str]) -> Any:
+    if isinstance(data, str):
+        if "${" not in data:
+            return data
+        out = fn(data)
+        return _retype(out) if out != data and "\n" not in out else out
+    if isinstance(data, dict):
+        changed = False
+        new: dict[Any, Any] = {}
+        for k, v in data.items():
+            nk = _walk(k, fn) if isinstance(k, str) and "${" in k else k
+            nv = _walk(v, fn)
+            changed = changed or nk is not k or nv is not v
+            new[nk] = nv
+        return new if changed else data
+    if isinstance(data, list):
+        items = [_walk(v, fn) for v in data]
+        if any(a is not b for a, b in zip(items, data, strict=True)):
+            return items
+        return data
+    return data
+
+
+def has_vars(data: Any) -> bool:
+    """Whether any string in ``data`` contains ``${``."""
+    if isinstance(data, str):
+        return "${" in data
+    if isinstance(data, dict):
+        return any(has_vars(k) or has_vars(v) for k, v in data.items())
+    if isinstance(data, list):
+        return any(has_vars(v) for v in data)
+    return False
