@@ -282,7 +282,7 @@ _K8S_FUNCTIONS: dict[str, Callable[..., Any]] = {
 _WORD = re.compile(r"\b(attributes|capacity)\b")
 _ACCESS = re.compile(
     r"""device\s*\.\s*(attributes|capacity)\s*\[\s*(['"])([^'"\\]*)\2\s*\]"""
-    r"""\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*(['"])([^'"\\]*)\5\s*\])"""
+    r"""\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)\b(?!\s*\()|\[\s*(['"])([^'"\\]*)\5\s*\])"""
 )
 
 
@@ -379,11 +379,25 @@ class CelSelectorEvaluator:
     def _evaluate(
         self, c: _Compiled, expression: str, device: CelDevice
     ) -> bool | SelectorEvaluationError:
-        self._context.add_variable("device", device.variable())
+        variable = device.variable()
+        if c.refs:
+            # cel/compile.go serves an empty map for a domain the device has no entries in, so
+            # has(device.attributes['other.domain'].x) is false rather than an error.
+            missing = [(w, d) for w, d, _ in c.refs if d not in variable[w]]
+            if missing:
+                variable = dict(variable)
+                for w, d in missing:
+                    variable[w] = {**variable[w], d: {}}
+        self._context.add_variable("device", variable)
         try:
             out = c.program.execute(self._context)
+        except KeyError as e:
+            # cel-go's wording for a missing map key
+            return SelectorEvaluationError(
+                expression, f"no such key: {e.args[0] if e.args else ''}"
+            )
         except Exception as e:  # the runtime raises several types for evaluation errors
-            return SelectorEvaluationError(expression, _one_line(f"{type(e).__name__}: {e}"))
+            return SelectorEvaluationError(expression, _one_line(str(e) or type(e).__name__))
         if type(out) is not bool:
             type_name = type(out).__name__
             return SelectorEvaluationError(

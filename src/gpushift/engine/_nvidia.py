@@ -61,7 +61,8 @@ def parse_consumable_shares(value: str | int | None) -> ConsumableShares:
     elif isinstance(value, int):
         text = str(value)
     else:
-        text = value.strip()
+        # validateCLIFlags compares the raw flag; only the empty default means "disabled".
+        text = value
     if text in ("", "disabled"):
         return "disabled"
     if text in ("memory", "unlimited"):

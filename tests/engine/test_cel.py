@@ -1,0 +1,132 @@
+"""DRA CEL selectors: the device variable, Kubernetes' quantity/semver libraries, errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpushift._errors import InputError
+from gpushift.engine._cel import (
+    CelDevice,
+    CelSelectorEvaluator,
+    SelectorError,
+    SelectorEvaluationError,
+    cel_device,
+)
+
+NV = "gpu.nvidia.com"
+
+
+def a100(uuid: str = "GPU-1") -> CelDevice:
+    return cel_device(
+        driver=NV,
+        attributes={
+            "type": {"string": "gpu"},
+            "uuid": {"string": uuid},
+            "productName": {"string": "NVIDIA A100-PCIE-40GB"},
+            "driverVersion": {"version": "580.126.20"},
+            "resource.kubernetes.io/pciBusID": {"string": "0000:65:00.0"},
+            "resource.kubernetes.io/numaNode": {"int": 1},
+        },
+        capacity={"memory": {"value": "40Gi"}, "shares": {"value": "5"}},
+        allow_multiple_allocations=True,
+    )
+
+
+@pytest.fixture
+def ev() -> CelSelectorEvaluator:
+    return CelSelectorEvaluator()
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        # unqualified names belong to the driver's domain
+        (f"device.attributes['{NV}'].productName == 'NVIDIA A100-PCIE-40GB'", True),
+        (f"device.attributes['{NV}'].type == 'mig'", False),
+        (f"device.driver == '{NV}'", True),
+        # qualified names go to their own domain, and only there
+        ("device.attributes['resource.kubernetes.io'].pciBusID == '0000:65:00.0'", True),
+        (f"has(device.attributes['{NV}'].pciBusID)", False),
+        ("device.attributes['resource.kubernetes.io'].numaNode == 1", True),
+        ("device.allowMultipleAllocations", True),
+        # quantities
+        (f"device.capacity['{NV}'].memory.compareTo(quantity('40Gi')) >= 0", True),
+        (f"device.capacity['{NV}'].memory.compareTo(quantity('41Gi')) >= 0", False),
+        (f"device.capacity['{NV}'].memory.compareTo(quantity('40960Mi')) == 0", True),
+        (f"device.capacity['{NV}'].memory.isGreaterThan(quantity('39Gi'))", True),
+        (f"device.capacity['{NV}'].memory.isLessThan(quantity('39Gi'))", False),
+        (f"device.capacity['{NV}'].memory == quantity('40960Mi')", True),
+        (f"device.capacity['{NV}'].shares.asInteger() == 5", True),
+        (f"device.capacity['{NV}'].memory.sub(quantity('8Gi')).asInteger() == 34359738368", True),
+        ("quantity('1Gi').add(quantity('512Mi')).compareTo(quantity('1536Mi')) == 0", True),
+        ("quantity('500m').isInteger()", False),
+        ("isQuantity('1Gi') && !isQuantity('1GB')", True),
+        # semver
+        (f"device.attributes['{NV}'].driverVersion.isGreaterThan(semver('550.54.15'))", True),
+        (f"device.attributes['{NV}'].driverVersion.compareTo(semver('580.126.20')) == 0", True),
+        (f"device.attributes['{NV}'].driverVersion.major() == 580", True),
+        # the strings extension used by NVIDIA's demo selectors
+        (f"device.attributes['{NV}'].productName.lowerAscii().matches('^.*a100.*$')", True),
+        # a domain the device has nothing in reads as an empty map
+        ("has(device.attributes['other.example.com'].x)", False),
+    ],
+)
+def test_expression(ev: CelSelectorEvaluator, expression: str, expected: bool) -> None:
+    assert ev.matches(expression, a100()) is expected
+
+
+def test_compile_error_names_expression_and_is_input_error(ev: CelSelectorEvaluator) -> None:
+    with pytest.raises(SelectorError) as e:
+        ev.check("device.driver ==")
+    assert isinstance(e.value, InputError)
+    assert "device.driver ==" in str(e.value)
+    assert "Syntax error" in str(e.value)
+
+
+def test_non_bool_result_aborts(ev: CelSelectorEvaluator) -> None:
+    with pytest.raises(SelectorEvaluationError, match="could not be converted to bool"):
+        ev.matches("device.driver", a100())
+
+
+def test_missing_attribute_is_a_runtime_error(ev: CelSelectorEvaluator) -> None:
+    with pytest.raises(SelectorEvaluationError, match="no such key: model"):
+        ev.matches(f"device.attributes['{NV}'].model == 'x'", a100())
+
+
+def test_bad_quantity_literal_is_a_runtime_error(ev: CelSelectorEvaluator) -> None:
+    with pytest.raises(SelectorEvaluationError):
+        ev.matches(f"device.capacity['{NV}'].memory.compareTo(quantity('4 GB')) > 0", a100())
+
+
+class CountingEvaluator(CelSelectorEvaluator):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def _evaluate(self, *args: object, **kw: object) -> object:  # type: ignore[override]
+        self.calls += 1
+        return super()._evaluate(*args, **kw)  # type: ignore[arg-type]
+
+
+def test_results_are_shared_by_devices_that_differ_only_in_unread_fields() -> None:
+    ev = CountingEvaluator()
+    expr = f"device.attributes['{NV}'].productName == 'NVIDIA A100-PCIE-40GB'"
+    for i in range(50):
+        assert ev.matches(expr, a100(f"GPU-{i}"))
+    assert ev.calls == 1
+
+
+def test_results_are_not_shared_when_the_read_field_differs() -> None:
+    ev = CountingEvaluator()
+    expr = f"device.attributes['{NV}'].uuid == 'GPU-7'"
+    got = [ev.matches(expr, a100(f"GPU-{i}")) for i in range(10)]
+    assert got == [i == 7 for i in range(10)]
+    assert ev.calls == 10
+
+
+def test_whole_map_expressions_are_memoised_by_full_content() -> None:
+    ev = CountingEvaluator()
+    expr = f"'uuid' in device.attributes['{NV}']"
+    assert ev.matches(expr, a100("GPU-1")) and ev.matches(expr, a100("GPU-2"))
+    assert ev.matches(expr, a100("GPU-1"))
+    assert ev.calls == 2
