@@ -1,34 +1,23 @@
 """The pure object operations the store and server use: patches, apply, managed fields, tables.
 
-They live in ``_patch``, ``_apply`` and ``_tables``; this module binds to them and keeps a
-minimal stand-in for any that is not importable, so the server core works on its own.
+They live in ``_patch``, ``_apply`` and ``_tables``; this module turns their errors into API
+errors, and stands in minimally for any operation that is not implemented yet.
 """
 
 from __future__ import annotations
 
 import copy
-import importlib
-from collections.abc import Callable
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 import jsonpatch
 
 from gpushift._kinds import Kind
-from gpushift.twin._status import ApiError
+from gpushift.twin import _apply, _patch, _tables
+from gpushift.twin._status import ApiError, StatusDetails
 
 Obj = dict[str, Any]
-
-
-class PatchRejectedError(ApiError):
-    """A patch that cannot be applied (422 or 415, as the patch module decides)."""
-
-
-def _optional(module: str, name: str) -> Any:
-    try:
-        return getattr(importlib.import_module(f"gpushift.twin.{module}"), name)
-    except (ImportError, AttributeError):
-        return None
+_REASONS = {400: "BadRequest", 413: "RequestEntityTooLarge", 415: "UnsupportedMediaType"}
 
 
 def _merge(obj: Any, patch: Any) -> Any:
@@ -44,85 +33,66 @@ def _merge(obj: Any, patch: Any) -> Any:
     return out
 
 
-def _wrap(err: Exception) -> ApiError:
-    code = getattr(err, "code", 422)
-    code = code if isinstance(code, int) else 422
-    reason = {415: "UnsupportedMediaType", 400: "BadRequest"}.get(code, "Invalid")
-    return PatchRejectedError(code, reason, str(getattr(err, "message", None) or err))
+def _patch_error(err: _patch.PatchError) -> ApiError:
+    return ApiError(err.code, _REASONS.get(err.code, "Invalid"), err.message)
 
 
 def json_patch(obj: Obj, ops: list[Any]) -> Obj:
-    """RFC 6902 JSON patch; raises ApiError (422) when an operation fails."""
-    impl = _optional("_patch", "json_patch")
+    """RFC 6902 JSON patch; raises ApiError (422, 400, 413) when it cannot be applied."""
     try:
-        if impl is not None:
-            return cast(Obj, impl(obj, ops))
-        return cast(Obj, jsonpatch.apply_patch(obj, ops))
-    except ApiError:
-        raise
-    except Exception as err:
-        raise _wrap(err) from err
+        return _patch.json_patch(obj, ops)
+    except _patch.PatchError as err:
+        raise _patch_error(err) from err
+    except NotImplementedError:
+        try:
+            out: Obj = jsonpatch.apply_patch(obj, ops)
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as err:
+            raise ApiError(422, "Invalid", str(err)) from err
+        return out
 
 
 def merge_patch(obj: Obj, patch: Any) -> Obj:
     """RFC 7386 JSON merge patch."""
-    impl = _optional("_patch", "merge_patch")
     try:
-        if impl is not None:
-            return cast(Obj, impl(obj, patch))
-        return cast(Obj, _merge(obj, patch))
-    except ApiError:
-        raise
-    except Exception as err:
-        raise _wrap(err) from err
+        return _patch.merge_patch(obj, patch)
+    except _patch.PatchError as err:
+        raise _patch_error(err) from err
+    except NotImplementedError:
+        out: Obj = _merge(obj, patch)
+        return out
 
 
 def strategic_merge_patch(obj: Obj, patch: Any, *, kind: Kind) -> Obj:
     """Strategic merge patch; 415 for kinds without patch strategies (custom resources)."""
-    impl = _optional("_patch", "strategic_merge_patch")
     try:
-        if impl is not None:
-            return cast(Obj, impl(obj, patch, kind=kind))
+        return _patch.strategic_merge_patch(obj, patch, kind=kind)
+    except _patch.PatchError as err:
+        raise _patch_error(err) from err
+    except NotImplementedError:
         if not kind.builtin:
             raise ApiError(
-                415,
-                "UnsupportedMediaType",
-                "strategic merge patch format is not supported",
-            )
-        return cast(Obj, _merge(obj, patch))
-    except ApiError:
-        raise
-    except Exception as err:
-        raise _wrap(err) from err
+                415, "UnsupportedMediaType", "strategic merge patch format is not supported"
+            ) from None
+        out: Obj = _merge(obj, patch)
+        return out
 
 
 def server_side_apply(
     live: Obj | None, applied: Obj, *, manager: str, force: bool, kind: Kind, now: str
 ) -> Obj:
-    """Server-side apply; raises ApiError 409 with the conflicts on a field-ownership conflict."""
-    impl = _optional("_apply", "server_side_apply")
-    conflict_type = _optional("_apply", "ApplyConflict")
-    if impl is None:
-        merged = _merge(live or {}, applied)
-        return update_managed_fields(live, merged, manager=manager, operation="Apply", now=now)
+    """Server-side apply; raises ApiError 409 listing the conflicts on an ownership conflict."""
     try:
-        return cast(Obj, impl(live, applied, manager=manager, force=force, kind=kind, now=now))
-    except ApiError:
-        raise
-    except Exception as err:
-        if conflict_type is not None and isinstance(err, conflict_type):
-            causes = [
-                {
-                    "reason": "FieldManagerConflict",
-                    "message": str(c.get("message", c)),
-                    "field": str(c.get("field", "")),
-                }
-                if isinstance(c, dict)
-                else {"reason": "FieldManagerConflict", "message": str(c), "field": ""}
-                for c in getattr(err, "conflicts", [])
-            ]
-            raise ApiError(409, "Conflict", str(err), details={"causes": causes}) from err
-        raise _wrap(err) from err
+        return _apply.server_side_apply(
+            live, applied, manager=manager, force=force, kind=kind, now=now
+        )
+    except _apply.ApplyConflict as err:
+        details: StatusDetails = {"causes": err.causes}
+        raise ApiError(409, "Conflict", err.message or str(err), details=details) from err
+    except _patch.PatchError as err:
+        raise _patch_error(err) from err
+    except NotImplementedError:
+        merged: Obj = _merge(live or {}, applied)
+        return _fallback_managed_fields(live, merged, manager=manager, operation="Apply", now=now)
 
 
 def _fields(obj: Any) -> Any:
@@ -141,12 +111,25 @@ def update_managed_fields(
     subresource: str | None = None,
 ) -> Obj:
     """``new`` with ``metadata.managedFields`` updated for a write by ``manager``."""
-    impl = _optional("_apply", "update_managed_fields")
-    if impl is not None:
-        return cast(
-            Obj,
-            impl(old, new, manager=manager, operation=operation, now=now, subresource=subresource),
+    try:
+        return _apply.update_managed_fields(
+            old, new, manager=manager, operation=operation, now=now, subresource=subresource
         )
+    except NotImplementedError:
+        return _fallback_managed_fields(
+            old, new, manager=manager, operation=operation, now=now, subresource=subresource
+        )
+
+
+def _fallback_managed_fields(
+    old: Obj | None,
+    new: Obj,
+    *,
+    manager: str,
+    operation: str,
+    now: str,
+    subresource: str | None = None,
+) -> Obj:
     out = dict(new)
     meta = dict(out.get("metadata") or {})
     body = {k: v for k, v in out.items() if k not in ("apiVersion", "kind", "metadata")}
@@ -202,13 +185,29 @@ def _age(ts: str | None, now: datetime) -> str:
     return f"{days}d"
 
 
+def printer_columns(crd: Obj, version: str) -> list[Obj] | None:
+    """A CRD's printer columns for ``version`` (None when not available)."""
+    try:
+        return _tables.printer_columns(crd, version)
+    except NotImplementedError:
+        return None
+
+
 def to_table(
-    kind: Kind, objects: list[Obj], *, now: datetime, include_object: str = "Metadata"
+    kind: Kind,
+    objects: list[Obj],
+    *,
+    now: datetime,
+    include_object: str = "Metadata",
+    columns: list[Obj] | None = None,
 ) -> Obj:
     """A ``meta.k8s.io/v1`` Table for ``objects``."""
-    impl = _optional("_tables", "to_table")
-    if impl is not None:
-        return cast(Obj, impl(kind, objects, now=now, include_object=include_object))
+    try:
+        return _tables.to_table(
+            kind, objects, now=now, include_object=include_object, columns=columns
+        )
+    except NotImplementedError:
+        pass
     rows: list[Obj] = []
     for obj in objects:
         meta = obj.get("metadata") or {}
@@ -247,6 +246,3 @@ def to_table(
         ],
         "rows": rows,
     }
-
-
-Patcher = Callable[[Obj], Obj]

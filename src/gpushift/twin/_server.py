@@ -163,6 +163,9 @@ class TwinServer:
             response = _error(err)
         except web.HTTPException:
             raise
+        except Exception as err:  # a bug in the twin: answer as kube-apiserver's panic filter does
+            log.exception("%s %s failed", request.method, path)
+            response = _error(ApiError(500, "InternalError", f"Internal error occurred: {err}"))
         if self.access_log:
             # Method, path and status only: headers (the bearer token) are never logged.
             log.info(
@@ -322,6 +325,15 @@ class TwinServer:
 
     async def _body(self, request: web.Request) -> Any:
         data = await request.read()
+        ctype = request.content_type
+        if "protobuf" in ctype or "cbor" in ctype:
+            # Only JSON and YAML are served; client-go then retries the request as JSON.
+            raise ApiError(
+                415,
+                "UnsupportedMediaType",
+                "the body of the request was in an unknown format - accepted media types "
+                "include: application/json, application/yaml",
+            )
         if not data:
             raise bad_request("the body of the request was in an unknown format")
         try:
@@ -333,7 +345,21 @@ class TwinServer:
 
     def _table(self, request: web.Request, kind: Kind, objects: list[Obj]) -> Obj:
         include = request.query.get("includeObject", "Metadata")
-        return _ops.to_table(kind, objects, now=self.store.clock(), include_object=include)
+        columns = None
+        crd_name = self.store.resource(kind).crd
+        if crd_name is not None:
+            crd_kind = self.store.kind_for(
+                "apiextensions.k8s.io", "v1", "customresourcedefinitions"
+            )
+            try:
+                crd = self.store.get(crd_kind, name=crd_name)
+            except ApiError:
+                crd = None
+            if crd is not None:
+                columns = _ops.printer_columns(crd, kind.version)
+        return _ops.to_table(
+            kind, objects, now=self.store.clock(), include_object=include, columns=columns
+        )
 
     def _selectors(
         self, request: web.Request, kind: Kind

@@ -62,6 +62,7 @@ _NO_GENERATION = {
 }
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
+_UNDELETABLE = ("default", "kube-system", "kube-public")
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -848,9 +849,15 @@ class Store:
                     f"the ResourceVersion in record ({meta['resourceVersion']}). The object might "
                     "have been modified",
                 )
-            finalizers = list(meta.get("finalizers") or [])
-            if kind.group == "" and kind.plural == "namespaces":
-                finalizers = finalizers or []
+            finalizers = builtins.list(meta.get("finalizers") or [])
+            if kind.group == "" and kind.plural == "namespaces" and name in _UNDELETABLE:
+                # plugin/pkg/admission/namespace/lifecycle
+                raise ApiError(
+                    403,
+                    "Forbidden",
+                    f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                    details={"name": name, "kind": "namespaces"},
+                )
             if propagation == "Foreground" and FOREGROUND not in finalizers:
                 finalizers.append(FOREGROUND)
             elif propagation == "Orphan" and ORPHAN not in finalizers:
