@@ -72,7 +72,9 @@ def schema() -> dict[str, object]:
     return loaded
 
 
-def test_sarif_validates_against_the_2_1_0_schema(schema: dict[str, object], tmp_path: Path) -> None:
+def test_sarif_validates_against_the_2_1_0_schema(
+    schema: dict[str, object], tmp_path: Path
+) -> None:
     log = json.loads(format_sarif(FINDINGS, root=tmp_path, version="0.1.0"))
     jsonschema.Draft7Validator(schema, format_checker=jsonschema.FormatChecker()).validate(log)
     assert log["version"] == "2.1.0"

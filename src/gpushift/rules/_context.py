@@ -107,7 +107,7 @@ def request_keys(container: Container, resource: str) -> tuple[str, ...]:
     return ("resources",)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Context:
     """The inputs of one check run.
 

@@ -37,7 +37,7 @@ def check(*, ctx: Context) -> Iterator[Finding]:
         yield ctx.finding(
             "time-slicing-invalid",
             source=config.source,
-            line=config.source.line,
+            line=_config_line(config),
             obj=f"ConfigMap/{config.namespace}/{config.config_map}"
             if config.namespace
             else f"ConfigMap/{config.config_map}",
@@ -47,6 +47,13 @@ def check(*, ctx: Context) -> Iterator[Finding]:
         if dp.missing is None or not dp.owner.active or not _consumed(dp):
             continue
         yield _missing(ctx, dp)
+
+
+def _config_line(config: TimeSlicingConfig) -> int:
+    """The data key of a ConfigMap form; the config's own line otherwise."""
+    if config.form == "configmap":
+        return config.source.line_of(("data", config.key))
+    return config.source.line
 
 
 def _consumed(dp: DevicePluginConfig) -> bool:
