@@ -1,0 +1,236 @@
+"""Property tests: whatever the slices and claims, the allocator never overcommits a device."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from fractions import Fraction
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpushift._quantity import parse
+from gpushift.engine._allocator import AllocatedState, Allocator
+
+DRV = "dra.example.com"
+NODE = {"metadata": {"name": "n1"}}
+CLASS = {"metadata": {"name": "any"}, "spec": {}}
+
+
+@st.composite
+def devices(draw: st.DrawFn) -> list[dict[str, Any]]:
+    out = []
+    for i in range(draw(st.integers(1, 5))):
+        d: dict[str, Any] = {
+            "name": f"d{i}",
+            "attributes": {"numa": {"int": draw(st.integers(0, 1))}},
+        }
+        if draw(st.booleans()):
+            d["allowMultipleAllocations"] = True
+            shares = draw(st.integers(1, 6))
+            mem = draw(st.integers(1, 8))
+            policy = draw(st.sampled_from(["none", "default", "range", "values"]))
+            cap: dict[str, Any] = {"shares": {"value": str(shares)}}
+            if policy == "default":
+                cap["shares"]["requestPolicy"] = {"default": "1"}
+            elif policy == "range":
+                cap["shares"]["requestPolicy"] = {
+                    "default": "1",
+                    "validRange": {"min": "1", "max": str(shares), "step": "1"},
+                }
+            elif policy == "values":
+                cap["shares"]["requestPolicy"] = {"default": "1", "validValues": ["1", "2", "4"]}
+            cap["memory"] = {
+                "value": f"{mem}Gi",
+                "requestPolicy": {
+                    "default": "0",
+                    "validRange": {"min": "0", "max": f"{mem}Gi", "step": "1Gi"},
+                },
+            }
+            d["capacity"] = cap
+        else:
+            d["capacity"] = {"memory": {"value": f"{draw(st.integers(1, 8))}Gi"}}
+        out.append(d)
+    return out
+
+
+@st.composite
+def claims(draw: st.DrawFn) -> dict[str, Any]:
+    reqs = []
+    for j in range(draw(st.integers(1, 3))):
+        e: dict[str, Any] = {"deviceClassName": "any", "count": draw(st.integers(1, 2))}
+        caps = {}
+        if draw(st.booleans()):
+            caps["shares"] = str(draw(st.integers(1, 3)))
+        if draw(st.booleans()):
+            caps["memory"] = f"{draw(st.integers(0, 4))}Gi"
+        if caps:
+            e["capacity"] = {"requests": caps}
+        reqs.append({"name": f"r{j}", "exactly": e})
+    spec: dict[str, Any] = {"requests": reqs}
+    kind = draw(st.sampled_from(["", "matchAttribute", "distinctAttribute"]))
+    if kind:
+        spec["constraints"] = [{kind: f"{DRV}/numa"}]
+    return {"metadata": {"name": "c", "namespace": "ns"}, "spec": {"devices": spec}}
+
+
+def _value(d: dict[str, Any], name: str) -> Fraction:
+    return parse(d["capacity"][name]["value"])
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(devs=devices(), sequence=st.lists(st.tuples(claims(), st.booleans()), max_size=12))
+def test_never_overcommits(
+    devs: list[dict[str, Any]], sequence: list[tuple[dict[str, Any], bool]]
+) -> None:
+    s = {
+        "metadata": {"name": "s"},
+        "spec": {
+            "driver": DRV,
+            "nodeName": "n1",
+            "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+            "devices": devs,
+        },
+    }
+    by_name = {d["name"]: d for d in devs}
+    alloc = Allocator(slices=[s], classes=[CLASS])
+    state = AllocatedState()
+    held: list[dict[str, Any]] = []
+    for c, release_one in sequence:
+        got = alloc.allocate(claims=[c], node=NODE, state=state)
+        if got is not None:
+            results = got[0]["devices"]["results"]
+            spec = c["spec"]["devices"]
+            # every request gets exactly `count` devices
+            per_req = Counter(r["request"] for r in results)
+            assert per_req == Counter({r["name"]: r["exactly"]["count"] for r in spec["requests"]})
+            # the claim's constraint holds over its devices
+            numas = [by_name[r["device"]]["attributes"]["numa"]["int"] for r in results]
+            for k in spec.get("constraints", ()):
+                if "matchAttribute" in k:
+                    assert len(set(numas)) == 1
+                else:
+                    assert len(set(numas)) == len(numas)
+            wanted = {
+                r["name"]: r["exactly"].get("capacity", {}).get("requests", {})
+                for r in spec["requests"]
+            }
+            for r in results:
+                d = by_name[r["device"]]
+                if d.get("allowMultipleAllocations"):
+                    assert r["shareID"]
+                    assert set(r["consumedCapacity"]) == set(d["capacity"])
+                    for name, amount in wanted[r["request"]].items():
+                        assert parse(r["consumedCapacity"][name]) >= parse(amount)
+                else:
+                    assert "shareID" not in r and "consumedCapacity" not in r
+            state.add(got[0])
+            held.append(got[0])
+        if release_one and held:
+            state.remove(held.pop(0))
+        # Independent ledger from the held allocations alone.
+        whole: Counter[str] = Counter()
+        used: dict[str, dict[str, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
+        for h in held:
+            for r in h["devices"]["results"]:
+                if "shareID" in r:
+                    for name, q in r["consumedCapacity"].items():
+                        used[r["device"]][name] += parse(q)
+                else:
+                    whole[r["device"]] += 1
+        for name, n in whole.items():
+            assert n == 1, f"{name} handed out whole {n} times"
+            assert name not in used, f"{name} both whole and shared"
+        for name, caps in used.items():
+            for cap, total in caps.items():
+                assert total <= _value(by_name[name], cap), (name, cap)
+
+
+def _oracle_consumption(d: dict[str, Any], wanted: dict[str, str]) -> dict[str, Fraction] | None:
+    """Consumption for the policies `devices()` generates, written out case by case."""
+    if any(name not in d["capacity"] for name in wanted):
+        return None
+    out: dict[str, Fraction] = {}
+    for name, cap in d["capacity"].items():
+        policy = cap.get("requestPolicy")
+        ask = parse(wanted[name]) if name in wanted else None
+        if policy is None:
+            amount = parse(cap["value"]) if ask is None else ask
+        elif ask is None:
+            amount = parse(policy["default"])
+        elif "validValues" in policy:
+            bigger = [parse(v) for v in policy["validValues"] if parse(v) >= ask]
+            if not bigger:
+                return None
+            amount = bigger[0]
+        elif "validRange" in policy:
+            rng = policy["validRange"]
+            lo, step = parse(rng["min"]), parse(rng["step"])
+            amount = max(ask, lo)
+            amount = lo + -(-(amount - lo) // step) * step
+            if amount > parse(rng["max"]):
+                return None
+        else:
+            amount = ask
+        out[name] = amount
+    return out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(devs=devices(), sequence=st.lists(claims(), max_size=10))
+def test_single_device_claims_take_the_first_device_that_fits(
+    devs: list[dict[str, Any]], sequence: list[dict[str, Any]]
+) -> None:
+    s = {
+        "metadata": {"name": "s"},
+        "spec": {
+            "driver": DRV,
+            "nodeName": "n1",
+            "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+            "devices": devs,
+        },
+    }
+    alloc = Allocator(slices=[s], classes=[CLASS])
+    state = AllocatedState()
+    whole: set[str] = set()
+    used: dict[str, dict[str, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
+    for c in sequence:
+        r0 = c["spec"]["devices"]["requests"][0]
+        r0["exactly"]["count"] = 1
+        one = {"metadata": c["metadata"], "spec": {"devices": {"requests": [r0]}}}
+        wanted = r0["exactly"].get("capacity", {}).get("requests", {})
+        expect = None
+        for d in devs:
+            name = d["name"]
+            if name in whole:
+                continue
+            if d.get("allowMultipleAllocations"):
+                use = _oracle_consumption(d, wanted)
+                if use is None or any(
+                    used[name][k] + v > parse(d["capacity"][k]["value"]) for k, v in use.items()
+                ):
+                    continue
+            elif name in used or any(
+                k not in d["capacity"] or parse(v) > parse(d["capacity"][k]["value"])
+                for k, v in wanted.items()
+            ):
+                continue
+            expect = name
+            break
+        got = alloc.allocate(claims=[one], node=NODE, state=state)
+        if expect is None:
+            assert got is None
+            continue
+        assert got is not None
+        (r,) = got[0]["devices"]["results"]
+        assert r["device"] == expect
+        if "shareID" in r:
+            for k, v in r["consumedCapacity"].items():
+                used[expect][k] += parse(v)
+        else:
+            whole.add(expect)
+        state.add(got[0])
