@@ -92,23 +92,43 @@ def json_patch(obj: dict[str, Any], ops: list[Any]) -> dict[str, Any]:
             f" got {len(ops)}",
             code=413,
         )
+    result: Any = copy.deepcopy(obj)
     for op in ops:
-        if op.get("op") not in {"add", "remove", "replace", "move", "copy", "test"}:
-            raise PatchError(f"Unexpected kind: {op.get('op')}", code=422)
-    try:
-        patch = jsonpatch.JsonPatch(ops)
-        result = patch.apply(obj, in_place=False)
-    except jsonpatch.InvalidJsonPatch as exc:
-        raise PatchError(str(exc), code=400) from None
-    except jsonpatch.JsonPatchTestFailed as exc:
-        raise PatchError(f"testing value failed: {exc}", code=422) from None
-    except (jsonpatch.JsonPatchConflict, jsonpointer.JsonPointerException) as exc:
-        raise PatchError(f"doc is missing path: {exc}", code=422) from None
-    except (TypeError, ValueError, KeyError, IndexError) as exc:
-        raise PatchError(str(exc), code=422) from None
+        kind = op.get("op")
+        if kind not in _JSON_PATCH_OPS:
+            raise PatchError(f"Unexpected kind: {kind}")
+        try:
+            result = jsonpatch.JsonPatch([op]).apply(result, in_place=True)
+        except jsonpatch.InvalidJsonPatch as exc:
+            raise PatchError(str(exc), code=400) from None
+        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError):
+            raise PatchError(_json_patch_failure(op)) from None
     if not isinstance(result, dict):
         raise PatchError("the patched document is not an object", code=422)
     return result
+
+
+_JSON_PATCH_OPS = frozenset({"add", "remove", "replace", "move", "copy", "test"})
+
+
+def _json_patch_failure(op: dict[str, Any]) -> str:
+    """The evanphx/json-patch (v4) message for an operation that does not apply."""
+    kind, path, source = op.get("op"), op.get("path"), op.get("from")
+    if kind == "test":
+        return f"testing value {path} failed: test failed"
+    if kind == "remove":
+        key = str(path).rsplit("/", 1)[-1]
+        return (
+            f"error in remove for path: '{path}': "
+            f"Unable to remove nonexistent key: {key}: missing value"
+        )
+    if kind == "replace":
+        return f"replace operation does not apply: doc is missing key: {path}: missing value"
+    if kind in {"move", "copy"}:
+        return (
+            f'{kind} operation does not apply: doc is missing from path: "{source}": missing value'
+        )
+    return f'add operation does not apply: doc is missing path: "{path}": missing value'
 
 
 # --- RFC 7386 ---------------------------------------------------------------------------
