@@ -1,10 +1,117 @@
-"""`gpushift simulate`."""
+"""`gpushift simulate`: schedule pods onto nodes under either GPU allocator."""
 
 from __future__ import annotations
 
+import enum
+import sys
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from gpushift._errors import UsageError
+
+_EPILOG = (
+    "Exit codes: 0 every pod scheduled and no hazard, 1 a pod is Pending or a hazard "
+    "(DualAdvertiser, DoubleAllocation) was found, 2 bad input (unparsable YAML, a missing "
+    "required field, an invalid quantity or CEL expression, a claim naming an unknown "
+    "DeviceClass) or bad usage."
+)
+
+
+class OutputFormat(enum.StrEnum):
+    """Output formats."""
+
+    TABLE = "table"
+    JSON = "json"
+    YAML = "yaml"
 
 
 def register(app: typer.Typer) -> None:
     """Add the `simulate` command to the CLI."""
-    del app
+    app.command(name="simulate", epilog=_EPILOG)(simulate)
+
+
+def simulate(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            metavar="FILE|DIR",
+            help="YAML/JSON files or directories: Nodes, Pods, workloads, ResourceSlices, "
+            "DeviceClasses, ResourceClaims, ResourceClaimTemplates, PriorityClasses.",
+            show_default=False,
+        ),
+    ] = None,
+    output: Annotated[
+        OutputFormat,
+        typer.Option("--output", "-o", help="table, or a Kubernetes List as json or yaml."),
+    ] = OutputFormat.TABLE,
+    example: Annotated[
+        str | None,
+        typer.Option("--example", metavar="NAME", help="Use an embedded example: homelab."),
+    ] = None,
+    allocator: Annotated[
+        str,
+        typer.Option("--allocator", help="With --example: device-plugin or dra."),
+    ] = "dra",
+    sharing: Annotated[
+        str,
+        typer.Option(
+            "--sharing",
+            metavar="N|memory|unlimited|exclusive",
+            help="With --example: time-slicing replicas or DRA consumable shares N, or a "
+            "DRA consumableShares mode.",
+        ),
+    ] = "5",
+    compare: Annotated[
+        bool,
+        typer.Option(
+            "--compare",
+            help="With --example: placements side by side for time-slicing 5, shares 5, "
+            "memory and unlimited.",
+        ),
+    ] = False,
+) -> None:
+    """Schedule every unscheduled pod and show placements, card ledgers, Pending pods and
+    hazards."""
+    from gpushift import engine
+
+    if example is not None:
+        if paths:
+            raise UsageError("give FILE|DIR arguments or --example, not both")
+        if example != "homelab":
+            raise UsageError(f"unknown example {example!r} (known: homelab)")
+        if compare:
+            if output is not OutputFormat.TABLE:
+                raise UsageError("--compare prints a table; drop -o")
+            from gpushift.engine._compare import compare_homelab
+
+            text, code = compare_homelab()
+            sys.stdout.write(text)
+            raise typer.Exit(code)
+        inputs = engine.from_objects(engine.homelab(engine.setup(allocator, sharing)))
+    else:
+        if compare:
+            raise UsageError("--compare needs --example homelab")
+        if not paths:
+            raise UsageError("give FILE|DIR arguments or --example homelab")
+        inputs = engine.load_inputs(paths)
+    if inputs.unknown:
+        print(
+            "gpushift: ignored kinds simulate does not read: " + ", ".join(inputs.unknown),
+            file=sys.stderr,
+        )
+    sim = engine.simulate(inputs)
+    if output is OutputFormat.JSON:
+        import json
+
+        text = json.dumps(engine.as_list(sim), indent=2) + "\n"
+    elif output is OutputFormat.YAML:
+        import yaml
+
+        text = yaml.safe_dump(engine.as_list(sim), sort_keys=False)
+    else:
+        text = engine.human(sim)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    raise typer.Exit(sim.exit_code)

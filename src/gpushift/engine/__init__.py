@@ -1,1 +1,94 @@
-"""gpushift.engine."""
+"""The GPU allocation engine: device-plugin ledger, DRA allocation, scheduler loop, hazards.
+
+A library with no I/O beyond reading input files in :func:`load_inputs`. Upstream behaviour
+(kube-scheduler, the DRA allocator, the NVIDIA DRA driver and device plugin) is the spec.
+"""
+
+from __future__ import annotations
+
+from gpushift.engine._allocator import (
+    ALLOCATION_RESULTS_MAX_SIZE,
+    AllocatedState,
+    Allocator,
+    UnknownDeviceClassError,
+    device_key,
+)
+from gpushift.engine._bridging import (
+    EXTENDED_RESOURCE_CLAIM_ANNOTATION,
+    BridgeClaim,
+    bridge_claim,
+    class_mapping,
+    delegated,
+)
+from gpushift.engine._cel import (
+    CelSelectorEvaluator,
+    SelectorError,
+    SelectorEvaluationError,
+)
+from gpushift.engine._example import COMPARE, Setup, homelab, setup
+from gpushift.engine._hazards import DOUBLE_ALLOCATION, DUAL_ADVERTISER, Hazard
+from gpushift.engine._inputs import Inputs, from_objects
+from gpushift.engine._inputs import load as load_inputs
+from gpushift.engine._ledger import GpuLedger, card_layout
+from gpushift.engine._nvidia import (
+    DRIVER_NAME,
+    ConsumableShares,
+    ConsumableSharesError,
+    GpuInfo,
+    nvidia_device_classes,
+    nvidia_gpu_device,
+    nvidia_resource_slice,
+    parse_consumable_shares,
+)
+from gpushift.engine._report import Placement, as_list, human, placement
+from gpushift.engine._requests import pod_non_zero_requests, pod_requests
+from gpushift.engine._scheduler import NodeInfo, Outcome, PodInfo, schedule
+from gpushift.engine._simulation import Simulation, simulate
+
+__all__ = [
+    "ALLOCATION_RESULTS_MAX_SIZE",
+    "COMPARE",
+    "DOUBLE_ALLOCATION",
+    "DRIVER_NAME",
+    "DUAL_ADVERTISER",
+    "EXTENDED_RESOURCE_CLAIM_ANNOTATION",
+    "AllocatedState",
+    "Allocator",
+    "BridgeClaim",
+    "CelSelectorEvaluator",
+    "ConsumableShares",
+    "ConsumableSharesError",
+    "GpuInfo",
+    "GpuLedger",
+    "Hazard",
+    "Inputs",
+    "NodeInfo",
+    "Outcome",
+    "Placement",
+    "PodInfo",
+    "SelectorError",
+    "SelectorEvaluationError",
+    "Setup",
+    "Simulation",
+    "UnknownDeviceClassError",
+    "as_list",
+    "bridge_claim",
+    "card_layout",
+    "class_mapping",
+    "delegated",
+    "device_key",
+    "from_objects",
+    "homelab",
+    "human",
+    "load_inputs",
+    "nvidia_device_classes",
+    "nvidia_gpu_device",
+    "nvidia_resource_slice",
+    "parse_consumable_shares",
+    "placement",
+    "pod_non_zero_requests",
+    "pod_requests",
+    "schedule",
+    "setup",
+    "simulate",
+]

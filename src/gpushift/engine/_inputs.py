@@ -202,6 +202,37 @@ def _check(inputs: Inputs, obj: dict[str, Any]) -> None:
             _check_quantity(inputs, obj, raw, ["status", "allocatable", rname])
 
 
+def _check_cel(inputs: Inputs) -> None:
+    # Compile every selector once up front, so a bad one is reported where it is written.
+    from gpushift.engine._cel import CelSelectorEvaluator
+
+    evaluator = CelSelectorEvaluator()
+
+    def check(obj: dict[str, Any], selectors: Any, keys: list[str | int]) -> None:
+        for k, sel in enumerate(selectors or []):
+            expr = (sel.get("cel") or {}).get("expression") if isinstance(sel, dict) else None
+            if expr is None:
+                continue
+            try:
+                evaluator.check(str(expr))
+            except InputError as err:
+                raise inputs.error(obj, err.message, [*keys, k, "cel"]) from None
+
+    for c in inputs.classes:
+        check(c, (c.get("spec") or {}).get("selectors"), ["spec", "selectors"])
+    for obj in [*inputs.claims, *inputs.templates]:
+        prefix: list[str | int] = ["spec"] if obj["kind"] == "ResourceClaim" else ["spec", "spec"]
+        spec: Any = obj
+        for key in prefix:
+            spec = spec[key]
+        for i, req in enumerate(spec["devices"]["requests"]):
+            base: list[str | int] = [*prefix, "devices", "requests", i]
+            if req.get("exactly") is not None:
+                check(obj, req["exactly"].get("selectors"), [*base, "exactly", "selectors"])
+            for j, sub in enumerate(req.get("firstAvailable") or []):
+                check(obj, sub.get("selectors"), [*base, "firstAvailable", j, "selectors"])
+
+
 def _check_class_refs(inputs: Inputs) -> None:
     names = {_meta_name(c) for c in inputs.classes}
     for obj in [*inputs.claims, *inputs.templates]:
@@ -285,6 +316,7 @@ def _finish(inputs: Inputs, workloads: list[dict[str, Any]]) -> Inputs:
             inputs.origins[id(p)] = Origin(origin.path, origin.index, origin.prefix, origin.line)
             inputs.pods.append(p)
     _check_class_refs(inputs)
+    _check_cel(inputs)
     for p in inputs.pods:
         meta = p.setdefault("metadata", {})
         meta.setdefault("namespace", "default")

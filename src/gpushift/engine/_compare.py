@@ -1,0 +1,99 @@
+"""``--compare``: the homelab example under each sharing setup, side by side."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from gpushift import _quantity
+from gpushift.engine._example import COMPARE, Setup, homelab
+from gpushift.engine._inputs import from_objects
+from gpushift.engine._report import placement, table
+from gpushift.engine._scheduler import PodInfo
+from gpushift.engine._simulation import Simulation, simulate
+
+
+def _app(pod: PodInfo) -> str:
+    # Pod names differ between setups only in their generated suffixes; compare by workload.
+    owners = pod.obj["metadata"].get("ownerReferences") or []
+    name = str(owners[0]["name"]) if owners else pod.name
+    if owners and owners[0].get("kind") == "ReplicaSet":
+        name = name.rsplit("-", 1)[0]
+    return f"{pod.namespace}/{name}"
+
+
+def _cell(pod: PodInfo) -> str:
+    p = placement(pod)
+    if p.node is None:
+        return "Pending"
+    return f"{p.node}/{','.join(p.cards) or '-'}"
+
+
+def whole_card_claims(sim: Simulation) -> list[str]:
+    """Pods whose claim took a card's whole memory without asking for any memory.
+
+    Under ``consumableShares: memory`` a claim without ``capacity.requests.memory`` consumes
+    the policy default, which is the whole card.
+    """
+    out = []
+    for pod in sim.outcome.pods:
+        claims: list[dict[str, Any]] = [cast(dict[str, Any], c) for _, c in pod.claims]
+        if pod.bridge is not None:
+            claims.append(pod.bridge.claim)
+        for claim in claims:
+            asked = any(
+                "memory" in ((r.get("exactly") or {}).get("capacity") or {}).get("requests", {})
+                for r in (claim.get("spec") or {}).get("devices", {}).get("requests") or []
+            )
+            alloc = (claim.get("status") or {}).get("allocation") or {}
+            for r in (alloc.get("devices") or {}).get("results") or []:
+                used = (r.get("consumedCapacity") or {}).get("memory")
+                if not asked and used and _quantity.parse(used) > 0:
+                    out.append(f"{pod.key} ({used} on {pod.node.name if pod.node else '?'})")
+    return out
+
+
+def compare(setups: tuple[Setup, ...] = COMPARE) -> tuple[str, list[Simulation]]:
+    """The comparison table and notes, and each setup's simulation."""
+    sims = [simulate(from_objects(homelab(s))) for s in setups]
+    apps: list[str] = []
+    cells: dict[tuple[str, int], str] = {}
+    for i, sim in enumerate(sims):
+        for pod in sim.outcome.pods:
+            app = _app(pod)
+            if app not in apps:
+                apps.append(app)
+            cells[(app, i)] = _cell(pod)
+    rows = [[app, *(cells.get((app, i), "-") for i in range(len(sims)))] for app in apps]
+    rows.append(
+        [
+            "scheduled / pending / hazards",
+            *(
+                f"{len(s.outcome.pods) - len(s.pending)} / {len(s.pending)} / {len(s.hazards)}"
+                for s in sims
+            ),
+        ]
+    )
+    parts = [table(["workload", *(s.label for s in setups)], rows)]
+    notes = []
+    for s, sim in zip(setups, sims, strict=True):
+        if not sim.pending:
+            continue
+        lines = [f"{s.label}: {len(sim.pending)} pod(s) Pending."]
+        whole = whole_card_claims(sim)
+        if whole:
+            lines.append(
+                "  A claim without capacity.requests.memory consumes the memory policy default, "
+                "which is the whole card, so each card takes one claim:"
+            )
+            lines += [f"    {w}" for w in whole]
+        for pod in sim.pending:
+            lines.append(f"  {pod.key}: {pod.message}")
+        notes.append("\n".join(lines))
+    parts += notes
+    return "\n\n".join(parts) + "\n", sims
+
+
+def compare_homelab() -> tuple[str, int]:
+    """The ``--compare`` output and its exit code (1 if any setup leaves a pod Pending)."""
+    text, sims = compare()
+    return text, max(s.exit_code for s in sims)

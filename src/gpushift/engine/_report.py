@@ -1,0 +1,204 @@
+"""What a simulation shows: placements, card ledgers, Pending pods, hazards; and a List.
+
+Tables are laid out like ``kubectl get`` (upper-case headers, columns three spaces apart).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from gpushift import _quantity
+from gpushift.engine._allocator import device_key
+from gpushift.engine._hazards import card_of, dra_tenants, node_pools
+from gpushift.engine._ledger import GPU_RESOURCE
+from gpushift.engine._scheduler import NVIDIA_DRIVER, PodInfo, iter_results
+from gpushift.engine._simulation import Simulation
+from gpushift.engine._workloads import stable_suffix
+
+VIA_DEVICE_PLUGIN = "device-plugin"
+VIA_DRA = "dra"
+VIA_BRIDGED = f"dra ({GPU_RESOURCE})"
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a pod went and what GPU share it holds (``node`` None when Pending)."""
+
+    pod: str
+    node: str | None
+    via: str
+    cards: tuple[str, ...]
+    share: str
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Rows under an upper-case header, columns padded to their widest cell."""
+    cells = [[h.upper() for h in header], *[[str(c) for c in r] for r in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = ["   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+    return "\n".join(lines)
+
+
+def _consumed_text(consumed: dict[str, str]) -> str:
+    return ", ".join(
+        f"{k} {v}" for k, v in sorted(consumed.items(), key=lambda kv: kv[0] != "shares")
+    )
+
+
+def placement(pod: PodInfo) -> Placement:
+    """The placement of one pod (see :class:`Placement`)."""
+    node = pod.node.name if pod.node else None
+    cards: list[str] = []
+    shares: list[str] = []
+    via = "-"
+    if pod.gpu_cards and pod.node is not None:
+        via = VIA_DEVICE_PLUGIN
+        units = {c.index: c.units for c in pod.node.gpu.cards}
+        for _, i in pod.gpu_cards:
+            name = f"gpu-{i}"
+            if name not in cards:
+                cards.append(name)
+                n = units.get(i, 1)
+                shares.append("whole card" if n <= 1 else f"1 of {n} replicas")
+    claims = [c for _, c in pod.claims]
+    if pod.bridge is not None:
+        claims.append(pod.bridge.claim)  # type: ignore[arg-type]
+    for claim in claims:
+        for r in iter_results(claim):
+            via = VIA_BRIDGED if pod.bridge is not None and claim is pod.bridge.claim else VIA_DRA
+            cards.append(str(r.get("device")))
+            consumed = r.get("consumedCapacity")
+            shares.append(_consumed_text(dict(consumed)) if consumed else "whole device")
+    return Placement(pod.key, node, via, tuple(cards), "; ".join(shares) or "-")
+
+
+def _fmt(name: str, v: Fraction | int) -> str:
+    return _quantity.format_quantity(Fraction(v), binary=name == "memory")
+
+
+def card_rows(sim: Simulation) -> list[list[str]]:
+    """One row per (node, card, ledger): who holds the card and how much is used."""
+    outcome = sim.outcome
+    pools = node_pools(sim.inputs.slices)
+    tenants = dra_tenants(outcome, pools)
+    capacities: dict[tuple[str, int], tuple[str, dict[str, Any]]] = {}
+    for s in sim.inputs.slices:
+        spec = s.get("spec") or {}
+        if spec.get("driver") != NVIDIA_DRIVER or not spec.get("nodeName"):
+            continue
+        for d in spec.get("devices") or []:
+            i = card_of(str(d.get("name", "")))
+            if i is not None:
+                key = device_key(NVIDIA_DRIVER, str(spec["pool"]["name"]), str(d["name"]))
+                capacities[(str(spec["nodeName"]), i)] = (key, d)
+    rows: list[list[str]] = []
+    for node in outcome.nodes:
+        cards = {c.index for c in node.gpu.cards} | {i for (n, i) in capacities if n == node.name}
+        for i in sorted(cards):
+            ledger = next((c for c in node.gpu.cards if c.index == i), None)
+            if ledger is not None and ledger.units > 0:
+                holders = ", ".join(t.pod for t in ledger.tenants) or "-"
+                used = f"{len(ledger.tenants)}/{ledger.units} replicas"
+                rows.append([node.name, f"gpu-{i}", VIA_DEVICE_PLUGIN, used, holders])
+            if (node.name, i) in capacities:
+                key, dev = capacities[(node.name, i)]
+                dra = tenants.get((node.name, i), [])
+                holders = ", ".join(p for t in dra for p in (t.pods or [t.claim])) or "-"
+                if dev.get("allowMultipleAllocations"):
+                    agg = outcome.state.consumed.get(key, {})
+                    parts = []
+                    for cname, cap in sorted(
+                        (dev.get("capacity") or {}).items(), key=lambda kv: kv[0] != "shares"
+                    ):
+                        total = _quantity.parse(cap["value"])
+                        parts.append(
+                            f"{cname} {_fmt(cname, agg.get(cname, 0))}/{_fmt(cname, total)}"
+                        )
+                    used = ", ".join(parts) or f"{len(dra)} shares"
+                else:
+                    used = "whole device" if dra else "free"
+                rows.append([node.name, f"gpu-{i}", VIA_DRA, used, holders])
+    return rows
+
+
+def human(sim: Simulation) -> str:
+    """The default output: placements, card ledgers, Pending pods and hazards."""
+    out = []
+    rows = []
+    for pod in sim.outcome.pods:
+        p = placement(pod)
+        rows.append([p.pod, p.node or "<pending>", p.via, ",".join(p.cards) or "-", p.share])
+    out.append(table(["pod", "node", "via", "card", "share"], rows))
+    cards = card_rows(sim)
+    if cards:
+        out.append(table(["node", "card", "ledger", "used", "holders"], cards))
+    pending = sim.pending
+    if pending:
+        out.append(table(["pending pod", "reason"], [[p.key, p.message or ""] for p in pending]))
+    if sim.hazards:
+        out.append(
+            table(
+                ["hazard", "node", "message"], [[h.reason, h.node, h.message] for h in sim.hazards]
+            )
+        )
+    summary = f"{len(sim.outcome.pods) - len(pending)} scheduled, {len(pending)} pending, "
+    summary += f"{len(sim.hazards)} hazard(s)"
+    out.append(summary)
+    return "\n\n".join(out) + "\n"
+
+
+def _pod_object(pod: PodInfo) -> dict[str, Any]:
+    obj = pod.obj
+    if pod.node is None:
+        status = obj.setdefault("status", {})
+        status["phase"] = "Pending"
+        status["conditions"] = [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": pod.message or "",
+            }
+        ]
+    return obj
+
+
+def events(sim: Simulation) -> list[dict[str, Any]]:
+    """Hazards as core/v1 Events of type Warning about the node concerned."""
+    out = []
+    for h in sim.hazards:
+        node = next((n for n in sim.outcome.nodes if n.name == h.node), None)
+        involved: dict[str, Any] = {"apiVersion": "v1", "kind": "Node", "name": h.node}
+        uid = (node.obj.get("metadata") or {}).get("uid") if node else None
+        if uid:
+            involved["uid"] = uid
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {
+                    # Node events live in "default", named <object>.<unique suffix>.
+                    "name": f"{h.node}.{stable_suffix(h.reason + h.message, 10)}",
+                    "namespace": "default",
+                },
+                "type": "Warning",
+                "reason": h.reason,
+                "message": h.message,
+                "involvedObject": involved,
+                "source": {"component": "gpushift"},
+                "reportingComponent": "gpushift",
+                "count": 1,
+            }
+        )
+    return out
+
+
+def as_list(sim: Simulation) -> dict[str, Any]:
+    """A ``v1`` List of the pods, every ResourceClaim (generated ones too) and hazard Events."""
+    items: list[dict[str, Any]] = [_pod_object(p) for p in sim.outcome.pods]
+    items += sim.outcome.claims
+    items += events(sim)
+    return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}

@@ -1,0 +1,994 @@
+"""The scheduler loop: queue, filters, scoring and binding, as kube-scheduler does them.
+
+What is modelled, and how it differs from a live kube-scheduler:
+
+* Queue: higher ``priority`` first (from ``spec.priority``, the PriorityClass named by
+  ``spec.priorityClassName``, or the ``globalDefault`` class), then older
+  ``creationTimestamp``, then input order. Each pod is tried once; pods with required pod
+  affinity are retried after the others, since a later pod may satisfy them.
+* Filters, in kube-scheduler's plugin order: NodeUnschedulable, TaintToleration, NodeAffinity
+  (``nodeSelector`` and required node affinity), NodeResourcesFit (pods, cpu, memory,
+  ephemeral-storage, extended resources not delegated to DRA), PodTopologySpread
+  (``DoNotSchedule``), InterPodAffinity (required terms, both directions), DynamicResources
+  (ResourceClaims, claims from templates, KEP-5004 extended-resource claims).
+* Scoring: NodeResourcesFit LeastAllocated and NodeResourcesBalancedAllocation on cpu and
+  memory, NodeAffinity (preferred), TaintToleration (``PreferNoSchedule``), PodTopologySpread
+  (``ScheduleAnyway`` and the system default constraints, for pods owned by a controller) and
+  InterPodAffinity (preferred terms both ways, required affinity of existing pods), with the
+  default weights. Every feasible node is scored (kube-scheduler may stop at
+  ``percentageOfNodesToScore``); ties go to the first node in name order (kube-scheduler picks
+  one at random).
+* Preemption is not performed; the message reports it as kube-scheduler would when no victim
+  helps.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from bisect import insort
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from heapq import merge
+from typing import Any, cast
+
+from gpushift.engine import _bridging, _filters, _ledger, _requests
+from gpushift.engine._allocator import AllocatedState, Allocator
+from gpushift.engine._cel import SelectorEvaluationError
+from gpushift.engine._dra_nodeselector import node_selector_matches
+from gpushift.engine._dra_types import AllocationResult, Node, ResourceClaim
+from gpushift.engine._inputs import Inputs
+from gpushift.engine._workloads import stable_suffix, stable_uid
+
+# Status codes, as framework.Code: only the two failure codes matter here.
+UNSCHEDULABLE = 1
+UNRESOLVABLE = 2
+
+POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+NVIDIA_DRIVER = "gpu.nvidia.com"
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+
+# k8s.io/kubernetes pkg/scheduler/framework/plugins/dynamicresources: Filter reasons.
+REASON_DRA_ALLOCATE = "cannot allocate all claims"
+REASON_DRA_NODE = "resourceclaim not available on the node"
+# pkg/scheduler/framework/preemption and defaultpreemption: PostFilter messages.
+NO_VICTIMS = "No preemption victims found for incoming pod"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+# pkg/scheduler/apis/config/v1 default_plugins.go: score plugin weights.
+_W_FIT, _W_BALANCED, _W_NODE_AFFINITY, _W_TAINT, _W_SPREAD, _W_INTERPOD = 1, 1, 2, 3, 2, 2
+# pkg/scheduler/apis/config/v1 defaults.go: system default topology spread constraints.
+_DEFAULT_SPREAD = (
+    {"maxSkew": 3, "topologyKey": HOSTNAME, "whenUnsatisfiable": "ScheduleAnyway"},
+    {"maxSkew": 5, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway"},
+)
+
+
+@dataclass(slots=True, eq=False)
+class NodeInfo:
+    """A node's scheduling state: what is requested, which pods run, its GPU ledger."""
+
+    name: str
+    obj: dict[str, Any]
+    order: int
+    labels: dict[str, str]
+    taints: list[dict[str, Any]]
+    unschedulable: bool
+    allocatable: dict[str, int]
+    requested: dict[str, int] = field(default_factory=dict)
+    nz_cpu: int = 0
+    nz_mem: int = 0
+    pods: list[PodInfo] = field(default_factory=list)
+    gpu: _ledger.GpuLedger = field(default_factory=lambda: _ledger.GpuLedger([]))
+    version: int = 0
+
+    def usage_key(self) -> tuple[int, ...]:
+        """Everything the cpu/memory scores of a node depend on."""
+        a, r = self.allocatable, self.requested
+        return (
+            a.get("cpu", 0),
+            a.get("memory", 0),
+            self.nz_cpu,
+            self.nz_mem,
+            r.get("cpu", 0),
+            r.get("memory", 0),
+        )
+
+
+@dataclass(slots=True, eq=False)
+class PodInfo:
+    """A pod and its outcome: the node, or the FailedScheduling-style message."""
+
+    obj: dict[str, Any]
+    namespace: str
+    name: str
+    labels: dict[str, str]
+    spec: dict[str, Any]
+    priority: int
+    created: str
+    order: int
+    requests: dict[str, int]
+    nz_cpu: int
+    nz_mem: int
+    claims: list[tuple[str, ResourceClaim]] = field(default_factory=list)
+    prefilter: str | None = None
+    node: NodeInfo | None = None
+    message: str | None = None
+    bridge: _bridging.BridgeClaim | None = None
+    gpu_cards: list[tuple[str, int]] = field(default_factory=list)
+    class_key: Any = None
+    owner_uid: str | None = None
+    prebound: bool = False
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``."""
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def has_affinity_terms(self) -> bool:
+        """Whether the pod has any pod affinity or anti-affinity term."""
+        aff = self.spec.get("affinity") or {}
+        return bool(aff.get("podAffinity") or aff.get("podAntiAffinity"))
+
+
+@dataclass(slots=True)
+class Outcome:
+    """The result of scheduling every pod."""
+
+    nodes: list[NodeInfo]
+    pods: list[PodInfo]
+    claims: list[dict[str, Any]]
+    allocator: Allocator
+    state: AllocatedState
+
+
+Failure = tuple[int, list[str]]
+
+
+def _priority(spec: Mapping[str, Any], classes: Mapping[str, int], default: int) -> int:
+    if isinstance(spec.get("priority"), int):
+        return int(spec["priority"])
+    name = spec.get("priorityClassName")
+    if name and name in classes:
+        return classes[name]
+    return default
+
+
+def _pod_claim_generate_name(pod: str, claim: str) -> str:
+    # k8s.io/kubernetes pkg/controller/resourceclaim controller.go handleClaim: both parts are
+    # truncated in proportion so that the name plus 5 random characters fits 63 characters.
+    generate = f"{pod}-{claim}-"
+    max_base = 57
+    if len(generate) > max_base:
+        total = len(generate)
+        generate = (
+            pod[: len(pod) * max_base // total] + "-" + claim[: len(claim) * max_base // total]
+        )
+    return generate
+
+
+class Scheduler:
+    """Schedules the pending pods of an ``Inputs`` onto its nodes. Use :func:`schedule`."""
+
+    def __init__(self, inputs: Inputs, *, allocator: Allocator | None = None) -> None:
+        self.inputs = inputs
+        self.allocator = allocator or Allocator(
+            slices=cast(Any, inputs.slices), classes=cast(Any, inputs.classes)
+        )
+        self.state = AllocatedState()
+        self.mapping = _bridging.class_mapping(inputs.classes)
+        self.nodes: list[NodeInfo] = []
+        self.by_name: dict[str, NodeInfo] = {}
+        self.claims: list[dict[str, Any]] = []
+        self.claims_by_key: dict[tuple[str, str], dict[str, Any]] = {}
+        self.templates = {
+            (t["metadata"]["namespace"], t["metadata"]["name"]): t for t in inputs.templates
+        }
+        self.affinity_pods: list[PodInfo] = []
+        self.prefer_no_schedule = False
+        self._groups: dict[tuple[int, ...], list[tuple[str, int]]] = {}
+        self._static: dict[Any, dict[int, Failure | None]] = {}
+        self._dead: dict[Any, dict[int, Failure]] = {}
+        self._fit_cache: dict[Any, dict[int, tuple[int, list[AllocationResult] | None]]] = {}
+        self._build_nodes()
+        self._build_claims()
+
+    # -- setup --
+
+    def _build_nodes(self) -> None:
+        ordered = sorted(self.inputs.nodes, key=lambda n: str(n["metadata"]["name"]))
+        for i, n in enumerate(ordered):
+            meta = n.get("metadata") or {}
+            spec = n.get("spec") or {}
+            alloc_raw = (n.get("status") or {}).get("allocatable") or {}
+            allocatable = {str(k): _requests.amount(str(k), v) for k, v in alloc_raw.items()}
+            name = str(meta["name"])
+            labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+            taints = list(spec.get("taints") or [])
+            if any(t.get("effect") == "PreferNoSchedule" for t in taints):
+                self.prefer_no_schedule = True
+            info = NodeInfo(
+                name=name,
+                obj=n,
+                order=i,
+                labels=labels,
+                taints=taints,
+                unschedulable=bool(spec.get("unschedulable")),
+                allocatable=allocatable,
+            )
+            info.gpu = _ledger.GpuLedger.for_node(
+                allocatable=allocatable.get(_ledger.GPU_RESOURCE, 0),
+                labels=labels,
+                dra_cards=self._dra_cards(n),
+            )
+            self.nodes.append(info)
+            self.by_name[name] = info
+            self._group_add(info)
+
+    def _dra_cards(self, node: dict[str, Any]) -> int:
+        n = 0
+        for s in self.inputs.slices:
+            spec = s.get("spec") or {}
+            if (
+                spec.get("driver") == NVIDIA_DRIVER
+                and spec.get("nodeName") == node["metadata"]["name"]
+            ):
+                n += sum(
+                    1
+                    for d in spec.get("devices") or []
+                    if str(d.get("name", "")).startswith("gpu-")
+                    and "mig" not in str(d.get("name", ""))
+                    and "vfio" not in str(d.get("name", ""))
+                )
+        return n
+
+    def _build_claims(self) -> None:
+        for c in self.inputs.claims:
+            claim = copy.deepcopy(c)
+            meta = claim["metadata"]
+            meta.setdefault("uid", stable_uid("ResourceClaim", meta["namespace"], meta["name"]))
+            self.claims.append(claim)
+            self.claims_by_key[(meta["namespace"], meta["name"])] = claim
+            if (claim.get("status") or {}).get("allocation"):
+                self.state.add_claim(cast(ResourceClaim, claim))
+
+    def _group_add(self, node: NodeInfo) -> None:
+        insort(self._groups.setdefault(node.usage_key(), []), (node.name, node.order))
+
+    def _group_remove(self, node: NodeInfo, key: tuple[int, ...]) -> None:
+        group = self._groups[key]
+        group.remove((node.name, node.order))
+        if not group:
+            del self._groups[key]
+
+    # -- pods --
+
+    def make_pod(self, obj: dict[str, Any], order: int, priorities: Mapping[str, int]) -> PodInfo:
+        """A PodInfo with requests, priority and (template) claims resolved."""
+        meta = obj.setdefault("metadata", {})
+        ns = str(meta.get("namespace") or "default")
+        name = str(meta.get("name"))
+        meta.setdefault("uid", stable_uid("Pod", ns, name))
+        spec = obj.setdefault("spec", {})
+        default = priorities.get("", 0)
+        nz = _requests.pod_non_zero_requests(spec)
+        owners = [o for o in meta.get("ownerReferences") or [] if o.get("controller")]
+        pod = PodInfo(
+            obj=obj,
+            namespace=ns,
+            name=name,
+            labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+            spec=spec,
+            priority=_priority(spec, priorities, default),
+            created=str(meta.get("creationTimestamp") or ""),
+            order=order,
+            requests=_requests.pod_requests(spec),
+            nz_cpu=nz.get("cpu", 0),
+            nz_mem=nz.get("memory", 0),
+            owner_uid=str(owners[0].get("uid")) if owners else None,
+        )
+        self._resolve_claims(pod)
+        return pod
+
+    def _resolve_claims(self, pod: PodInfo) -> None:
+        statuses: list[dict[str, str]] = []
+        shared = False
+        for pc in pod.spec.get("resourceClaims") or []:
+            pc_name = str(pc.get("name"))
+            if pc.get("resourceClaimName"):
+                claim = self.claims_by_key.get((pod.namespace, str(pc["resourceClaimName"])))
+                if claim is None:
+                    pod.prefilter = f'resourceclaim "{pc["resourceClaimName"]}" not found'
+                    continue
+                shared = True
+                pod.claims.append((pc_name, cast(ResourceClaim, claim)))
+            elif pc.get("resourceClaimTemplateName"):
+                tname = str(pc["resourceClaimTemplateName"])
+                template = self.templates.get((pod.namespace, tname))
+                if template is None:
+                    pod.prefilter = f'resourceclaimtemplate "{tname}" not found'
+                    continue
+                claim = self._claim_from_template(pod, pc_name, template)
+                pod.claims.append((pc_name, cast(ResourceClaim, claim)))
+                statuses.append({"name": pc_name, "resourceClaimName": claim["metadata"]["name"]})
+        if statuses:
+            pod.obj.setdefault("status", {})["resourceClaimStatuses"] = statuses
+        if not shared and pod.prefilter is None:
+            spec_for_key = {k: v for k, v in pod.spec.items() if k != "nodeName"}
+            pod.class_key = repr(
+                (pod.namespace, sorted(pod.labels.items()), pod.priority, spec_for_key)
+            )
+
+    def _claim_from_template(
+        self, pod: PodInfo, pc_name: str, template: dict[str, Any]
+    ) -> dict[str, Any]:
+        tspec = template.get("spec") or {}
+        tmeta = tspec.get("metadata") or {}
+        generate = _pod_claim_generate_name(pod.name, pc_name)
+        name = generate + stable_suffix(f"{pod.key}/{pc_name}")
+        annotations = dict(tmeta.get("annotations") or {})
+        annotations[POD_CLAIM_NAME_ANNOTATION] = pc_name
+        meta: dict[str, Any] = {
+            "name": name,
+            "generateName": generate,
+            "namespace": pod.namespace,
+            "uid": stable_uid("ResourceClaim", pod.namespace, name),
+            "annotations": annotations,
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": pod.name,
+                    "uid": pod.obj["metadata"]["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        }
+        if tmeta.get("labels"):
+            meta["labels"] = dict(tmeta["labels"])
+        claim = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": meta,
+            "spec": copy.deepcopy(tspec.get("spec") or {}),
+        }
+        self.claims.append(claim)
+        self.claims_by_key[(pod.namespace, name)] = claim
+        return claim
+
+    # -- filters --
+
+    def _static_filter(self, pod: PodInfo, node: NodeInfo) -> Failure | None:
+        tolerations = pod.spec.get("tolerations") or []
+        if node.unschedulable and not any(
+            _filters.tolerates(
+                t, {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+            )
+            for t in tolerations
+        ):
+            return UNRESOLVABLE, [_filters.REASON_UNSCHEDULABLE_NODE]
+        taint = _filters.untolerated_taint(node.taints, tolerations)
+        if taint is not None:
+            return UNRESOLVABLE, [_filters.taint_reason(taint)]
+        if not _filters.node_matches_pod(pod.spec, node.name, node.labels):
+            return UNRESOLVABLE, [_filters.REASON_NODE_AFFINITY]
+        return None
+
+    def _delegated(self, pod: PodInfo, node: NodeInfo) -> dict[str, int]:
+        if not self.mapping:
+            return {}
+        return _bridging.delegated(
+            requests={k: v for k, v in pod.requests.items() if _requests.is_extended(k)},
+            allocatable=node.allocatable,
+            mapping=self.mapping,
+        )
+
+    def _fit(self, pod: PodInfo, node: NodeInfo, delegated: Mapping[str, int]) -> Failure | None:
+        # k8s.io/kubernetes pkg/scheduler/framework/plugins/noderesources/fit.go fitsRequest.
+        reasons: list[str] = []
+        code = UNSCHEDULABLE
+        alloc = node.allocatable
+        if "pods" in alloc and len(node.pods) + 1 > alloc["pods"]:
+            reasons.append("Too many pods")
+        names = [n for n in ("cpu", "memory", "ephemeral-storage") if pod.requests.get(n)]
+        names += sorted(
+            n
+            for n in pod.requests
+            if n not in ("cpu", "memory", "ephemeral-storage", "pods") and n not in delegated
+        )
+        for name in names:
+            want = pod.requests[name]
+            if want <= 0:
+                continue
+            have = alloc.get(name, 0)
+            if want > have - node.requested.get(name, 0):
+                reasons.append(f"Insufficient {name}")
+                if want > have:
+                    code = UNRESOLVABLE
+        return (code, reasons) if reasons else None
+
+    def _dra(
+        self, pod: PodInfo, node: NodeInfo, delegated: Mapping[str, int]
+    ) -> tuple[Failure | None, list[AllocationResult] | None, _bridging.BridgeClaim | None]:
+        claims: list[ResourceClaim] = []
+        labels = node.labels
+        for _, claim in pod.claims:
+            alloc = (claim.get("status") or {}).get("allocation")
+            if alloc:
+                ns = alloc.get("nodeSelector")
+                if ns is not None and not node_selector_matches(ns, name=node.name, labels=labels):
+                    return (UNRESOLVABLE, [REASON_DRA_NODE]), None, None
+            claims.append(claim)
+        bridge = None
+        if delegated:
+            bridge = _bridging.bridge_claim(pod=pod.obj, resources=delegated, mapping=self.mapping)
+            claims.append(cast(ResourceClaim, bridge.claim))
+        if not claims:
+            return None, [], None
+        if all((c.get("status") or {}).get("allocation") for c in claims):
+            return None, [], bridge
+        if self.allocator.free_devices(node=cast(Node, node.obj), state=self.state) == 0:
+            return (UNSCHEDULABLE, [REASON_DRA_ALLOCATE]), None, None
+        try:
+            result = self.allocator.allocate(
+                claims=claims, node=cast(Node, node.obj), state=self.state
+            )
+        except SelectorEvaluationError as err:
+            return (UNRESOLVABLE, [str(err)]), None, None
+        if result is None:
+            return (UNSCHEDULABLE, [REASON_DRA_ALLOCATE]), None, None
+        return None, result, bridge
+
+    def _filter(
+        self, pod: PodInfo, node: NodeInfo, ctx: _Context
+    ) -> tuple[Failure | None, list[AllocationResult] | None, _bridging.BridgeClaim | None]:
+        key = pod.class_key
+        if key is not None and not ctx.needs_affinity:
+            dead = self._dead.setdefault(key, {})
+            hit = dead.get(node.order)
+            if hit is not None:
+                return hit, None, None
+        static_cache = self._static.setdefault(key, {}) if key is not None else {}
+        if node.order in static_cache:
+            failure = static_cache[node.order]
+        else:
+            failure = self._static_filter(pod, node)
+            if key is not None:
+                static_cache[node.order] = failure
+        if failure is None:
+            delegated = self._delegated(pod, node)
+            failure = self._fit(pod, node, delegated)
+            if failure is None:
+                failure = ctx.spread_filter(node)
+            if failure is None:
+                failure = ctx.affinity_filter(node)
+            if failure is None:
+                cache = self._fit_cache.setdefault(key, {}) if key is not None else None
+                if cache is not None and not delegated:
+                    hit2 = cache.get(node.order)
+                    if hit2 is not None and hit2[0] == node.version:
+                        return None, hit2[1], None
+                failure, results, bridge = self._dra(pod, node, delegated)
+                if failure is None:
+                    if cache is not None and not delegated:
+                        cache[node.order] = (node.version, results)
+                    return None, results, bridge
+        if key is not None and not ctx.needs_affinity:
+            self._dead.setdefault(key, {})[node.order] = failure
+        return failure, None, None
+
+    # -- the loop --
+
+    def run(self) -> Outcome:
+        """Schedule every pod without ``spec.nodeName``; returns nodes, pods and claims."""
+        priorities: dict[str, int] = {}
+        for pc in self.inputs.priority_classes:
+            priorities[str(pc["metadata"]["name"])] = int(pc["value"])
+            if pc.get("globalDefault"):
+                priorities[""] = int(pc["value"])
+        pods = [self.make_pod(p, i, priorities) for i, p in enumerate(self.inputs.pods)]
+        for pod in pods:
+            node_name = pod.spec.get("nodeName")
+            if node_name and node_name in self.by_name:
+                pod.prebound = True
+                node = self.by_name[node_name]
+                _, results, bridge = self._dra(pod, node, self._delegated(pod, node))
+                self._bind(pod, node, results=results, bridge=bridge)
+        queue = sorted(
+            (p for p in pods if not p.prebound),
+            key=lambda p: (-p.priority, p.created, p.order),
+        )
+        retry: list[PodInfo] = []
+        for pod in queue:
+            if not self._schedule_one(pod) and _filters.required_terms(pod.spec, "podAffinity"):
+                retry.append(pod)
+        progress = True
+        while retry and progress:
+            progress = False
+            for pod in list(retry):
+                if self._schedule_one(pod):
+                    retry.remove(pod)
+                    progress = True
+        return Outcome(self.nodes, pods, self.claims, self.allocator, self.state)
+
+    def _schedule_one(self, pod: PodInfo) -> bool:
+        n = len(self.nodes)
+        if pod.prefilter is not None:
+            pod.message = (
+                f"0/{n} nodes are available: {pod.prefilter}. "
+                f"preemption: 0/{n} nodes are available: {n} {NOT_HELPFUL}."
+            )
+            return False
+        ctx = _Context(self, pod)
+        chosen = self._pick_plain(pod, ctx) if ctx.plain else self._pick_scored(pod, ctx)
+        if chosen is None:
+            pod.message = self._fit_error(pod, ctx)
+            return False
+        node, results, bridge = chosen
+        self._bind(pod, node, results=results, bridge=bridge)
+        pod.message = None
+        return True
+
+    def _pick_plain(
+        self, pod: PodInfo, ctx: _Context
+    ) -> tuple[NodeInfo, list[AllocationResult] | None, _bridging.BridgeClaim | None] | None:
+        dead = self._dead.get(pod.class_key, {}) if pod.class_key is not None else {}
+        if len(dead) == len(self.nodes):
+            for node in self.nodes:
+                ctx.failures[node.order] = dead[node.order]
+            return None
+        scored: dict[int, list[tuple[int, ...]]] = {}
+        for key in self._groups:
+            scored.setdefault(_resource_score(pod, key), []).append(key)
+        for score in sorted(scored, reverse=True):
+            lists = [self._groups[k] for k in scored[score]]
+            for name, order in merge(*lists) if len(lists) > 1 else lists[0]:
+                node = self.by_name[name]
+                failure, results, bridge = self._filter(pod, node, ctx)
+                if failure is None:
+                    return node, results, bridge
+                ctx.failures[order] = failure
+        return None
+
+    def _pick_scored(
+        self, pod: PodInfo, ctx: _Context
+    ) -> tuple[NodeInfo, list[AllocationResult] | None, _bridging.BridgeClaim | None] | None:
+        feasible: list[tuple[NodeInfo, list[AllocationResult] | None, Any]] = []
+        for node in self.nodes:
+            failure, results, bridge = self._filter(pod, node, ctx)
+            if failure is None:
+                feasible.append((node, results, bridge))
+            else:
+                ctx.failures[node.order] = failure
+        if not feasible:
+            return None
+        scores = ctx.scores([f[0] for f in feasible])
+        best = max(range(len(feasible)), key=lambda i: (scores[i], -feasible[i][0].order))
+        return feasible[best]
+
+    def _fit_error(self, pod: PodInfo, ctx: _Context) -> str:
+        # k8s.io/kubernetes pkg/scheduler/framework types.go FitError.Error: reasons counted,
+        # formatted "<count> <reason>" and sorted as strings; then DefaultPreemption's message.
+        n = len(self.nodes)
+        if n == 0:
+            return "no nodes available to schedule pods"
+        counts: dict[str, int] = {}
+        post: dict[str, int] = {}
+        for node in self.nodes:
+            failure = ctx.failures.get(node.order)
+            if failure is None:
+                continue
+            code, reasons = failure
+            for r in reasons:
+                counts[r] = counts.get(r, 0) + 1
+            if code == UNRESOLVABLE:
+                msg = NOT_HELPFUL
+            elif any(p.priority < pod.priority for p in node.pods):
+                msg = reasons[0] if reasons else NO_VICTIMS
+            else:
+                msg = NO_VICTIMS
+            post[msg] = post.get(msg, 0) + 1
+        filt = ", ".join(sorted(f"{v} {k}" for k, v in counts.items()))
+        pre = ", ".join(sorted(f"{v} {k}" for k, v in post.items()))
+        return f"0/{n} nodes are available: {filt}. preemption: 0/{n} nodes are available: {pre}."
+
+    # -- binding --
+
+    def _bind(
+        self,
+        pod: PodInfo,
+        node: NodeInfo,
+        *,
+        results: list[AllocationResult] | None,
+        bridge: _bridging.BridgeClaim | None,
+    ) -> None:
+        old_key = node.usage_key()
+        delegated = {m["resourceName"] for m in bridge.mappings} if bridge else set()
+        for name, amount in pod.requests.items():
+            if name in delegated:
+                continue
+            node.requested[name] = node.requested.get(name, 0) + amount
+        node.nz_cpu += pod.nz_cpu
+        node.nz_mem += pod.nz_mem
+        node.pods.append(pod)
+        node.version += 1
+        if pod.has_affinity_terms:
+            self.affinity_pods.append(pod)
+        pod.node = node
+        self._group_remove(node, old_key)
+        self._group_add(node)
+        if _ledger.GPU_RESOURCE not in delegated and pod.requests.get(_ledger.GPU_RESOURCE):
+            self._assign_cards(pod, node)
+        claims = [c for _, c in pod.claims]
+        if bridge is not None:
+            claims.append(cast(ResourceClaim, bridge.claim))
+            self.claims.append(bridge.claim)
+            pod.bridge = bridge
+            pod.obj.setdefault("status", {})["extendedResourceClaimStatus"] = (
+                _bridging.status_entry(bridge)
+            )
+        for i, claim in enumerate(claims):
+            status = cast(dict[str, Any], claim).setdefault("status", {})
+            if results is not None and not status.get("allocation") and i < len(results):
+                status["allocation"] = results[i]
+                self.state.add(results[i])
+            reserved = status.setdefault("reservedFor", [])
+            reserved.append(
+                {"resource": "pods", "name": pod.name, "uid": pod.obj["metadata"]["uid"]}
+            )
+        spec = pod.obj["spec"]
+        spec["nodeName"] = node.name
+        status = pod.obj.setdefault("status", {})
+        status.setdefault("phase", "Pending")
+        status["conditions"] = [{"type": "PodScheduled", "status": "True"}]
+
+    def _assign_cards(self, pod: PodInfo, node: NodeInfo) -> None:
+        shared: list[int] = []
+        init_names: list[str] = []
+        for c in _requests.all_containers(pod.spec):
+            want = _requests.container_requests(c).get(_ledger.GPU_RESOURCE, 0)
+            if want <= 0:
+                continue
+            name = str(c.get("name"))
+            is_init = c in (pod.spec.get("initContainers") or []) and not _requests.is_sidecar(c)
+            if is_init:
+                init_names.append(name)
+                continue
+            cards = node.gpu.assign(pod=pod.key, container=name, count=want)
+            shared.extend(cards)
+            pod.gpu_cards.extend((name, i) for i in cards)
+        # Classic init containers run before the app containers and reuse their devices.
+        for name in init_names:
+            if shared:
+                pod.gpu_cards.append((name, shared[0]))
+            else:
+                cards = node.gpu.assign(pod=pod.key, container=name, count=1)
+                pod.gpu_cards.extend((name, i) for i in cards)
+
+
+def _least_allocated(requested: int, capacity: int) -> int:
+    # noderesources/least_allocated.go leastRequestedScore.
+    if capacity == 0 or requested > capacity:
+        return 0
+    return (capacity - requested) * 100 // capacity
+
+
+def _balanced(fractions: Sequence[float]) -> int:
+    # noderesources/balanced_allocation.go balancedResourceScorer.
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        mean = sum(fractions) / len(fractions)
+        std = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
+    else:
+        std = 0.0
+    return int((1 - std) * 100)
+
+
+def _resource_score(pod: PodInfo, key: tuple[int, ...]) -> int:
+    """LeastAllocated + BalancedAllocation (weighted) for a node with this usage key."""
+    a_cpu, a_mem, nz_cpu, nz_mem, r_cpu, r_mem = key
+    least = (
+        _least_allocated(nz_cpu + pod.nz_cpu, a_cpu) + _least_allocated(nz_mem + pod.nz_mem, a_mem)
+    ) // 2
+    score = least * _W_FIT
+    p_cpu, p_mem = pod.requests.get("cpu", 0), pod.requests.get("memory", 0)
+    if p_cpu or p_mem:
+        fractions = [
+            min((r + p) / a, 1.0) for r, p, a in ((r_cpu, p_cpu, a_cpu), (r_mem, p_mem, a_mem)) if a
+        ]
+        score += _balanced(fractions) * _W_BALANCED
+    return score
+
+
+class _Context:
+    """Per-pod data for one scheduling attempt: affinity and spreading state, failures."""
+
+    def __init__(self, sched: Scheduler, pod: PodInfo) -> None:
+        self.sched = sched
+        self.pod = pod
+        self.failures: dict[int, Failure] = {}
+        spec = pod.spec
+        self.req_aff = _filters.required_terms(spec, "podAffinity")
+        self.req_anti = _filters.required_terms(spec, "podAntiAffinity")
+        self.pref_aff = _filters.preferred_terms(spec, "podAffinity")
+        self.pref_anti = _filters.preferred_terms(spec, "podAntiAffinity")
+        self.pref_node = list(
+            ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+                "preferredDuringSchedulingIgnoredDuringExecution"
+            )
+            or []
+        )
+        explicit = list(spec.get("topologySpreadConstraints") or [])
+        self.spread_hard = [c for c in explicit if c.get("whenUnsatisfiable") == "DoNotSchedule"]
+        self.spread_soft = [
+            c for c in explicit if c.get("whenUnsatisfiable", "DoNotSchedule") == "ScheduleAnyway"
+        ]
+        self.spread_default = not explicit and pod.owner_uid is not None
+        self.needs_affinity = bool(self.req_aff)
+        self.plain = not (
+            self.req_aff
+            or self.req_anti
+            or self.pref_aff
+            or self.pref_anti
+            or self.pref_node
+            or explicit
+            or self.spread_default
+            or sched.affinity_pods
+            or sched.prefer_no_schedule
+        )
+        self._aff_domains: list[tuple[str, set[str], bool]] | None = None
+        self._anti_domains: list[tuple[str, set[str]]] | None = None
+        self._existing_anti: list[tuple[str, str]] | None = None
+
+    # -- InterPodAffinity filter --
+
+    def _domains(self, term: Mapping[str, Any]) -> tuple[set[str], bool]:
+        key = str(term.get("topologyKey", ""))
+        values: set[str] = set()
+        any_match = False
+        for node in self.sched.nodes:
+            for p in node.pods:
+                if _filters.term_matches_pod(term, self.pod.namespace, p.namespace, p.labels):
+                    any_match = True
+                    if key in node.labels:
+                        values.add(node.labels[key])
+                    break
+        return values, any_match
+
+    def affinity_filter(self, node: NodeInfo) -> Failure | None:
+        """Required pod affinity, anti-affinity, and existing pods' anti-affinity."""
+        if not (self.req_aff or self.req_anti or self.sched.affinity_pods):
+            return None
+        pod = self.pod
+        if self._aff_domains is None:
+            self._aff_domains = []
+            for t in self.req_aff:
+                values, any_match = self._domains(t)
+                self_match = _filters.term_matches_pod(t, pod.namespace, pod.namespace, pod.labels)
+                self._aff_domains.append(
+                    (str(t.get("topologyKey", "")), values, any_match or not self_match)
+                )
+            self._anti_domains = [
+                (str(t.get("topologyKey", "")), self._domains(t)[0]) for t in self.req_anti
+            ]
+            self._existing_anti = []
+            for p in self.sched.affinity_pods:
+                assert p.node is not None
+                for t in _filters.required_terms(p.spec, "podAntiAffinity"):
+                    k = str(t.get("topologyKey", ""))
+                    if k in p.node.labels and _filters.term_matches_pod(
+                        t, p.namespace, pod.namespace, pod.labels
+                    ):
+                        self._existing_anti.append((k, p.node.labels[k]))
+        # filtering.go: satisfyPodAffinity; a pod matching its own terms may start a group.
+        for k, values, strict in self._aff_domains:
+            if k not in node.labels or (strict and node.labels[k] not in values):
+                return UNRESOLVABLE, [_filters.REASON_POD_AFFINITY]
+        for k, values in self._anti_domains or []:
+            if k in node.labels and node.labels[k] in values:
+                return UNSCHEDULABLE, [_filters.REASON_POD_ANTI_AFFINITY]
+        for k, v in self._existing_anti or []:
+            if node.labels.get(k) == v:
+                return UNSCHEDULABLE, [_filters.REASON_EXISTING_ANTI_AFFINITY]
+        return None
+
+    # -- PodTopologySpread --
+
+    def _eligible(self, node: NodeInfo, constraints: Sequence[Mapping[str, Any]]) -> bool:
+        return _filters.node_matches_pod(self.pod.spec, node.name, node.labels) and all(
+            str(c.get("topologyKey")) in node.labels for c in constraints
+        )
+
+    def _count(self, node: NodeInfo, selector: Mapping[str, Any] | None) -> int:
+        if selector is None:
+            return sum(1 for p in node.pods if p.owner_uid == self.pod.owner_uid)
+        ns = self.pod.namespace
+        return sum(
+            1
+            for p in node.pods
+            if p.namespace == ns and _filters.match_label_selector(selector, p.labels)
+        )
+
+    def _domain_counts(
+        self, c: Mapping[str, Any], constraints: Sequence[Mapping[str, Any]], default: bool
+    ) -> dict[str, int]:
+        key = str(c.get("topologyKey"))
+        selector = None if default else (c.get("labelSelector") or {})
+        counts: dict[str, int] = {}
+        for node in self.sched.nodes:
+            if key not in node.labels:
+                continue
+            if not default and not self._eligible(node, constraints):
+                continue
+            v = node.labels[key]
+            counts[v] = counts.get(v, 0) + self._count(node, selector)
+        return counts
+
+    def spread_filter(self, node: NodeInfo) -> Failure | None:
+        """``DoNotSchedule`` constraints (podtopologyspread/filtering.go)."""
+        if not self.spread_hard:
+            return None
+        for c in self.spread_hard:
+            key = str(c.get("topologyKey"))
+            if key not in node.labels:
+                return UNRESOLVABLE, [_filters.REASON_TOPOLOGY_SPREAD_LABEL]
+            counts = self._domain_counts(c, self.spread_hard, False)
+            min_match = min(counts.values()) if counts else 0
+            if len(counts) < int(c.get("minDomains") or 1):
+                min_match = 0
+            self_match = int(
+                _filters.match_label_selector(c.get("labelSelector") or {}, self.pod.labels)
+            )
+            skew = counts.get(node.labels[key], 0) + self_match - min_match
+            if skew > int(c.get("maxSkew", 1)):
+                return UNSCHEDULABLE, [_filters.REASON_TOPOLOGY_SPREAD]
+        return None
+
+    # -- scores --
+
+    def scores(self, feasible: Sequence[NodeInfo]) -> list[float]:
+        """Weighted total score of each feasible node."""
+        pod = self.pod
+        total = [float(_resource_score(pod, n.usage_key())) for n in feasible]
+        if self.pref_node:
+            raw = []
+            for n in feasible:
+                s = 0
+                for t in self.pref_node:
+                    pref = t.get("preference") or {}
+                    if _filters.match_node_selector_term(pref, n.labels, {"metadata.name": n.name}):
+                        s += int(t.get("weight", 0))
+                raw.append(s)
+            top = max(raw)
+            for i, r in enumerate(raw):
+                total[i] += (r * 100 // top if top else 0) * _W_NODE_AFFINITY
+        if self.sched.prefer_no_schedule:
+            tol = pod.spec.get("tolerations") or []
+            raw = [
+                sum(
+                    1
+                    for t in n.taints
+                    if t.get("effect") == "PreferNoSchedule"
+                    and not any(_filters.tolerates(x, t) for x in tol)
+                )
+                for n in feasible
+            ]
+            top = max(raw)
+            for i, r in enumerate(raw):
+                total[i] += (100 - r * 100 // top if top else 100) * _W_TAINT
+        spread = self._spread_scores(feasible)
+        for i, s in enumerate(spread):
+            total[i] += s * _W_SPREAD
+        inter = self._interpod_scores(feasible)
+        for i, s in enumerate(inter):
+            total[i] += s * _W_INTERPOD
+        return total
+
+    def _spread_scores(self, feasible: Sequence[NodeInfo]) -> list[int]:
+        # podtopologyspread/scoring.go: Score then NormalizeScore.
+        if self.spread_soft:
+            constraints: Sequence[Mapping[str, Any]] = self.spread_soft
+            default = False
+        elif self.spread_default:
+            constraints = _DEFAULT_SPREAD
+            default = True
+        else:
+            return []
+        active = [
+            c for c in constraints if any(str(c["topologyKey"]) in n.labels for n in feasible)
+        ]
+        if not active:
+            return []
+        ignored = set()
+        if not default:
+            ignored = {
+                n.order
+                for n in feasible
+                if not all(str(c["topologyKey"]) in n.labels for c in active)
+            }
+        weights = []
+        counts_by = []
+        for c in active:
+            key = str(c["topologyKey"])
+            if key == HOSTNAME:
+                size = len([n for n in feasible if n.order not in ignored])
+            else:
+                size = len({n.labels[key] for n in feasible if key in n.labels})
+            weights.append(math.log(size + 2))
+            counts_by.append(self._domain_counts(c, active, default))
+        raw: list[int | None] = []
+        for n in feasible:
+            if n.order in ignored:
+                raw.append(None)
+                continue
+            s = 0.0
+            for c, w, counts in zip(active, weights, counts_by, strict=True):
+                key = str(c["topologyKey"])
+                if key in n.labels:
+                    s += counts.get(n.labels[key], 0) * w + (int(c.get("maxSkew", 1)) - 1)
+            raw.append(round(s))
+        vals = [r for r in raw if r is not None]
+        lo, hi = (min(vals), max(vals)) if vals else (0, 0)
+        out = []
+        for r in raw:
+            if r is None:
+                out.append(0)
+            elif hi == 0:
+                out.append(100)
+            else:
+                out.append(100 * (hi + lo - r) // hi)
+        return out
+
+    def _interpod_scores(self, feasible: Sequence[NodeInfo]) -> list[int]:
+        # interpodaffinity/scoring.go: topology scores from both pods' terms, min-max scaled.
+        pod = self.pod
+        contributions: list[tuple[str, str, int]] = []
+        for node in self.sched.nodes:
+            for p in node.pods:
+                for weight, term, sign in (
+                    *((w, t, 1) for w, t in self.pref_aff),
+                    *((w, t, -1) for w, t in self.pref_anti),
+                ):
+                    k = str(term.get("topologyKey", ""))
+                    if k in node.labels and _filters.term_matches_pod(
+                        term, pod.namespace, p.namespace, p.labels
+                    ):
+                        contributions.append((k, node.labels[k], sign * weight))
+                if not p.has_affinity_terms:
+                    continue
+                for weight, term, sign in (
+                    *((1, t, 1) for t in _filters.required_terms(p.spec, "podAffinity")),
+                    *((w, t, 1) for w, t in _filters.preferred_terms(p.spec, "podAffinity")),
+                    *((w, t, -1) for w, t in _filters.preferred_terms(p.spec, "podAntiAffinity")),
+                ):
+                    k = str(term.get("topologyKey", ""))
+                    if k in node.labels and _filters.term_matches_pod(
+                        term, p.namespace, pod.namespace, pod.labels
+                    ):
+                        contributions.append((k, node.labels[k], sign * weight))
+        if not contributions:
+            return []
+        raw = [sum(w for k, v, w in contributions if n.labels.get(k) == v) for n in feasible]
+        lo, hi = min(raw), max(raw)
+        if hi == lo:
+            return [0] * len(raw)
+        return [int(100 * (r - lo) / (hi - lo)) for r in raw]
+
+
+def schedule(inputs: Inputs, *, allocator: Allocator | None = None) -> Outcome:
+    """Schedule every unscheduled pod of ``inputs`` and return the outcome.
+
+    Pods with ``spec.nodeName`` are taken as already running there. Objects in ``inputs`` are
+    updated in place (pods get ``spec.nodeName`` and status; claims get status).
+    Raises InputError (from the allocator) for a CEL selector that does not compile.
+    """
+    return Scheduler(inputs, allocator=allocator).run()
+
+
+def iter_results(claim: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
+    """The ``status.allocation.devices.results`` of a claim (empty when unallocated)."""
+    alloc = (claim.get("status") or {}).get("allocation") or {}
+    return (alloc.get("devices") or {}).get("results") or []

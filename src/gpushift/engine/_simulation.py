@@ -1,0 +1,37 @@
+"""One simulation run: schedule the inputs, then look for hazards."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpushift.engine import _hazards, _scheduler
+from gpushift.engine._inputs import Inputs
+
+
+@dataclass(slots=True)
+class Simulation:
+    """The inputs, the scheduling outcome and the hazards found in it."""
+
+    inputs: Inputs
+    outcome: _scheduler.Outcome
+    hazards: list[_hazards.Hazard]
+
+    @property
+    def pending(self) -> list[_scheduler.PodInfo]:
+        """Pods left unscheduled, in input order."""
+        return [p for p in self.outcome.pods if p.node is None]
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every pod is scheduled and there is no hazard, else 1."""
+        return 1 if self.pending or self.hazards else 0
+
+
+def simulate(inputs: Inputs) -> Simulation:
+    """Schedule every unscheduled pod of ``inputs`` and find hazards.
+
+    Updates the input objects in place. Raises InputError for a CEL selector that does not
+    compile or fails at run time.
+    """
+    outcome = _scheduler.schedule(inputs)
+    return Simulation(inputs, outcome, _hazards.find(outcome, inputs.slices))
