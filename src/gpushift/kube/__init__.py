@@ -1,1 +1,29 @@
-"""gpushift.kube."""
+"""gpushift's client for live clusters (and the twin): verbs over a frozen :class:`ResourceRef`.
+
+Built on lightkube; objects are plain dicts; 429/5xx are retried with backoff; every change
+made to a cluster is logged on the ``gpushift.kube`` logger.
+"""
+
+from __future__ import annotations
+
+from gpushift.kube._client import (
+    RETRYABLE,
+    Kube,
+    KubeError,
+    PatchKind,
+    Propagation,
+    ResourceRef,
+    connect,
+    export_all,
+)
+
+__all__ = [
+    "RETRYABLE",
+    "Kube",
+    "KubeError",
+    "PatchKind",
+    "Propagation",
+    "ResourceRef",
+    "connect",
+    "export_all",
+]

@@ -571,6 +571,39 @@ class Store:
             )
         return new
 
+    def restore(self, kind: Kind, obj: Obj) -> Obj:
+        """Insert a saved object keeping its identity (uid, creationTimestamp, generation,
+        managedFields); it gets a fresh resourceVersion. An existing object of that name
+        is replaced.
+
+        Raises:
+            ApiError: 404 when its namespace is missing, 422 when it has no name.
+        """
+        with self._lock:
+            meta = obj.get("metadata") if isinstance(obj, dict) else None
+            if not isinstance(meta, dict) or not meta.get("name"):
+                raise invalid(kind, "", [("metadata.name", "Required value", "name is required")])
+            ns = meta.get("namespace") or ""
+            if kind.namespaced and ns not in {k[1] for k in self._data[("", "namespaces")]}:
+                raise not_found(self._by_gvr[("", "v1", "namespaces")], ns or '""')
+            meta = dict(meta)
+            meta.setdefault("uid", str(uuid.UUID(int=self._random.getrandbits(128), version=4)))
+            meta.setdefault("creationTimestamp", self._now())
+            if not kind.namespaced:
+                meta.pop("namespace", None)
+            new = {**obj, "apiVersion": kind.api_version, "kind": kind.kind, "metadata": meta}
+            existing = self._data[(kind.group, kind.plural)].get(
+                (ns if kind.namespaced else "", meta["name"])
+            )
+            if existing is not None:
+                self._by_uid.pop(existing.obj["metadata"]["uid"], None)
+                self._index_owners(existing.obj["metadata"]["uid"], existing.obj, None)
+                self._by_uid[meta["uid"]] = (
+                    (kind.group, kind.plural),
+                    (ns if kind.namespaced else "", meta["name"]),
+                )
+            return self._store(kind, existing.obj if existing else None, new)
+
     def _store(self, kind: Kind, old: Obj | None, new: Obj) -> Obj:
         """Write ``new`` (already validated) with a fresh resourceVersion and notify."""
         rv = self._next_rv()

@@ -1,0 +1,553 @@
+"""gpushift's Kubernetes client: a dozen keyword-only verbs over lightkube, returning dicts.
+
+Every verb retries 429 and 5xx answers (and dropped connections) with exponential backoff,
+waiting what ``Retry-After`` asks for when the server says; every change it makes to a
+cluster is logged as one line (verb, resource, namespace/name, resourceVersion). Credentials
+never reach the log: only the server URL does.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import httpx2
+import lightkube
+from lightkube import generic_resource
+from lightkube.config.kubeconfig import KubeConfig
+from lightkube.types import CascadeType, PatchType
+
+from gpushift._kinds import Kind, by_kind, lookup
+
+Obj = dict[str, Any]
+T = TypeVar("T")
+log = logging.getLogger("gpushift.kube")
+
+#: Status codes worth retrying: throttling and server-side failures (client-go's
+#: rest.Request retries 429 and 5xx with Retry-After the same way).
+RETRYABLE = frozenset({429, 500, 502, 503, 504})
+PatchKind = Literal["merge", "json", "strategic", "apply"]
+Propagation = Literal["Background", "Foreground", "Orphan"]
+_PATCH = {
+    "merge": PatchType.MERGE,
+    "json": PatchType.JSON,
+    "strategic": PatchType.STRATEGIC,
+    "apply": PatchType.APPLY,
+}
+_CASCADE = {
+    "Background": CascadeType.BACKGROUND,
+    "Foreground": CascadeType.FOREGROUND,
+    "Orphan": CascadeType.ORPHAN,
+}
+
+
+class KubeError(Exception):
+    """A request the cluster refused or that could not be completed.
+
+    ``code`` is the HTTP status (0 when the server was unreachable), ``reason`` the Status
+    reason (``NotFound``, ``Conflict``, ``AlreadyExists``, …), ``message`` the server's words.
+    """
+
+    def __init__(self, message: str, *, code: int = 0, reason: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceRef:
+    """One resource type of the API, as the kinds table describes it."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+
+    @classmethod
+    def of(cls, kind: Kind) -> ResourceRef:
+        """The reference for a kind of the kinds table."""
+        return cls(kind.group, kind.version, kind.kind, kind.plural, kind.namespaced)
+
+    @classmethod
+    def named(cls, kind: str, api_version: str | None = None) -> ResourceRef:
+        """The reference for a kind name (``"Deployment"``), optionally with its apiVersion.
+
+        Raises:
+            KeyError: gpushift does not know that kind.
+        """
+        if api_version is None:
+            return cls.of(by_kind(kind))
+        found = lookup(api_version, kind)
+        if found is None:
+            raise KeyError(f"{api_version} {kind}")
+        return cls.of(found)
+
+    @property
+    def api_version(self) -> str:
+        """``apiVersion`` of its objects."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def qualified(self) -> str:
+        """``deployments.apps``-style name used in messages and logs."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    def describe(self, name: str, namespace: str | None) -> str:
+        """``deployments.apps default/web`` for logs."""
+        return f"{self.qualified} {namespace}/{name}" if namespace else f"{self.qualified} {name}"
+
+    @property
+    def model(self) -> Any:
+        """The lightkube resource class (generic, dict-like) for this reference."""
+        return _model(self)
+
+
+@functools.cache
+def _model(ref: ResourceRef) -> Any:
+    make = (
+        generic_resource.create_namespaced_resource
+        if ref.namespaced
+        else generic_resource.create_global_resource
+    )
+    return make(ref.group, ref.version, ref.kind, ref.plural)
+
+
+def _to_dict(obj: Any) -> Obj:
+    if obj is None:
+        return {}
+    if isinstance(obj, dict) and not hasattr(obj, "to_dict"):
+        return obj
+    out: Obj = obj.to_dict()
+    return out
+
+
+def _retry_after(err: Exception) -> float | None:
+    response = getattr(err, "response", None)
+    header = None if response is None else response.headers.get("Retry-After")
+    if header:
+        try:
+            return max(float(header), 0.0)
+        except ValueError:
+            return None
+    status = getattr(err, "status", None)
+    details = getattr(status, "details", None)
+    seconds = getattr(details, "retryAfterSeconds", None)
+    return float(seconds) if seconds else None
+
+
+def _kube_error(err: lightkube.ApiError) -> KubeError:
+    status = err.status
+    return KubeError(
+        str(status.message or err), code=int(status.code or 0), reason=str(status.reason or "")
+    )
+
+
+class Kube:
+    """Keyword-only verbs on one cluster; objects go in and come out as plain dicts."""
+
+    def __init__(
+        self,
+        client: lightkube.Client,
+        *,
+        field_manager: str = "gpushift",
+        retries: int = 6,
+        backoff: float = 0.2,
+        max_backoff: float = 10.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.client = client
+        self.field_manager = field_manager
+        self.retries = retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self._sleep = sleep
+        self.attempts = 0  # requests sent, retries included
+
+    def close(self) -> None:
+        """Release the connection pool."""
+        self.client.close()
+
+    def __enter__(self) -> Kube:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- plumbing ----------------------------------------------------------------------------
+
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        delay = self.backoff
+        for attempt in range(self.retries + 1):
+            self.attempts += 1
+            try:
+                return fn()
+            except lightkube.ApiError as err:
+                code = int(err.status.code or 0)
+                if code not in RETRYABLE or attempt == self.retries:
+                    raise _kube_error(err) from None
+                wait = _retry_after(err)
+                why = f"{code} {err.status.reason or ''}".strip()
+            except httpx2.TransportError as err:
+                if attempt == self.retries:
+                    raise KubeError(f"{what}: cannot reach the API server: {err}") from None
+                wait, why = None, type(err).__name__
+            wait = delay if wait is None else wait
+            delay = min(delay * 2, self.max_backoff)
+            log.warning(
+                "%s: %s, retrying in %.1fs (%d/%d)", what, why, wait, attempt + 1, self.retries
+            )
+            self._sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @staticmethod
+    def _changed(
+        verb: str,
+        ref: ResourceRef,
+        obj: Obj,
+        *,
+        name: str = "",
+        namespace: str | None = None,
+        dry_run: bool = False,
+        note: str = "",
+    ) -> None:
+        meta = obj.get("metadata") or {}
+        who = ref.describe(meta.get("name") or name, meta.get("namespace") or namespace)
+        rv = meta.get("resourceVersion")
+        extra = ", ".join(
+            x for x in (note, f"rv {rv}" if rv else "", "dry run" if dry_run else "") if x
+        )
+        log.info("%s %s%s", verb, who, f" ({extra})" if extra else "")
+
+    # --- reads -------------------------------------------------------------------------------
+
+    def get(self, ref: ResourceRef, *, name: str, namespace: str | None = None) -> Obj:
+        """One object.
+
+        Raises:
+            KubeError: NotFound (404) and every other refusal.
+        """
+        kw = {"namespace": namespace} if ref.namespaced else {}
+        return _to_dict(
+            self._call(
+                f"get {ref.describe(name, namespace)}",
+                lambda: self.client.get(ref.model, name, **kw),
+            )
+        )
+
+    def list(
+        self,
+        ref: ResourceRef,
+        *,
+        namespace: str | None = None,
+        labels: Mapping[str, Any] | None = None,
+        fields: Mapping[str, Any] | None = None,
+        chunk_size: int | None = None,
+    ) -> list[Obj]:
+        """Objects of a type (all namespaces unless ``namespace``), selectors as lightkube takes
+        them (``{"app": "web", "tier": ("a", "b")}``)."""
+        kw: dict[str, Any] = {"labels": labels, "fields": fields, "chunk_size": chunk_size}
+        if ref.namespaced:
+            kw["namespace"] = namespace or "*"
+        return self._call(
+            f"list {ref.qualified}",
+            lambda: [_to_dict(o) for o in self.client.list(ref.model, **kw)],
+        )
+
+    def watch(
+        self,
+        ref: ResourceRef,
+        *,
+        namespace: str | None = None,
+        labels: Mapping[str, Any] | None = None,
+        fields: Mapping[str, Any] | None = None,
+        resource_version: str | None = None,
+        server_timeout: int | None = None,
+    ) -> Iterator[tuple[str, Obj]]:
+        """``(type, object)`` changes; reconnects when the server closes the stream."""
+        kw: dict[str, Any] = {
+            "labels": labels,
+            "fields": fields,
+            "resource_version": resource_version,
+            "server_timeout": server_timeout,
+        }
+        if ref.namespaced:
+            kw["namespace"] = namespace or "*"
+        for event, obj in self.client.watch(ref.model, **kw):
+            yield event, _to_dict(obj)
+
+    def wait(
+        self,
+        ref: ResourceRef,
+        *,
+        name: str,
+        namespace: str | None = None,
+        until: Callable[[Obj], bool],
+        timeout: float = 60.0,
+    ) -> Obj:
+        """Block until the object satisfies ``until``; returns it.
+
+        Raises:
+            KubeError: the object was deleted, or ``timeout`` seconds passed (code 0, reason
+                ``Timeout``).
+        """
+        deadline = time.monotonic() + timeout
+        obj = self.get(ref, name=name, namespace=namespace)
+        if until(obj):
+            return obj
+        rv = obj["metadata"].get("resourceVersion")
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                for event, cur in self.watch(
+                    ref,
+                    namespace=namespace,
+                    fields={"metadata.name": name},
+                    resource_version=rv,
+                    server_timeout=max(1, int(min(left, 30))),
+                ):
+                    if event == "DELETED":
+                        raise KubeError(
+                            f"{ref.describe(name, namespace)} was deleted",
+                            code=404,
+                            reason="NotFound",
+                        )
+                    rv = cur["metadata"].get("resourceVersion", rv)
+                    if until(cur):
+                        return cur
+                    if time.monotonic() >= deadline:
+                        break
+            except lightkube.ApiError as err:
+                if int(err.status.code or 0) != 410:
+                    raise _kube_error(err) from None
+                obj = self.get(ref, name=name, namespace=namespace)
+                if until(obj):
+                    return obj
+                rv = obj["metadata"].get("resourceVersion")
+        raise KubeError(
+            f"timed out after {timeout:g}s waiting for {ref.describe(name, namespace)}",
+            reason="Timeout",
+        )
+
+    # --- writes ------------------------------------------------------------------------------
+
+    def create(
+        self, ref: ResourceRef, obj: Obj, *, namespace: str | None = None, dry_run: bool = False
+    ) -> Obj:
+        """Create an object; returns it as stored.
+
+        Raises:
+            KubeError: AlreadyExists (409), Invalid (422), …
+        """
+        body = ref.model.from_dict({"apiVersion": ref.api_version, "kind": ref.kind, **obj})
+        kw = {"namespace": namespace} if ref.namespaced and namespace else {}
+        name = (obj.get("metadata") or {}).get("name", "")
+        out = _to_dict(
+            self._call(
+                f"create {ref.describe(name, namespace)}",
+                lambda: self.client.create(
+                    body, field_manager=self.field_manager, dry_run=dry_run, **kw
+                ),
+            )
+        )
+        self._changed("created", ref, out, dry_run=dry_run)
+        return out
+
+    def replace(
+        self, ref: ResourceRef, obj: Obj, *, namespace: str | None = None, dry_run: bool = False
+    ) -> Obj:
+        """Replace an object (PUT); a ``metadata.resourceVersion`` makes it conditional.
+
+        Raises:
+            KubeError: Conflict (409) when the resourceVersion is stale, NotFound, …
+        """
+        body = ref.model.from_dict({"apiVersion": ref.api_version, "kind": ref.kind, **obj})
+        meta = obj.get("metadata") or {}
+        kw = {"namespace": namespace or meta.get("namespace")} if ref.namespaced else {}
+        out = _to_dict(
+            self._call(
+                f"replace {ref.describe(meta.get('name', ''), namespace)}",
+                lambda: self.client.replace(
+                    body, field_manager=self.field_manager, dry_run=dry_run, **kw
+                ),
+            )
+        )
+        self._changed("replaced", ref, out, dry_run=dry_run)
+        return out
+
+    def patch(
+        self,
+        ref: ResourceRef,
+        *,
+        name: str,
+        patch: Obj | builtins.list[Any],
+        type: PatchKind = "merge",
+        namespace: str | None = None,
+        subresource: Literal["status", "scale"] | None = None,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> Obj:
+        """Patch an object (or its ``status``/``scale``); ``apply`` is server-side apply.
+
+        Raises:
+            KubeError: NotFound, Conflict (an apply conflict unless ``force``), Invalid, …
+        """
+        model = ref.model
+        if subresource == "status":
+            model = model.Status
+        elif subresource == "scale":
+            model = model.Scale
+        kw = {"namespace": namespace} if ref.namespaced else {}
+        body = patch
+        if type == "apply" and isinstance(patch, dict):
+            body = {"apiVersion": ref.api_version, "kind": ref.kind, **patch}
+        out = _to_dict(
+            self._call(
+                f"patch {ref.describe(name, namespace)}",
+                lambda: self.client.patch(
+                    model,
+                    name,
+                    body,
+                    patch_type=_PATCH[type],
+                    field_manager=self.field_manager,
+                    force=force,
+                    dry_run=dry_run,
+                    **kw,
+                ),
+            )
+        )
+        self._changed(
+            "patched",
+            ref,
+            out,
+            name=name,
+            namespace=namespace,
+            dry_run=dry_run,
+            note=type + (f" {subresource}" if subresource else ""),
+        )
+        return out
+
+    def apply(
+        self, ref: ResourceRef, obj: Obj, *, force: bool = False, dry_run: bool = False
+    ) -> Obj:
+        """Server-side apply ``obj`` as this client's field manager."""
+        meta = obj.get("metadata") or {}
+        return self.patch(
+            ref,
+            name=meta["name"],
+            namespace=meta.get("namespace"),
+            patch=obj,
+            type="apply",
+            force=force,
+            dry_run=dry_run,
+        )
+
+    def scale(
+        self,
+        ref: ResourceRef,
+        *,
+        name: str,
+        replicas: int,
+        namespace: str | None = None,
+        dry_run: bool = False,
+    ) -> Obj:
+        """Set ``spec.replicas`` through the scale subresource; returns the Scale."""
+        return self.patch(
+            ref,
+            name=name,
+            namespace=namespace,
+            subresource="scale",
+            patch={"spec": {"replicas": replicas}},
+            dry_run=dry_run,
+        )
+
+    def delete(
+        self,
+        ref: ResourceRef,
+        *,
+        name: str,
+        namespace: str | None = None,
+        propagation: Propagation = "Background",
+        dry_run: bool = False,
+    ) -> None:
+        """Delete an object; dependents follow ``propagation``.
+
+        Raises:
+            KubeError: NotFound, …
+        """
+        kw: dict[str, Any] = {"namespace": namespace} if ref.namespaced else {}
+        self._call(
+            f"delete {ref.describe(name, namespace)}",
+            lambda: self.client.delete(
+                ref.model, name, cascade=_CASCADE[propagation], dry_run=dry_run, **kw
+            ),
+        )
+        log.info(
+            "deleted %s (%s%s)",
+            ref.describe(name, namespace),
+            propagation,
+            ", dry run" if dry_run else "",
+        )
+
+
+def connect(
+    *,
+    kubeconfig: Path | None = None,
+    context: str | None = None,
+    field_manager: str = "gpushift",
+    timeout: float = 30.0,
+    retries: int = 6,
+) -> Kube:
+    """A client for the cluster of a kubeconfig (default: ``$KUBECONFIG`` or ~/.kube/config)."""
+    config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
+    single = config.get(context_name=context)
+    if single is None:
+        raise KubeError(f"no context {context!r} in the kubeconfig")
+    client = lightkube.Client(single, field_manager=field_manager, timeout=httpx2.Timeout(timeout))
+    log.debug("connected to %s", single.cluster.server)
+    return Kube(client, field_manager=field_manager, retries=retries)
+
+
+def export_all(kube: Kube) -> Obj:
+    """Every object of the built-in kinds and of every installed CRD, as one v1 List."""
+    from gpushift._kinds import builtin_kinds
+
+    refs = [ResourceRef.of(k) for k in builtin_kinds()]
+    crds = kube.list(ResourceRef.named("CustomResourceDefinition"))
+    for crd in crds:
+        spec = crd.get("spec") or {}
+        names = spec.get("names") or {}
+        for version in spec.get("versions") or []:
+            if version.get("storage"):
+                refs.append(
+                    ResourceRef(
+                        str(spec.get("group")),
+                        str(version.get("name")),
+                        str(names.get("kind")),
+                        str(names.get("plural")),
+                        spec.get("scope") == "Namespaced",
+                    )
+                )
+    items: list[Obj] = []
+    seen: set[tuple[str, str]] = set()
+    for ref in refs:
+        if (ref.group, ref.plural) in seen:
+            continue
+        seen.add((ref.group, ref.plural))
+        for obj in kube.list(ref):
+            meta = {
+                k: v
+                for k, v in (obj.get("metadata") or {}).items()
+                if k not in ("resourceVersion", "managedFields")
+            }
+            items.append({**obj, "metadata": meta})
+    return {"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}
