@@ -31,7 +31,7 @@ def test_visible_devices_all_without_request(check: Any, kit: Any) -> None:
         "      - name: NVIDIA_VISIBLE_DEVICES\n        value: all\n"
     )
     found = check({**plugin(kit), "app.yaml": kit.deployment("app", pod)})
-    assert kit.only(found, "gpu-access-without-allocation") == [("app.yaml", 14)]
+    assert kit.only(found, "gpu-access-without-allocation") == [("app.yaml", 15)]
 
 
 def test_privileged_on_gpu_nodes_without_request(check: Any, kit: Any) -> None:
@@ -73,7 +73,7 @@ containers:
 
 def test_visible_devices_all_with_request(check: Any, kit: Any) -> None:
     found = check({**plugin(kit), "app.yaml": kit.deployment("app", VISIBLE_POD)})
-    assert kit.only(found, "visible-devices-override") == [("app.yaml", 14)]
+    assert kit.only(found, "visible-devices-override") == [("app.yaml", 15)]
 
 
 def test_visible_devices_void_with_request(check: Any, kit: Any) -> None:

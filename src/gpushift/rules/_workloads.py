@@ -8,6 +8,7 @@ from typing import Any
 from gpushift.gitops import Container, HelmRelease, PodSpec, Workload
 from gpushift.rules._context import (
     Context,
+    body_at,
     name_of,
     nvidia_requests,
     option_line,
@@ -35,7 +36,7 @@ def check(*, ctx: Context) -> Iterator[Finding]:
             if w.monitoring:
                 yield from _monitoring(ctx, w)
         elif not w.monitoring:
-            access = _gpu_access(w.pod)
+            access = _gpu_access(w)
             if access is not None:
                 src, line, how = access
                 yield ctx.finding(
@@ -60,14 +61,15 @@ def _asks_for_gpu(ctx: Context, w: Workload) -> bool:
     return bool(w.pod.resource_claims)
 
 
-def _gpu_access(pod: PodSpec) -> tuple[Any, int, str] | None:
+def _gpu_access(w: Workload) -> tuple[Any, int, str] | None:
+    pod = w.pod
     name = pod.runtime_class_name
     if name is not None and name.startswith("nvidia"):
         src, line = option_line(pod, "runtimeClassName")
         return src, line, f"runtimeClassName: {name}"
     for c in pod.all_containers:
         if c.env.get(VISIBLE_DEVICES) == "all":
-            return c.source, _env_line(c), f"container {c.name} sets {VISIBLE_DEVICES}=all"
+            return c.source, _env_line(w, c), f"container {c.name} sets {VISIBLE_DEVICES}=all"
     if _on_gpu_nodes(pod):
         for c in pod.all_containers:
             if c.privileged:
@@ -76,9 +78,21 @@ def _gpu_access(pod: PodSpec) -> tuple[Any, int, str] | None:
     return None
 
 
-def _env_line(c: Container) -> int:
-    """The line of NVIDIA_VISIBLE_DEVICES: app-template and charts use maps, manifests lists."""
-    return c.source.line_of(("env", VISIBLE_DEVICES))
+def _env_line(w: Workload, c: Container) -> int:
+    """The line of NVIDIA_VISIBLE_DEVICES: maps in app-template, lists in manifests, and the
+    dcgm-exporter chart's ``extraEnv``; the container's line when it cannot be found."""
+    src = c.source
+    same_doc = src.path == w.origin.source.path and src.doc == w.origin.source.doc
+    data = body_at(w.origin, src.keys) if same_doc else None
+    for field in ("env", "extraEnv"):
+        env = data.get(field) if isinstance(data, Mapping) else None
+        if isinstance(env, Mapping) and VISIBLE_DEVICES in env:
+            return src.line_of((field, VISIBLE_DEVICES))
+        if isinstance(env, list):
+            for i, item in enumerate(env):
+                if isinstance(item, Mapping) and item.get("name") == VISIBLE_DEVICES:
+                    return src.line_of((field, i))
+    return src.line_of(("env",))
 
 
 def _visible_devices(ctx: Context, w: Workload) -> Iterator[Finding]:
@@ -88,7 +102,7 @@ def _visible_devices(ctx: Context, w: Workload) -> Iterator[Finding]:
         yield ctx.finding(
             "visible-devices-override",
             source=c.source,
-            line=_env_line(c),
+            line=_env_line(w, c),
             obj=name_of(w.origin),
             msg=(
                 f"container {c.name} requests a GPU but sets {VISIBLE_DEVICES}=all, which "
