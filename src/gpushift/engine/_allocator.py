@@ -10,7 +10,8 @@ requests, ``firstAvailable`` alternatives and device combinations; the first ful
 
 from __future__ import annotations
 
-import uuid
+import os
+import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +22,6 @@ from gpushift.engine._capacity import (
     Capacity,
     Number,
     consumed_capacity,
-    fits,
     parse_amount,
     parse_capacity,
     satisfies_requests,
@@ -56,6 +56,7 @@ __all__ = [
     "Allocator",
     "UnknownDeviceClassError",
     "device_key",
+    "new_share_id",
 ]
 
 #: Upper bound on results per claim (resource/v1 ``AllocationResultsMaxSize``).
@@ -78,6 +79,21 @@ class UnknownDeviceClassError(InputError):
         self.class_name = class_name
         self.claim = claim
         self.request = request
+
+
+_RANDOM = random.Random(os.urandom(16))
+_V4 = (0x4 << 76) | (0x2 << 62)
+_V4_MASK = ~((0xF << 76) | (0x3 << 62))
+
+
+def new_share_id() -> str:
+    """A fresh random (version 4) UUID string, as upstream's GenerateShareID returns.
+
+    Uses a PRNG seeded from the OS: share IDs need uniqueness, not secrecy, and
+    ``uuid.uuid4`` costs a system call per share.
+    """
+    h = f"{(_RANDOM.getrandbits(128) & _V4_MASK) | _V4:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def device_key(driver: str, pool: str, device: str) -> str:
@@ -198,7 +214,7 @@ class _Dev:
     #: minimum amount any allocation consumes, for capacities where it is positive
     min_use: tuple[tuple[str, Number], ...]
     cel: CelDevice | None = None
-    match: dict[tuple[str, ...], bool] = field(default_factory=dict)
+    match: dict[int, bool] = field(default_factory=dict)
     attr_cache: dict[str, tuple[str, Any] | None] = field(default_factory=dict)
 
     def celdev(self) -> CelDevice:
@@ -246,6 +262,16 @@ def _min_use(cap: Capacity) -> Number:
     return max(0, min(lows))
 
 
+@dataclass(frozen=True, slots=True)
+class _Use:
+    """What one allocation of a multi-allocatable device consumes, precomputed per request."""
+
+    #: (capacity name, amount consumed, capacity value) for every capacity of the device
+    amounts: tuple[tuple[str, Number, Number], ...]
+    #: ``consumedCapacity`` as written to the result
+    text: dict[str, str]
+
+
 @dataclass(slots=True)
 class _Pool:
     driver: str
@@ -280,11 +306,12 @@ class _Req:
     sub: str
     class_name: str
     selkey: tuple[str, ...]
+    sel_id: int
+    cap_id: int
     mode_all: bool
     count: int
     admin: bool
     cap_requests: dict[str, Amount]
-    cap_key: tuple[tuple[str, str], ...]
     tolerations: tuple[DeviceToleration, ...]
     class_config: tuple[Any, ...]
 
@@ -327,7 +354,7 @@ class _Pick:
     claim: int
     req: _Req
     dev: _Dev
-    consumed: dict[str, Amount] | None
+    use: _Use | None
     constraints: list[_Constraint]
 
 
@@ -366,8 +393,12 @@ class Allocator:
             else:
                 self._other.append(entry)
         self._views: dict[str, _NodeView] = {}
-        self._req_cache: dict[tuple[Any, ...], list[_Req]] = {}
-        self._consume_cache: dict[tuple[int, tuple[tuple[str, str], ...]], Any] = {}
+        self._req_cache: dict[str, list[_Req]] = {}
+        self._req_by_id: dict[int, tuple[DeviceRequest, list[_Req]]] = {}
+        self._sel_ids: dict[tuple[str, ...], int] = {}
+        self._capreq_ids: dict[tuple[tuple[str, str], ...], int] = {}
+        self._uses: dict[tuple[int, int], _Use | None] = {}
+        self._whole: dict[tuple[int, int], bool] = {}
 
     # -- construction helpers --
 
@@ -507,11 +538,18 @@ class Allocator:
         spec = claim["spec"].get("devices") or {}
         out: list[list[_Req]] = []
         for r in spec.get("requests") or ():
-            key = _freeze(r)
+            # Claims made from one template often share request objects; otherwise repr is a
+            # cheap content key (equal requests in another key order just miss the cache).
+            hit = self._req_by_id.get(id(r))
+            if hit is not None and hit[0] is r:
+                out.append(hit[1])
+                continue
+            key = repr(r)
             reqs = self._req_cache.get(key)
             if reqs is None:
                 reqs = self._prepare(claim, r)
                 self._req_cache[key] = reqs
+            self._req_by_id[id(r)] = (r, reqs)
             out.append(reqs)
         return out
 
@@ -533,6 +571,8 @@ class Allocator:
             for e in exprs:
                 self._selector.check(e)
             caps = dict((body.get("capacity") or {}).get("requests") or {})
+            selkey = tuple(exprs)
+            cap_key = tuple(sorted((k, str(v)) for k, v in caps.items()))
             mode_all = body.get("allocationMode", "ExactCount") == "All"
             out.append(
                 _Req(
@@ -540,12 +580,13 @@ class Allocator:
                     parent=name,
                     sub=full.partition("/")[2],
                     class_name=class_name,
-                    selkey=tuple(exprs),
+                    selkey=selkey,
+                    sel_id=self._sel_ids.setdefault(selkey, len(self._sel_ids)),
+                    cap_id=self._capreq_ids.setdefault(cap_key, len(self._capreq_ids)),
                     mode_all=mode_all,
                     count=0 if mode_all else int(body.get("count", 1)),
                     admin=bool(body.get("adminAccess")),
                     cap_requests={k: parse_amount(v) for k, v in caps.items()},
-                    cap_key=tuple(sorted((k, str(v)) for k, v in caps.items())),
                     tolerations=tuple(body.get("tolerations") or ()),
                     class_config=tuple(cls.get("spec", {}).get("config") or ()),
                 )
@@ -555,7 +596,7 @@ class Allocator:
     # -- per-device checks --
 
     def _matches(self, d: _Dev, r: _Req) -> bool:
-        m = d.match.get(r.selkey)
+        m = d.match.get(r.sel_id)
         if m is None:
             m = True
             celdev = d.celdev()
@@ -563,23 +604,34 @@ class Allocator:
                 if not self._selector.matches(e, celdev):
                     m = False
                     break
-            d.match[r.selkey] = m
+            d.match[r.sel_id] = m
         return m
 
-    def _consumption(self, d: _Dev, r: _Req) -> dict[str, Amount] | bool | None:
-        """Multi-allocatable: the consumption (None if unusable). Otherwise a bool."""
-        ck = (d.cap_id, r.cap_key)
+    def _use(self, d: _Dev, r: _Req) -> _Use | None:
+        """What an allocation of multi-allocatable ``d`` for ``r`` consumes (None: unusable)."""
+        ck = (d.cap_id, r.cap_id)
         try:
-            return self._consume_cache[ck]  # type: ignore[no-any-return]
+            return self._uses[ck]
         except KeyError:
             pass
-        out: dict[str, Amount] | bool | None
-        if d.multi:
-            out = consumed_capacity(requests=r.cap_requests, capacity=d.capacity)
-        else:
-            out = satisfies_requests(requests=r.cap_requests, capacity=d.capacity)
-        self._consume_cache[ck] = out
-        return out
+        consumed = consumed_capacity(requests=r.cap_requests, capacity=d.capacity)
+        use = None
+        if consumed is not None:
+            use = _Use(
+                tuple((n, a.value, d.capacity[n].value.value) for n, a in consumed.items()),
+                {n: a.text() for n, a in consumed.items()},
+            )
+        self._uses[ck] = use
+        return use
+
+    def _fits_whole(self, d: _Dev, r: _Req) -> bool:
+        """Whether ``d``, allocated whole, has every capacity ``r`` asks for."""
+        ck = (d.cap_id, r.cap_id)
+        ok = self._whole.get(ck)
+        if ok is None:
+            ok = satisfies_requests(requests=r.cap_requests, capacity=d.capacity)
+            self._whole[ck] = ok
+        return ok
 
     # -- allocation --
 
@@ -622,12 +674,57 @@ class Allocator:
             requests.append(self._requests(claim))
         if not todo:
             return [a for a in out if a is not None]
+        if len(claims) == 1:
+            reqs = requests[0]
+            if len(reqs) == 1 and len(reqs[0]) == 1:
+                r = reqs[0][0]
+                devices = claims[0]["spec"].get("devices") or {}
+                if r.count == 1 and not r.mode_all and not devices.get("constraints"):
+                    pick = self._first_fit(r, view, state)
+                    return None if pick is None else [_result(claims[0], reqs, [pick])]
         picks = _Search(self, view, state, [claims[i] for i in todo], requests).run()
         if picks is None:
             return None
         for j, i in enumerate(todo):
             out[i] = _result(claims[i], requests[j], [p for p in picks if p.claim == j])
         return [a for a in out if a is not None]
+
+    def _first_fit(self, r: _Req, view: _NodeView, state: AllocatedState) -> _Pick | None:
+        """The search for one single-device request without constraints: the first device
+        that passes the same checks as :meth:`_Search._try` (no backtracking is possible)."""
+        exclusive = state.exclusive
+        shared = state.shared
+        consumed = state.consumed
+        admin = r.admin
+        for d in view.devices:
+            key = d.key
+            if not admin and (key in exclusive or (not d.multi and key in shared)):
+                continue
+            m = d.match.get(r.sel_id)
+            if m is None:
+                m = self._matches(d, r)
+            if not m:
+                continue
+            if d.taints and not _tolerated(d.taints, r.tolerations):
+                continue
+            use: _Use | None = None
+            if d.multi:
+                use = self._use(d, r)
+                if use is None:
+                    continue
+                allocated = consumed.get(key)
+                if (
+                    not admin
+                    and allocated
+                    and any(a + allocated.get(n, 0) > lim for n, a, lim in use.amounts)
+                ):
+                    continue
+                if not admin and not allocated and any(a > lim for _, a, lim in use.amounts):
+                    continue
+            elif r.cap_requests and not self._fits_whole(d, r):
+                continue
+            return _Pick(0, r, d, use, [])
+        return None
 
 
 class _Search:
@@ -717,33 +814,39 @@ class _Search:
     def _try(self, ci: int, r: _Req, d: _Dev, *, check_match: bool) -> bool:
         key = d.key
         state = self.state
-        if not r.admin and (
-            key in state.exclusive
-            or key in self.allocating
-            or (not d.multi and key in state.shared)
+        admin = r.admin
+        multi = d.multi
+        if not admin and (
+            key in state.exclusive or key in self.allocating or (not multi and key in state.shared)
         ):
             return False
-        if check_match and not self.alloc._matches(d, r):
-            return False
+        if check_match:
+            m = d.match.get(r.sel_id)
+            if m is None:
+                m = self.alloc._matches(d, r)
+            if not m:
+                return False
         if d.taints and not _tolerated(d.taints, r.tolerations):
             return False
         if self.per_claim[ci] >= ALLOCATION_RESULTS_MAX_SIZE:
             return False
-        consumed: dict[str, Amount] | None = None
-        use = self.alloc._consumption(d, r)
-        if d.multi:
+        use: _Use | None = None
+        if multi:
+            use = self.alloc._use(d, r)
             if use is None:
                 return False
-            assert isinstance(use, dict)
-            consumed = use
-            if not r.admin and not fits(
-                consumed=consumed,
-                capacity=d.capacity,
-                allocated=state.consumed.get(key),
-                allocating=self.allocating_cap.get(key),
-            ):
-                return False
-        elif not use:
+            if not admin:
+                allocated = state.consumed.get(key)
+                allocating = self.allocating_cap.get(key)
+                for name, amount, limit in use.amounts:
+                    total = amount
+                    if allocated:
+                        total += allocated.get(name, 0)
+                    if allocating:
+                        total += allocating.get(name, 0)
+                    if total > limit:
+                        return False
+        elif r.cap_requests and not self.alloc._fits_whole(d, r):
             return False
         added: list[_Constraint] = []
         for c in self.constraints[ci]:
@@ -753,15 +856,15 @@ class _Search:
                         a.values.pop()
                     return False
                 added.append(c)
-        if d.multi:
-            if not r.admin and consumed:
+        if not admin:
+            if use is not None:
                 agg = self.allocating_cap.setdefault(key, {})
-                for name, amount in consumed.items():
-                    agg[name] = agg.get(name, 0) + amount.value
-        elif not r.admin:
-            self.allocating.add(key)
+                for name, amount, _ in use.amounts:
+                    agg[name] = agg.get(name, 0) + amount
+            elif not multi:
+                self.allocating.add(key)
         self.per_claim[ci] += 1
-        self.picks.append(_Pick(ci, r, d, consumed, added))
+        self.picks.append(_Pick(ci, r, d, use, added))
         return True
 
     def _undo(self) -> None:
@@ -769,14 +872,14 @@ class _Search:
         self.per_claim[p.claim] -= 1
         for c in p.constraints:
             c.values.pop()
-        key = p.dev.key
-        if p.dev.multi:
-            if not p.req.admin and p.consumed:
+        if not p.req.admin:
+            key = p.dev.key
+            if p.use is not None:
                 agg = self.allocating_cap[key]
-                for name, amount in p.consumed.items():
-                    agg[name] -= amount.value
-        elif not p.req.admin:
-            self.allocating.discard(key)
+                for name, amount, _ in p.use.amounts:
+                    agg[name] -= amount
+            elif not p.dev.multi:
+                self.allocating.discard(key)
 
 
 def _tolerated(taints: tuple[DeviceTaint, ...], tolerations: tuple[DeviceToleration, ...]) -> bool:
@@ -826,9 +929,8 @@ def _result(
         if p.req.tolerations:
             res["tolerations"] = [dict(t) for t in p.req.tolerations]  # type: ignore[misc]
         if d.multi:
-            res["shareID"] = str(uuid.uuid4())
-            consumed = p.consumed or {}
-            res["consumedCapacity"] = {n: a.text() for n, a in consumed.items()}
+            res["shareID"] = new_share_id()
+            res["consumedCapacity"] = dict(p.use.text) if p.use is not None else {}
         results.append(res)
     # Class config per request actually allocated (firstAvailable: the chosen alternative),
     # then the claim's own config, as allocator_incubating.go assembles them.

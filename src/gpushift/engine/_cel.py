@@ -12,9 +12,10 @@ compares them by value and the library functions below can recognise them.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Protocol
 
@@ -63,7 +64,6 @@ class SelectorEvaluationError(Exception):
 CelValue = int | bool | str | dict[str, str]
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class CelDevice:
     """The ``device`` variable for one device, with a key that identifies its content.
 
@@ -71,22 +71,60 @@ class CelDevice:
     field CEL can observe is equal, so results can be shared between identical devices.
     """
 
-    driver: str
-    attributes: Mapping[str, Mapping[str, CelValue]]
-    capacity: Mapping[str, Mapping[str, dict[str, str]]]
-    allow_multiple_allocations: bool
-    key: tuple[Any, ...] = field(repr=False)
-    _variable: dict[str, Any] = field(repr=False, default_factory=dict)
+    __slots__ = (
+        "_key",
+        "_variable",
+        "allow_multiple_allocations",
+        "attributes",
+        "capacity",
+        "driver",
+    )
+
+    def __init__(
+        self,
+        driver: str,
+        attributes: Mapping[str, Mapping[str, CelValue]],
+        capacity: Mapping[str, Mapping[str, dict[str, str]]],
+        allow_multiple_allocations: bool,
+    ) -> None:
+        self.driver = driver
+        self.attributes = attributes
+        self.capacity = capacity
+        self.allow_multiple_allocations = allow_multiple_allocations
+        self._key: tuple[Any, ...] | None = None
+        self._variable: dict[str, Any] | None = None
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """A hashable identity of everything CEL can observe (computed once)."""
+        if self._key is None:
+            self._key = (
+                self.driver,
+                self.allow_multiple_allocations,
+                tuple(
+                    sorted(
+                        (d, tuple(sorted((k, _hashable(v)) for k, v in m.items())))
+                        for d, m in self.attributes.items()
+                    )
+                ),
+                tuple(
+                    sorted(
+                        (d, tuple(sorted((k, v[_QUANTITY]) for k, v in m.items())))
+                        for d, m in self.capacity.items()
+                    )
+                ),
+            )
+        return self._key
 
     def variable(self) -> dict[str, Any]:
         """The ``device`` map handed to the CEL runtime (built once)."""
-        if not self._variable:
-            self._variable.update(
-                driver=self.driver,
-                attributes={d: dict(v) for d, v in self.attributes.items()},
-                capacity={d: dict(v) for d, v in self.capacity.items()},
-                allowMultipleAllocations=self.allow_multiple_allocations,
-            )
+        if self._variable is None:
+            self._variable = {
+                "driver": self.driver,
+                "attributes": {d: dict(v) for d, v in self.attributes.items()},
+                "capacity": {d: dict(v) for d, v in self.capacity.items()},
+                "allowMultipleAllocations": self.allow_multiple_allocations,
+            }
         return self._variable
 
 
@@ -106,6 +144,11 @@ def _attribute_value(attr: DeviceAttribute) -> CelValue:
     if "version" in attr:
         return {_SEMVER: str(attr["version"])}
     raise InputError(f"device attribute has no value: {attr!r}")
+
+
+@functools.lru_cache(maxsize=4096)
+def _canonical(text: str | int) -> str:
+    return str(_quantity.parse(text))
 
 
 def _quantity_value(q: Fraction) -> dict[str, str]:
@@ -131,23 +174,8 @@ def cel_device(
     caps: dict[str, dict[str, dict[str, str]]] = {}
     for name, cap in (capacity or {}).items():
         domain, ident = _split_name(name, driver)
-        caps.setdefault(domain, {})[ident] = _quantity_value(_quantity.parse(cap["value"]))
-    key = (
-        driver,
-        allow_multiple_allocations,
-        tuple(
-            sorted(
-                (d, tuple(sorted((k, _hashable(v)) for k, v in m.items())))
-                for d, m in attrs.items()
-            )
-        ),
-        tuple(
-            sorted(
-                (d, tuple(sorted((k, v[_QUANTITY]) for k, v in m.items()))) for d, m in caps.items()
-            )
-        ),
-    )
-    return CelDevice(driver, attrs, caps, allow_multiple_allocations, key)
+        caps.setdefault(domain, {})[ident] = {_QUANTITY: _canonical(cap["value"])}
+    return CelDevice(driver, attrs, caps, allow_multiple_allocations)
 
 
 def _hashable(v: CelValue) -> Any:
