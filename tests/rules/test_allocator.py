@@ -176,3 +176,86 @@ def test_consistent_flip_does_not_diverge(check: Any, kit: Any) -> None:
         }
     )
     assert "allocator-flip-diverged" not in kit.ids(found)
+
+
+RENAMED = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ts
+  namespace: gpu
+data:
+  any: |-
+    version: v1
+    sharing:
+      timeSlicing:
+        renameByDefault: true
+        resources:
+          - name: nvidia.com/gpu
+            replicas: 4
+"""
+
+SHARED_POD = """
+runtimeClassName: nvidia
+containers:
+  - name: app
+    image: example
+    resources:
+      limits:
+        nvidia.com/gpu.shared: 1
+"""
+
+MIG_POD = """
+containers:
+  - name: app
+    image: example
+    resources:
+      limits:
+        nvidia.com/mig-1g.10gb: 1
+"""
+
+
+def test_rename_by_default_request_is_a_gpu_request(check: Any, kit: Any) -> None:
+    """renameByDefault: the plugin advertises nvidia.com/gpu.shared; asking for it counts."""
+    values = "devicePlugin:\n  config:\n    name: ts\n    default: any\n"
+    found = check(
+        {
+            "op.yaml": kit.helm_release("gpu-operator", "gpu-operator", values),
+            "ts.yaml": RENAMED,
+            "app.yaml": kit.deployment("app", SHARED_POD),
+        }
+    )
+    assert found == []
+
+
+def test_rename_by_default_request_with_nothing_advertising(check: Any, kit: Any) -> None:
+    found = check(
+        {
+            "op.yaml": kit.helm_release("gpu-operator", "gpu-operator", kit.OPERATOR_OFF),
+            "app.yaml": kit.deployment("app", SHARED_POD),
+        }
+    )
+    # 11 runtimeClassName … 17 nvidia.com/gpu.shared
+    assert kit.only(found, "no-advertiser") == [("app.yaml", 17)]
+    assert "gpu-access-without-allocation" not in kit.ids(found)
+
+
+def test_mig_request_with_nothing_advertising(check: Any, kit: Any) -> None:
+    found = check(
+        {
+            "op.yaml": kit.helm_release("gpu-operator", "gpu-operator", kit.OPERATOR_OFF),
+            "app.yaml": kit.deployment("app", MIG_POD),
+        }
+    )
+    assert kit.only(found, "no-advertiser") == [("app.yaml", 16)]
+
+
+def test_mig_request_served_by_the_plugin(check: Any, kit: Any) -> None:
+    values = "mig:\n  strategy: mixed\n"
+    found = check(
+        {
+            "op.yaml": kit.helm_release("gpu-operator", "gpu-operator", values),
+            "app.yaml": kit.deployment("app", MIG_POD),
+        }
+    )
+    assert found == []
