@@ -1,0 +1,111 @@
+"""Label and field selectors, as kube-apiserver parses and matches them."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpushift._kinds import by_kind
+from gpushift.twin import ApiError
+from gpushift.twin._selectors import compile_fields, match_labels, parse_fields, parse_labels
+
+LABELS = {"app": "web", "tier": "front", "gpu": ""}
+
+
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        ("app=web", True),
+        ("app==web", True),
+        ("app!=web", False),
+        ("app!=db", True),
+        ("missing!=x", True),  # != matches objects without the key
+        ("tier in (front,back)", True),
+        ("tier in (back)", False),
+        ("tier notin (back)", True),
+        ("missing notin (x)", True),
+        ("gpu", True),
+        ("!gpu", False),
+        ("!missing", True),
+        ("app=web,tier=back", False),
+        ("app=web, tier in (front)", True),
+        ("gpu=", True),
+        ("", True),
+    ],
+)
+def test_label_selector_semantics(selector: str, expected: bool) -> None:
+    assert match_labels(parse_labels(selector), LABELS) is expected
+
+
+@pytest.mark.parametrize("bad", ["app=web,", "tier in front", "tier in ()", "a b", "-bad=x"])
+def test_malformed_label_selectors_are_bad_requests(bad: str) -> None:
+    with pytest.raises(ApiError) as err:
+        parse_labels(bad)
+    assert err.value.code == 400
+
+
+_key = st.from_regex(r"[a-z][a-z0-9]{0,6}", fullmatch=True)
+_value = st.from_regex(r"[a-z0-9]{1,5}", fullmatch=True)
+
+
+@given(labels=st.dictionaries(_key, _value, max_size=5), key=_key, value=_value)
+def test_equality_and_inequality_are_complements(
+    labels: dict[str, str], key: str, value: str
+) -> None:
+    eq = match_labels(parse_labels(f"{key}={value}"), labels)
+    ne = match_labels(parse_labels(f"{key}!={value}"), labels)
+    assert eq != ne
+    assert eq == (labels.get(key) == value)
+
+
+@given(
+    labels=st.dictionaries(_key, _value, max_size=5),
+    key=_key,
+    values=st.lists(_value, min_size=1, max_size=4),
+)
+def test_in_and_notin_are_complements(labels: dict[str, str], key: str, values: list[str]) -> None:
+    inside = match_labels(parse_labels(f"{key} in ({','.join(values)})"), labels)
+    outside = match_labels(parse_labels(f"{key} notin ({', '.join(values)})"), labels)
+    assert inside != outside
+    assert inside == (labels.get(key) in values)
+
+
+@given(labels=st.dictionaries(_key, _value, max_size=5), key=_key)
+def test_exists_and_not_exists_are_complements(labels: dict[str, str], key: str) -> None:
+    assert match_labels(parse_labels(key), labels) == (key in labels)
+    assert match_labels(parse_labels(f"!{key}"), labels) == (key not in labels)
+
+
+def test_pod_field_selectors() -> None:
+    pod = {
+        "metadata": {"name": "p", "namespace": "gpu"},
+        "spec": {"nodeName": "n1"},
+        "status": {"phase": "Running"},
+    }
+    pods = by_kind("Pod")
+    match = compile_fields(parse_fields("spec.nodeName=n1,status.phase!=Pending"), pods)
+    assert match(pod)
+    assert not compile_fields(parse_fields("metadata.namespace=default"), pods)(pod)
+    # An unset field selects as the empty string.
+    assert compile_fields(parse_fields("spec.nodeName="), pods)({"metadata": {"name": "q"}})
+
+
+def test_event_and_resource_slice_fields() -> None:
+    event = {"metadata": {"name": "e"}, "involvedObject": {"kind": "Pod", "name": "p"}}
+    assert compile_fields(parse_fields("involvedObject.kind=Pod"), by_kind("Event"))(event)
+    slice_ = {"metadata": {"name": "s"}, "spec": {"driver": "gpu.nvidia.com", "nodeName": "n1"}}
+    match = compile_fields(
+        parse_fields("spec.driver=gpu.nvidia.com,spec.nodeName=n1"), by_kind("ResourceSlice")
+    )
+    assert match(slice_)
+
+
+def test_unsupported_field_is_a_bad_request() -> None:
+    with pytest.raises(ApiError) as err:
+        compile_fields(parse_fields("spec.replicas=1"), by_kind("Deployment"))
+    assert err.value.code == 400 and err.value.message == "field label not supported: spec.replicas"
+
+
+def test_escaped_separators_in_field_values() -> None:
+    assert parse_fields(r"metadata.name=a\,b") == (("metadata.name", True, "a,b"),)

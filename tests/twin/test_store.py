@@ -1,0 +1,308 @@
+"""The store's write semantics, checked against what kube-apiserver does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gpushift._kinds import by_kind, lookup
+from gpushift.twin import ApiError, Event, Store
+
+DEP = by_kind("Deployment")
+RS = by_kind("ReplicaSet")
+POD = by_kind("Pod")
+CM = by_kind("ConfigMap")
+NS = by_kind("Namespace")
+NODE = by_kind("Node")
+
+
+def _dep(name: str = "web", replicas: int = 1) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "default"}, "spec": {"replicas": replicas}}
+
+
+def _owned(kind_name: str, name: str, owner: dict[str, Any]) -> dict[str, Any]:
+    ref = {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+    }
+    return {"metadata": {"name": name, "namespace": "default", "ownerReferences": [ref]}}
+
+
+@pytest.fixture
+def store() -> Store:
+    return Store(seed=7)
+
+
+def test_resource_versions_are_global_and_increase(store: Store) -> None:
+    a = store.create(CM, {"metadata": {"name": "a", "namespace": "default"}})
+    b = store.create(DEP, _dep())
+    c = store.update(CM, name="a", namespace="default", mutate=lambda o: {**o, "data": {"k": "v"}})
+    rvs = [int(x["metadata"]["resourceVersion"]) for x in (a, b, c)]
+    assert rvs[0] < rvs[1] < rvs[2]
+    assert rvs[1] == rvs[0] + 1 and rvs[2] == rvs[1] + 1
+
+
+def test_create_stamps_identity_and_generation_one(store: Store) -> None:
+    d = store.create(DEP, _dep())
+    meta = d["metadata"]
+    assert meta["generation"] == 1
+    assert len(meta["uid"]) == 36 and meta["uid"][14] == "4"
+    assert meta["creationTimestamp"].endswith("Z")
+    assert d["apiVersion"] == "apps/v1" and d["kind"] == "Deployment"
+
+
+def test_generation_follows_spec_not_metadata_or_status(store: Store) -> None:
+    store.create(DEP, _dep())
+    labelled = store.update(
+        DEP,
+        name="web",
+        namespace="default",
+        mutate=lambda o: {**o, "metadata": {**o["metadata"], "labels": {"a": "b"}}},
+    )
+    assert labelled["metadata"]["generation"] == 1
+    status = store.update(
+        DEP,
+        name="web",
+        namespace="default",
+        subresource="status",
+        mutate=lambda o: {**o, "status": {"replicas": 1}},
+    )
+    assert status["metadata"]["generation"] == 1 and status["status"] == {"replicas": 1}
+    scaled = store.update(
+        DEP, name="web", namespace="default", mutate=lambda o: {**o, "spec": {"replicas": 3}}
+    )
+    assert scaled["metadata"]["generation"] == 2
+
+
+def test_main_resource_cannot_write_status_and_status_cannot_write_spec(store: Store) -> None:
+    store.create(DEP, _dep())
+    out = store.update(
+        DEP, name="web", namespace="default", mutate=lambda o: {**o, "status": {"replicas": 9}}
+    )
+    assert "status" not in out
+    out = store.update(
+        DEP,
+        name="web",
+        namespace="default",
+        subresource="status",
+        mutate=lambda o: {**o, "spec": {"replicas": 9}, "status": {"replicas": 2}},
+    )
+    assert out["spec"] == {"replicas": 1} and out["status"] == {"replicas": 2}
+
+
+def test_stale_resource_version_is_a_conflict_with_upstream_wording(store: Store) -> None:
+    old = store.create(DEP, _dep())
+    store.update(
+        DEP, name="web", namespace="default", mutate=lambda o: {**o, "spec": {"replicas": 2}}
+    )
+    with pytest.raises(ApiError) as err:
+        store.replace(DEP, old, name="web", namespace="default")
+    assert err.value.code == 409 and err.value.reason == "Conflict"
+    assert err.value.message == (
+        'Operation cannot be fulfilled on deployments.apps "web": the object has been modified; '
+        "please apply your changes to the latest version and try again"
+    )
+
+
+def test_already_exists_and_not_found_bodies(store: Store) -> None:
+    store.create(CM, {"metadata": {"name": "a", "namespace": "default"}})
+    with pytest.raises(ApiError) as err:
+        store.create(CM, {"metadata": {"name": "a", "namespace": "default"}})
+    assert err.value.status() == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": 'configmaps "a" already exists',
+        "reason": "AlreadyExists",
+        "details": {"name": "a", "kind": "configmaps"},
+        "code": 409,
+    }
+    with pytest.raises(ApiError) as missing:
+        store.get(DEP, name="nope", namespace="default")
+    assert missing.value.code == 404
+    assert missing.value.message == 'deployments.apps "nope" not found'
+    assert missing.value.status()["details"] == {
+        "name": "nope",
+        "kind": "deployments",
+        "group": "apps",
+    }
+
+
+def test_create_into_a_missing_namespace_is_not_found(store: Store) -> None:
+    with pytest.raises(ApiError) as err:
+        store.create(CM, {"metadata": {"name": "a", "namespace": "ghost"}})
+    assert err.value.code == 404 and err.value.message == 'namespaces "ghost" not found'
+
+
+def test_name_is_required_and_generate_name_appends_five_characters(store: Store) -> None:
+    with pytest.raises(ApiError) as err:
+        store.create(CM, {"metadata": {"namespace": "default"}})
+    assert err.value.code == 422
+    assert err.value.message == (
+        'ConfigMap "" is invalid: metadata.name: Required value: name or generateName is required'
+    )
+    made = store.create(CM, {"metadata": {"generateName": "job-", "namespace": "default"}})
+    name = made["metadata"]["name"]
+    assert name.startswith("job-") and len(name) == len("job-") + 5
+
+
+def test_dry_run_stores_nothing_and_issues_no_version(store: Store) -> None:
+    before = store.resource_version
+    out = store.create(CM, {"metadata": {"name": "a", "namespace": "default"}}, dry_run=True)
+    assert out["metadata"]["name"] == "a" and "resourceVersion" not in out["metadata"]
+    assert store.resource_version == before
+    with pytest.raises(ApiError):
+        store.get(CM, name="a", namespace="default")
+
+
+def test_finalizers_hold_deletion_until_removed(store: Store) -> None:
+    store.create(CM, {"metadata": {"name": "a", "namespace": "default", "finalizers": ["x/y"]}})
+    marked = store.delete(CM, name="a", namespace="default")
+    assert marked["metadata"]["deletionTimestamp"]
+    assert store.get(CM, name="a", namespace="default")["metadata"]["finalizers"] == ["x/y"]
+    store.update(
+        CM,
+        name="a",
+        namespace="default",
+        mutate=lambda o: {**o, "metadata": {**o["metadata"], "finalizers": []}},
+    )
+    with pytest.raises(ApiError):
+        store.get(CM, name="a", namespace="default")
+
+
+def test_background_deletion_collects_dependents_transitively(store: Store) -> None:
+    d = store.create(DEP, _dep())
+    rs = store.create(RS, _owned("ReplicaSet", "web-1", d))
+    store.create(POD, _owned("Pod", "web-1-a", rs))
+    store.create(POD, {"metadata": {"name": "lonely", "namespace": "default"}})
+    store.delete(DEP, name="web", namespace="default", propagation="Background")
+    assert store.objects(RS) == []
+    assert [p["metadata"]["name"] for p in store.objects(POD)] == ["lonely"]
+
+
+def test_foreground_deletion_waits_for_a_finalized_dependent(store: Store) -> None:
+    d = store.create(DEP, _dep())
+    rs = _owned("ReplicaSet", "web-1", d)
+    rs["metadata"]["finalizers"] = ["hold"]
+    store.create(RS, rs)
+    store.delete(DEP, name="web", namespace="default", propagation="Foreground")
+    owner = store.get(DEP, name="web", namespace="default")
+    assert owner["metadata"]["finalizers"] == ["foregroundDeletion"]
+    assert store.get(RS, name="web-1", namespace="default")["metadata"]["deletionTimestamp"]
+    store.update(
+        RS,
+        name="web-1",
+        namespace="default",
+        mutate=lambda o: {**o, "metadata": {**o["metadata"], "finalizers": []}},
+    )
+    assert store.objects(RS) == [] and store.objects(DEP) == []
+
+
+def test_orphan_deletion_strips_owner_references(store: Store) -> None:
+    d = store.create(DEP, _dep())
+    store.create(RS, _owned("ReplicaSet", "web-1", d))
+    store.delete(DEP, name="web", namespace="default", propagation="Orphan")
+    assert store.objects(DEP) == []
+    (rs,) = store.objects(RS)
+    assert "ownerReferences" not in rs["metadata"]
+
+
+def test_deleting_a_namespace_deletes_its_content(store: Store) -> None:
+    store.create(NS, {"metadata": {"name": "team"}})
+    store.create(CM, {"metadata": {"name": "a", "namespace": "team"}})
+    store.delete(NS, name="team")
+    assert store.objects(CM, namespace="team") == []
+    assert "team" not in [n["metadata"]["name"] for n in store.objects(NS)]
+
+
+def test_watch_replays_from_a_version_then_streams(store: Store) -> None:
+    first = store.create(CM, {"metadata": {"name": "a", "namespace": "default"}})
+    store.create(CM, {"metadata": {"name": "b", "namespace": "default"}})
+    seen: list[tuple[str, str]] = []
+
+    def deliver(e: Event) -> None:
+        seen.append((e.type, e.obj["metadata"]["name"]))
+
+    watcher = store.watch(
+        CM, deliver=deliver, resource_version=first["metadata"]["resourceVersion"]
+    )
+    store.delete(CM, name="a", namespace="default")
+    watcher.cancel()
+    store.create(CM, {"metadata": {"name": "c", "namespace": "default"}})
+    assert seen == [("ADDED", "b"), ("DELETED", "a")]
+
+
+def test_watch_from_a_version_older_than_the_window_is_gone() -> None:
+    store = Store(window=3, namespaces=("default",))
+    for i in range(6):
+        store.create(CM, {"metadata": {"name": f"c{i}", "namespace": "default"}})
+    with pytest.raises(ApiError) as err:
+        store.watch(CM, deliver=lambda e: None, resource_version="2")
+    assert err.value.code == 410 and err.value.reason == "Expired"
+    assert err.value.message.startswith("too old resource version: 2 (")
+
+
+def test_pagination_walks_every_object_once(store: Store) -> None:
+    for i in range(7):
+        store.create(CM, {"metadata": {"name": f"c{i}", "namespace": "default"}})
+    names: list[str] = []
+    token = ""
+    pages = 0
+    while True:
+        page = store.list(CM, limit=3, continue_token=token)
+        names += [o["metadata"]["name"] for o in page.objects]
+        pages += 1
+        token = page.continue_token
+        if not token:
+            break
+    assert pages == 3 and names == [f"c{i}" for i in range(7)]
+
+
+def test_protected_namespaces_cannot_be_deleted(store: Store) -> None:
+    with pytest.raises(ApiError) as err:
+        store.delete(NS, name="default")
+    assert err.value.code == 403
+    assert (
+        err.value.message == 'namespaces "default" is forbidden: this namespace may not be deleted'
+    )
+
+
+def test_pod_status_starts_pending_with_qos_class(store: Store) -> None:
+    pod = store.create(
+        POD,
+        {
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": {
+                "containers": [
+                    {"name": "c", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}
+                ]
+            },
+            "status": {"phase": "Running"},
+        },
+    )
+    # Limits only: requests default to limits, so the pod is Guaranteed.
+    assert pod["status"] == {"phase": "Pending", "qosClass": "Guaranteed"}
+
+
+def test_node_status_is_kept_on_create(store: Store) -> None:
+    node = store.create(NODE, {"metadata": {"name": "n1"}, "status": {"capacity": {"cpu": "4"}}})
+    assert node["status"] == {"capacity": {"cpu": "4"}}
+
+
+def test_readers_get_copies(store: Store) -> None:
+    store.create(CM, {"metadata": {"name": "a", "namespace": "default"}, "data": {"k": "v"}})
+    got = store.get(CM, name="a", namespace="default")
+    got["data"]["k"] = "changed"
+    assert store.get(CM, name="a", namespace="default")["data"] == {"k": "v"}
+
+
+def test_event_kinds_from_two_groups_are_separate(store: Store) -> None:
+    core = by_kind("Event")
+    new = lookup("events.k8s.io/v1", "Event")
+    assert new is not None
+    store.create(core, {"metadata": {"name": "e", "namespace": "default"}})
+    assert store.objects(new) == []
