@@ -1,24 +1,47 @@
 """Field ownership: server-side apply and ``metadata.managedFields`` bookkeeping.
 
-Mirrors sigs.k8s.io/structured-merge-diff (merge.Updater: Apply, Update, prune) and the
-kube-apiserver field managers around it (strip of identity fields, entry order, time
-stamps). Field sets are written in the FieldsV1 format with ``f:``/``k:``/``v:``/``i:``
-keys and ``.`` for a node owned in itself, exactly as Kubernetes writes them.
+Mirrors sigs.k8s.io/structured-merge-diff/v4 (typed: ToFieldSet, Compare, Merge; merge.Updater:
+Apply, Update, prune) and the kube-apiserver field managers around it (identity fields
+stripped, status reset, entry order, time stamps, the kubectl client-side-apply upgrade).
+Field sets are written in the FieldsV1 format with ``f:``/``k:``/``v:``/``i:`` keys and ``.``
+for a node owned in itself, exactly as Kubernetes writes them.
 """
 
 from __future__ import annotations
 
+import copy
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any, NotRequired, TypedDict
 
-from gpushift._kinds import Kind
+from gpushift._kinds import Kind, lookup
+from gpushift.twin._merge_keys import (
+    ATOMIC_LIST,
+    FreeMap,
+    ListOf,
+    Struct,
+    TypeSpec,
+    child_type,
+    is_atomic,
+    item_type,
+    root_type,
+)
+from gpushift.twin._patch import PatchError
 
 __all__ = [
+    "LAST_APPLIED_ANNOTATION",
     "ApplyConflict",
     "Conflict",
     "ManagedFieldsEntry",
     "server_side_apply",
     "update_managed_fields",
 ]
+
+LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
+
+#: The manager whose apply upgrades from, and keeps in sync, client-side apply's annotation.
+_KUBECTL = "kubectl"
 
 
 class ManagedFieldsEntry(TypedDict):
@@ -34,7 +57,11 @@ class ManagedFieldsEntry(TypedDict):
 
 
 class Conflict(TypedDict):
-    """One apply conflict: who owns the field, and the field's path (``.spec.replicas``)."""
+    """One apply conflict: the owner as upstream prints it, and the field path.
+
+    ``manager`` reads ``"kubectl-client-side-apply" using apps/v1`` for an Update owner and
+    ``"flux"`` for an Apply owner; ``field`` reads ``.spec.replicas``.
+    """
 
     manager: str
     field: str
@@ -52,7 +79,7 @@ class ApplyConflict(Exception):  # noqa: N818 - the name the twin's API uses
 
     def __init__(self, conflicts: list[Conflict]) -> None:
         self.conflicts = conflicts
-        self.message = ""
+        self.message = _conflict_message(conflicts)
         super().__init__(self.message)
 
     @property
@@ -68,6 +95,585 @@ class ApplyConflict(Exception):  # noqa: N818 - the name the twin's API uses
         ]
 
 
+def _conflict_message(conflicts: list[Conflict]) -> str:
+    # k8s.io/apiserver pkg/endpoints/handlers/fieldmanager internal/conflict.go
+    if len(conflicts) == 1:
+        c = conflicts[0]
+        return f"Apply failed with 1 conflict: conflict with {c['manager']}: {c['field']}"
+    by_manager: dict[str, list[str]] = {}
+    for c in conflicts:
+        by_manager.setdefault(c["manager"], []).append(c["field"])
+    lines: list[str] = []
+    for manager in sorted(by_manager):
+        lines.append(f"conflicts with {manager}:")
+        lines.extend(f"- {path}" for path in by_manager[manager])
+    return f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
+
+
+# --- paths and field sets ---------------------------------------------------------------
+
+#: A path is a tuple of FieldsV1 keys: "f:spec", 'k:{"name":"a"}', 'v:"x"', "i:0".
+Path = tuple[str, ...]
+FieldSet = frozenset[Path]
+
+_EMPTY: FieldSet = frozenset()
+
+# Paths kube-apiserver never records (stripMetaManager).
+_STRIPPED: FieldSet = frozenset(
+    {
+        ("f:apiVersion",),
+        ("f:kind",),
+        *(
+            ("f:metadata", f"f:{name}")
+            for name in (
+                "name",
+                "namespace",
+                "creationTimestamp",
+                "selfLink",
+                "uid",
+                "clusterName",
+                "generation",
+                "managedFields",
+                "resourceVersion",
+            )
+        ),
+    }
+)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _item_element(item: Any, meta: ListOf, index: int, *, strict: bool) -> str:
+    """The path element of one item of an associative list."""
+    if meta.apply_type == "set":
+        return "v:" + _json(item)
+    keys: dict[str, Any] = {}
+    for name in meta.apply_keys:
+        if isinstance(item, dict) and item.get(name) is not None:
+            keys[name] = item[name]
+        elif name in meta.key_defaults:
+            keys[name] = meta.key_defaults[name]
+        elif strict:
+            raise PatchError(
+                f"associative list with keys has an element that omits key field "
+                f'"{name}" (and doesn\'t have default value)'
+            )
+        else:
+            return f"i:{index}"
+    return "k:" + _json(keys)
+
+
+def _element_to_string(element: str) -> str:
+    """fieldpath.PathElement.String: ``.name``, ``[name="a"]``, ``[="x"]``, ``[0]``."""
+    tag, body = element[:2], element[2:]
+    if tag == "f:":
+        return "." + body
+    if tag == "k:":
+        keys = json.loads(body)
+        return "[" + ",".join(f"{k}={_json(keys[k])}" for k in sorted(keys)) + "]"
+    if tag == "v:":
+        return f"[={body}]"
+    return f"[{body}]"
+
+
+def path_string(path: Path) -> str:
+    """A path as upstream prints it in conflicts: ``.spec.containers[name="a"].image``."""
+    return "".join(_element_to_string(e) for e in path)
+
+
+@dataclass
+class _Node:
+    member: bool = False
+    children: dict[str, _Node] = field(default_factory=dict)
+
+
+def _trie(paths: Iterable[Path]) -> _Node:
+    root = _Node()
+    for path in paths:
+        node = root
+        for element in path:
+            node = node.children.setdefault(element, _Node())
+        node.member = True
+    return root
+
+
+def _order(element: str) -> tuple[int, Any]:
+    # PathElement.Compare: field names, then keys, then values, then indexes.
+    tag, body = element[:2], element[2:]
+    rank = {"f:": 0, "k:": 1, "v:": 2, "i:": 3}.get(tag, 4)
+    return (rank, int(body) if tag == "i:" and body.isdigit() else body)
+
+
+def to_fields_v1(paths: Iterable[Path]) -> dict[str, Any]:
+    """A field set in FieldsV1 form (serialize.go: ``.`` first, then sorted elements)."""
+
+    def emit(node: _Node, include_self: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if include_self and node.children:
+            out["."] = {}
+        for element in sorted(node.children, key=_order):
+            child = node.children[element]
+            out[element] = emit(child, child.member)
+        return out
+
+    return emit(_trie(paths), False)
+
+
+def from_fields_v1(fields: Any, prefix: Path = ()) -> set[Path]:
+    """The paths a FieldsV1 object holds; the inverse of ``to_fields_v1``."""
+    out: set[Path] = set()
+    if not isinstance(fields, dict):
+        return out
+    if not fields and prefix:
+        out.add(prefix)
+    for key, value in fields.items():
+        if key == ".":
+            out.add(prefix)
+        else:
+            out |= from_fields_v1(value, (*prefix, key))
+    return out
+
+
+def _iterate(paths: Iterable[Path]) -> Iterator[Path]:
+    """Set.Iterate order: a level's members first, then its children, each sorted."""
+
+    def walk(node: _Node, prefix: Path) -> Iterator[Path]:
+        ordered = sorted(node.children, key=_order)
+        for element in ordered:
+            if node.children[element].member:
+                yield (*prefix, element)
+        for element in ordered:
+            yield from walk(node.children[element], (*prefix, element))
+
+    return walk(_trie(paths), ())
+
+
+# --- typed walks ------------------------------------------------------------------------
+
+_MISSING: Any = object()
+
+
+def _list_meta(spec: TypeSpec) -> ListOf:
+    return spec if isinstance(spec, ListOf) else ATOMIC_LIST
+
+
+def _is_granular_map(value: Any, spec: TypeSpec) -> bool:
+    return isinstance(value, dict) and not is_atomic(spec) and not isinstance(spec, ListOf)
+
+
+def _is_assoc_list(value: Any, spec: TypeSpec) -> bool:
+    return isinstance(value, list) and _list_meta(spec).apply_type != "atomic"
+
+
+def _field_set(value: Any, spec: TypeSpec, *, strict: bool = False) -> set[Path]:
+    """typed.ToFieldSet: every leaf, plus map entries, list items and empty/null fields."""
+    out: set[Path] = set()
+
+    def walk(value: Any, spec: TypeSpec, path: Path) -> None:
+        if _is_granular_map(value, spec):
+            for key, child in value.items():
+                child_spec = child_type(spec, key)
+                child_path = (*path, f"f:{key}")
+                walk(child, child_spec, child_path)
+                if child is None or child == {} or isinstance(spec, FreeMap):
+                    out.add(child_path)
+        elif _is_assoc_list(value, spec):
+            meta = _list_meta(spec)
+            for index, item in enumerate(value):
+                item_path = (*path, _item_element(item, meta, index, strict=strict))
+                walk(item, item_type(meta, item), item_path)
+                out.add(item_path)
+        elif path:
+            out.add(path)
+
+    walk(value, spec, ())
+    return out
+
+
+@dataclass
+class _Comparison:
+    added: set[Path] = field(default_factory=set)
+    modified: set[Path] = field(default_factory=set)
+    removed: set[Path] = field(default_factory=set)
+
+    def same(self) -> bool:
+        return not (self.added or self.modified or self.removed)
+
+    def changed(self) -> set[Path]:
+        return self.added | self.modified
+
+    def drop(self, ignored: FieldSet) -> None:
+        for paths in (self.added, self.modified, self.removed):
+            for path in [p for p in paths if _under_any(p, ignored)]:
+                paths.discard(path)
+
+
+def _under_any(path: Path, prefixes: FieldSet) -> bool:
+    return any(path[: len(p)] == p for p in prefixes)
+
+
+def _compare(lhs: Any, rhs: Any, spec: TypeSpec) -> _Comparison:
+    """typed.Compare: which paths ``rhs`` added, modified or removed relative to ``lhs``."""
+    result = _Comparison()
+
+    def leaf(lhs: Any, rhs: Any, path: Path) -> None:
+        if lhs is _MISSING:
+            result.added.add(path)
+        elif rhs is _MISSING:
+            result.removed.add(path)
+        elif lhs != rhs or type(lhs) is not type(rhs):
+            result.modified.add(path)
+
+    def walk(lhs: Any, rhs: Any, spec: TypeSpec, path: Path) -> None:
+        lhs = _MISSING if lhs is None else lhs
+        rhs = _MISSING if rhs is None else rhs
+        if lhs is _MISSING and rhs is _MISSING:
+            return
+        empty_l = lhs is _MISSING or lhs in ({}, [])
+        empty_r = rhs is _MISSING or rhs in ({}, [])
+        sample = rhs if rhs is not _MISSING else lhs
+        mapping = _is_granular_map(sample, spec) and all(
+            v is _MISSING or isinstance(v, dict) for v in (lhs, rhs)
+        )
+        listing = _is_assoc_list(sample, spec) and all(
+            v is _MISSING or isinstance(v, list) for v in (lhs, rhs)
+        )
+        if not (mapping or listing) or (empty_l and empty_r):
+            leaf(lhs, rhs, path)
+            return
+        if mapping:
+            left = {} if lhs is _MISSING else lhs
+            right = {} if rhs is _MISSING else rhs
+            for key in [*left, *(k for k in right if k not in left)]:
+                walk(
+                    left.get(key, _MISSING),
+                    right.get(key, _MISSING),
+                    child_type(spec, key),
+                    (*path, f"f:{key}"),
+                )
+        else:
+            meta = _list_meta(spec)
+            left_items = _index_items(lhs, meta)
+            right_items = _index_items(rhs, meta)
+            for element in [*left_items, *(e for e in right_items if e not in left_items)]:
+                litem = left_items.get(element, _MISSING)
+                ritem = right_items.get(element, _MISSING)
+                sample_item = ritem if ritem is not _MISSING else litem
+                item_path = (*path, element)
+                if meta.apply_type == "set":
+                    leaf(litem, ritem, item_path)
+                else:
+                    walk(litem, ritem, item_type(meta, sample_item), item_path)
+                    if litem is _MISSING:
+                        result.added.add(item_path)
+                    elif ritem is _MISSING:
+                        result.removed.add(item_path)
+        if path and lhs is _MISSING:
+            result.added.add(path)
+        elif path and rhs is _MISSING:
+            result.removed.add(path)
+
+    walk(lhs, rhs, spec, ())
+    return result
+
+
+def _index_items(value: Any, meta: ListOf) -> dict[str, Any]:
+    if value is _MISSING or not isinstance(value, list):
+        return {}
+    out: dict[str, Any] = {}
+    for index, item in enumerate(value):
+        out.setdefault(_item_element(item, meta, index, strict=False), item)
+    return out
+
+
+def _merge(lhs: Any, rhs: Any, spec: TypeSpec) -> Any:
+    """typed.Merge with the applied config on the right: the config's values win."""
+    if rhs is _MISSING:
+        return copy.deepcopy(lhs)
+    if lhs is _MISSING or lhs is None or rhs is None:
+        return copy.deepcopy(rhs)
+    if _is_granular_map(rhs, spec) and isinstance(lhs, dict):
+        out = dict(lhs)
+        for key, value in rhs.items():
+            merged = _merge(lhs.get(key, _MISSING), value, child_type(spec, key))
+            if merged is None:
+                out.pop(key, None)
+            else:
+                out[key] = merged
+        return out
+    if _is_assoc_list(rhs, spec) and isinstance(lhs, list):
+        return _merge_list(lhs, rhs, _list_meta(spec))
+    return copy.deepcopy(rhs)
+
+
+def _merge_list(lhs: list[Any], rhs: list[Any], meta: ListOf) -> list[Any]:
+    """mergingWalker.visitListItems: shared items keep the applied order, live-only stay put."""
+    lhs_pes = [_item_element(v, meta, i, strict=False) for i, v in enumerate(lhs)]
+    rhs_pes = [_item_element(v, meta, i, strict=True) for i, v in enumerate(rhs)]
+    observed_l = dict(zip(lhs_pes, lhs, strict=True))
+    observed_r = dict(zip(rhs_pes, rhs, strict=True))
+
+    def merge_item(pe: str, left: Any, right: Any) -> Any:
+        if meta.apply_type == "set":
+            return right if right is not _MISSING else left
+        sample = right if right is not _MISSING else left
+        return _merge(left, right, item_type(meta, sample))
+
+    shared = [pe for pe in rhs_pes if pe in observed_l]
+    next_shared = shared.pop(0) if shared else None
+    merged_rhs: set[str] = set()
+    out: list[Any] = []
+    li = ri = 0
+    while li < len(lhs_pes) or ri < len(rhs_pes):
+        if li < len(lhs_pes) and ri < len(rhs_pes):
+            pe = lhs_pes[li]
+            if pe == rhs_pes[ri]:
+                merged_rhs.add(pe)
+                out.append(merge_item(pe, observed_l[pe], observed_r[pe]))
+                li += 1
+                ri += 1
+                next_shared = shared.pop(0) if shared else None
+                continue
+            if pe in observed_r and next_shared is not None and next_shared != pe:
+                li += 1
+                continue
+        if li < len(lhs_pes):
+            pe = lhs_pes[li]
+            if pe not in observed_r:
+                out.append(copy.deepcopy(lhs[li]))
+                li += 1
+                continue
+            if pe in merged_rhs:
+                li += 1
+                continue
+        if ri < len(rhs_pes):
+            pe = rhs_pes[ri]
+            merged_rhs.add(pe)
+            out.append(merge_item(pe, observed_l.get(pe, _MISSING), observed_r[pe]))
+            ri += 1
+            if next_shared is not None and next_shared == pe:
+                next_shared = shared.pop(0) if shared else None
+    return out
+
+
+def _remove(value: Any, spec: TypeSpec, paths: set[Path]) -> Any:
+    """typed.RemoveItems: drop every path of ``paths`` (with what is below it)."""
+    if not paths:
+        return value
+    heads: dict[str, set[Path]] = {}
+    for path in paths:
+        heads.setdefault(path[0], set()).add(path[1:])
+
+    def sub(element: str) -> set[Path]:
+        return {p for p in heads.get(element, set()) if p}
+
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, child in value.items():
+            element = f"f:{key}"
+            if () in heads.get(element, set()):
+                continue
+            out[key] = _remove(child, child_type(spec, key), sub(element))
+        return out
+    if isinstance(value, list) and _list_meta(spec).apply_type != "atomic":
+        meta = _list_meta(spec)
+        items: list[Any] = []
+        for index, item in enumerate(value):
+            element = _item_element(item, meta, index, strict=False)
+            if () in heads.get(element, set()):
+                continue
+            items.append(_remove(item, item_type(meta, item), sub(element)))
+        return items
+    return value
+
+
+def _with_named_parents(paths: Iterable[Path], root: TypeSpec) -> set[Path]:
+    """Set.EnsureNamedFieldsAreMembers: add every ancestor that is a struct field."""
+    out = set(paths)
+    for path in list(out):
+        spec: TypeSpec = root
+        for depth, element in enumerate(path[:-1], start=1):
+            if element.startswith("f:"):
+                named = isinstance(spec, Struct)
+                spec = child_type(spec, element[2:])
+                if named:
+                    out.add(path[:depth])
+            else:
+                meta = _list_meta(spec)
+                spec = item_type(meta, {} if element.startswith("k:") else None)
+    return out
+
+
+# --- managed fields entries -------------------------------------------------------------
+
+
+@dataclass
+class _Entry:
+    manager: str
+    operation: str
+    api_version: str
+    fields: set[Path]
+    time: str | None = None
+    subresource: str = ""
+
+    @property
+    def identity(self) -> tuple[str, str, str, str]:
+        # BuildManagerIdentifier: Apply entries ignore the API version.
+        version = "" if self.operation == "Apply" else self.api_version
+        return (self.manager, self.operation, version, self.subresource)
+
+    def describe(self) -> str:
+        """printManager of the conflict message."""
+        text = _json(self.manager)
+        if self.subresource:
+            text += f" with subresource {_json(self.subresource)}"
+        if self.operation == "Update":
+            text += f" using {self.api_version}"
+        return text
+
+    def encode(self) -> ManagedFieldsEntry:
+        entry: ManagedFieldsEntry = {
+            "manager": self.manager,
+            "operation": self.operation,
+            "apiVersion": self.api_version,
+            "fieldsType": "FieldsV1",
+            "fieldsV1": to_fields_v1(self.fields),
+        }
+        if self.time is not None:
+            entry["time"] = self.time
+        if self.subresource:
+            entry["subresource"] = self.subresource
+        # Key order as kube-apiserver serializes ManagedFieldsEntry.
+        order = ("manager", "operation", "apiVersion", "time", "fieldsType", "fieldsV1")
+        ordered = {k: entry[k] for k in order if k in entry}  # type: ignore[literal-required]
+        if self.subresource:
+            ordered["subresource"] = self.subresource
+        return ordered  # type: ignore[return-value]
+
+
+def _decode(raw: Any) -> list[_Entry]:
+    entries: list[_Entry] = []
+    if not isinstance(raw, list):
+        return entries
+    for item in raw:
+        if not isinstance(item, dict) or not item.get("manager"):
+            continue
+        entries.append(
+            _Entry(
+                manager=str(item["manager"]),
+                operation=str(item.get("operation") or "Update"),
+                api_version=str(item.get("apiVersion") or ""),
+                fields=from_fields_v1(item.get("fieldsV1") or {}),
+                time=item.get("time"),
+                subresource=str(item.get("subresource") or ""),
+            )
+        )
+    return entries
+
+
+def _encode(entries: list[_Entry]) -> list[ManagedFieldsEntry]:
+    """sortEncodedManagedFields: operation, then time, manager, apiVersion, subresource."""
+    kept = [e for e in entries if e.fields]
+    kept.sort(key=lambda e: (e.operation, e.time or "", e.manager, e.api_version, e.subresource))
+    return [e.encode() for e in kept]
+
+
+def _set_managed(obj: dict[str, Any], entries: list[_Entry]) -> dict[str, Any]:
+    metadata = dict(obj.get("metadata") or {})
+    encoded = _encode(entries)
+    if encoded:
+        metadata["managedFields"] = encoded
+    else:
+        metadata.pop("managedFields", None)
+    obj["metadata"] = metadata
+    return obj
+
+
+def _body(obj: dict[str, Any] | None) -> dict[str, Any]:
+    """An object without its managed fields, as the field walks see it."""
+    if obj is None:
+        return {}
+    body = dict(obj)
+    metadata = dict(body.get("metadata") or {})
+    metadata.pop("managedFields", None)
+    body["metadata"] = metadata
+    return body
+
+
+_MAX_UPDATE_MANAGERS = 10
+_ANCIENT = "ancient-changes"
+
+
+def _cap_updaters(entries: list[_Entry]) -> list[_Entry]:
+    """capManagersManager: fold the oldest Update entries into "ancient-changes"."""
+    updaters = [e for e in entries if e.operation != "Apply"]
+    if len(updaters) <= _MAX_UPDATE_MANAGERS:
+        return entries
+    updaters.sort(key=lambda e: (e.time or "", e.identity))
+    excess = len(updaters) - _MAX_UPDATE_MANAGERS
+    drop: list[_Entry] = []
+    buckets: dict[str, _Entry] = {}
+    firsts: dict[str, _Entry] = {}
+    for entry in updaters:
+        if excess <= 0:
+            break
+        version = entry.api_version
+        if version not in firsts:
+            firsts[version] = entry
+            continue
+        bucket = buckets.get(version)
+        if bucket is None:
+            first = firsts[version]
+            bucket = _Entry(_ANCIENT, "Update", version, set(first.fields), first.time)
+            buckets[version] = bucket
+            drop.append(first)
+        bucket.fields |= entry.fields
+        bucket.time = entry.time
+        drop.append(entry)
+        excess -= 1
+    dropped = {id(e) for e in drop}
+    return [e for e in entries if id(e) not in dropped] + list(buckets.values())
+
+
+# --- ignored fields per endpoint ---------------------------------------------------------
+
+
+def _ignored(kind: Kind | None, subresource: str | None, body: dict[str, Any]) -> FieldSet:
+    """Fields a write through this endpoint cannot change (the strategy's reset fields)."""
+    if subresource == "status":
+        return frozenset((f"f:{k}",) for k in body if k not in ("status", "metadata"))
+    if subresource is None and kind is not None and "status" in kind.subresources:
+        return frozenset({("f:status",)})
+    return _EMPTY
+
+
+def _clean(paths: set[Path], ignored: FieldSet) -> set[Path]:
+    return {p for p in paths if p not in _STRIPPED and not _under_any(p, ignored)}
+
+
+def _kind_of(obj: dict[str, Any]) -> Kind | None:
+    return lookup(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
+
+
+def _zero(kind: Kind | None, new: dict[str, Any]) -> dict[str, Any]:
+    """The empty object a create is compared with: Go's zero value keeps struct fields."""
+    zero: dict[str, Any] = {"metadata": {}}
+    if kind is None or not kind.builtin:
+        return zero
+    for name in ("spec", "status"):
+        if isinstance(new.get(name), dict):
+            zero[name] = {}
+    spec = new.get("spec")
+    if isinstance(spec, dict) and isinstance(spec.get("template"), dict):
+        zero["spec"]["template"] = {"metadata": {}, "spec": {}}
+    return zero
+
+
+# --- apply ------------------------------------------------------------------------------
+
+
 def server_side_apply(
     live: dict[str, Any] | None,
     applied: dict[str, Any],
@@ -76,16 +682,114 @@ def server_side_apply(
     force: bool,
     kind: Kind,
     now: str,
+    subresource: str | None = None,
 ) -> dict[str, Any]:
     """Apply ``applied`` (an apply configuration) to ``live`` (None when creating).
 
     Returns the new object with ``metadata.managedFields`` updated: ``manager`` owns exactly
-    the fields of ``applied`` (an ``Apply`` entry stamped ``now``); fields it applied last
-    time and no longer applies are removed unless another manager owns them. Raises
-    ``ApplyConflict`` when another manager owns a field ``applied`` would change, unless
-    ``force`` is true, in which case ``manager`` takes the field over.
+    the fields of ``applied`` (an ``Apply`` entry stamped ``now`` when the object changed);
+    fields it applied last time and no longer applies are removed unless another manager
+    owns them; a manager that loses all its fields loses its entry. Writes to the main
+    resource leave ``status`` alone when the kind has a status subresource.
+
+    Raises ``ApplyConflict`` when another manager owns a field ``applied`` would change and
+    ``force`` is false (with ``force`` the manager takes those fields over). As upstream,
+    manager ``kubectl`` may take over fields whose live value still equals the client-side
+    apply annotation, and keeps that annotation in step. Raises ``PatchError`` (422) for an
+    associative list item that lacks a key field.
     """
-    raise NotImplementedError
+    if not isinstance(applied, dict):
+        raise PatchError("apply configuration must be an object", code=400)
+    spec = root_type(kind)
+    live_body = _body(live)
+    config = copy.deepcopy(applied)
+    ignored = _ignored(kind, subresource, config)
+    # The strategy resets what this endpoint may not change, so the config never sets it.
+    config = {k: v for k, v in config.items() if (f"f:{k}",) not in ignored}
+    config_meta = config.get("metadata")
+    if isinstance(config_meta, dict):
+        config_meta.pop("managedFields", None)
+
+    entries = _decode((live or {}).get("metadata", {}).get("managedFields"))
+    this = _Entry(manager, "Apply", kind.api_version, set(), None, subresource or "")
+    previous = next((e for e in entries if e.identity == this.identity), None)
+    if previous is not None:
+        this.time = previous.time
+    others = [e for e in entries if e is not previous]
+
+    merged = _merge(live_body if live is not None else _MISSING, config, spec)
+    # Identity fields count as applied while pruning (upstream strips them afterwards).
+    applied_set = {p for p in _field_set(config, spec, strict=True) if not _under_any(p, ignored)}
+    config_set = _clean(applied_set, ignored)
+    this.fields = config_set
+
+    if previous is not None and previous.fields:
+        owned = _with_named_parents(set().union(applied_set, *(e.fields for e in others)), spec)
+        last = _with_named_parents(previous.fields, spec)
+        merged_set = _with_named_parents(_field_set(merged, spec), spec)
+        merged = _remove(merged, spec, (last - owned) & merged_set)
+
+    base = live_body if live is not None else _zero(kind, merged)
+    comparison = _compare(base, merged, spec)
+    comparison.drop(ignored | _STRIPPED)
+    changed = comparison.changed()
+
+    conflicts = [(e, p) for e in others for p in e.fields & changed]
+    upgrade = manager == _KUBECTL and _upgradable(live_body, conflicts, spec)
+    if conflicts and not force and not upgrade:
+        raise ApplyConflict(
+            [
+                {"manager": e.describe(), "field": path_string(p)}
+                for e in others
+                for p in _iterate(e.fields & changed)
+            ]
+        )
+    for entry in others:
+        entry.fields -= changed
+        entry.fields -= comparison.removed
+
+    if manager == _KUBECTL:
+        _sync_last_applied(live_body, merged, applied)
+    if live is None or not comparison.same() or previous is None:
+        this.time = now
+    result = merged if isinstance(merged, dict) else {}
+    return _set_managed(result, [*others, this])
+
+
+def _upgradable(
+    live_body: dict[str, Any], conflicts: list[tuple[_Entry, Path]], spec: TypeSpec
+) -> bool:
+    """lastAppliedManager: conflicts on fields still equal to the client-side annotation."""
+    annotations = live_body.get("metadata", {}).get("annotations") or {}
+    raw = annotations.get(LAST_APPLIED_ANNOTATION)
+    if not raw:
+        return False
+    try:
+        last = json.loads(raw)
+    except ValueError:
+        return False
+    if not isinstance(last, dict):
+        return False
+    allowed = _field_set(last, spec) - _compare(last, live_body, spec).modified
+    return all(path in allowed for _, path in conflicts)
+
+
+def _sync_last_applied(live_body: dict[str, Any], merged: Any, applied: dict[str, Any]) -> None:
+    """lastAppliedUpdater: kubectl's apply rewrites an existing client-side annotation."""
+    annotations = live_body.get("metadata", {}).get("annotations") or {}
+    if not annotations.get(LAST_APPLIED_ANNOTATION) or not isinstance(merged, dict):
+        return
+    config = copy.deepcopy(applied)
+    config_annotations = (config.get("metadata") or {}).get("annotations")
+    if isinstance(config_annotations, dict):
+        config_annotations.pop(LAST_APPLIED_ANNOTATION, None)
+        if not config_annotations:
+            config["metadata"].pop("annotations")
+    metadata = merged.setdefault("metadata", {})
+    metadata.setdefault("annotations", {})[LAST_APPLIED_ANNOTATION] = _json(config)
+
+
+# --- update -----------------------------------------------------------------------------
 
 
 def update_managed_fields(
@@ -96,11 +800,48 @@ def update_managed_fields(
     operation: str,
     now: str,
     subresource: str | None = None,
+    kind: Kind | None = None,
 ) -> dict[str, Any]:
-    """Record an ``Update`` (or ``Patch``-made update) of ``old`` into ``new`` by ``manager``.
+    """Record a write of ``old`` into ``new`` by ``manager`` (``old`` None for a create).
 
-    Returns a copy of ``new`` whose ``metadata.managedFields`` gives ``manager`` the fields
-    it added or changed and takes them, and fields it removed, from every other manager.
-    Managed fields set explicitly in ``new`` are kept as sent; an empty list resets them.
+    Returns a copy of ``new`` whose ``metadata.managedFields`` gives ``manager`` (an entry
+    with ``operation``, normally ``Update``, stamped ``now``) the fields it added or changed
+    and takes them, and the fields it removed, from every other entry. As upstream:
+    managed fields sent in ``new`` replace the stored ones (an empty list, or one empty
+    entry, clears them), except through a subresource; a write that changes nothing leaves
+    the entries as they were; more than ten Update entries fold the oldest into
+    ``ancient-changes``. ``kind`` defaults to the one ``new`` names.
     """
-    raise NotImplementedError
+    kind = kind or _kind_of(new)
+    spec: TypeSpec = root_type(kind) if kind is not None else Struct("Object")
+    out = copy.deepcopy(new)
+    sent = (new.get("metadata") or {}).get("managedFields")
+    stored = _decode((old or {}).get("metadata", {}).get("managedFields"))
+    if subresource:
+        entries = stored
+    elif isinstance(sent, list) and (not sent or sent == [{}]):
+        entries = []
+    else:
+        entries = _decode(sent) or stored
+
+    old_body = _body(old) if old is not None else _zero(kind, new)
+    new_body = _body(new)
+    comparison = _compare(old_body, new_body, spec)
+    comparison.drop(_ignored(kind, subresource, new_body) | _STRIPPED)
+    if comparison.same():
+        return _set_managed(out, entries)
+
+    changed = comparison.changed()
+    for entry in entries:
+        entry.fields -= changed
+        entry.fields -= comparison.removed
+    version = str(new.get("apiVersion") or (kind.api_version if kind else ""))
+    this = _Entry(manager, operation, version, set(), None, subresource or "")
+    previous = next((e for e in entries if e.identity == this.identity), None)
+    if changed:
+        if previous is None:
+            entries.append(this)
+            previous = this
+        previous.fields |= changed
+        previous.time = now
+    return _set_managed(out, _cap_updaters(entries))

@@ -1,0 +1,515 @@
+"""Server-side apply and managedFields, checked against what kube-apiserver writes."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpushift._kinds import by_kind
+from gpushift.twin._apply import (
+    LAST_APPLIED_ANNOTATION,
+    ApplyConflict,
+    from_fields_v1,
+    path_string,
+    server_side_apply,
+    to_fields_v1,
+    update_managed_fields,
+)
+from gpushift.twin._patch import PatchError
+
+CM = by_kind("ConfigMap")
+DEPLOY = by_kind("Deployment")
+POD = by_kind("Pod")
+KS = by_kind("Kustomization")
+
+
+def _cm(data: dict[str, str], **meta: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "c", "namespace": "ns", **meta},
+        "data": data,
+    }
+
+
+def _deploy(replicas: int = 2, image: str = "nginx:1", **container: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "ns"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": image, **container}]},
+            },
+        },
+    }
+
+
+def _entries(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    entries: list[dict[str, Any]] = obj["metadata"].get("managedFields", [])
+    return entries
+
+
+def _fields(obj: dict[str, Any], manager: str) -> dict[str, Any]:
+    (entry,) = [e for e in _entries(obj) if e["manager"] == manager]
+    fields: dict[str, Any] = entry["fieldsV1"]
+    return fields
+
+
+# --- FieldsV1 ---------------------------------------------------------------------------
+
+
+def test_fields_v1_writes_dot_for_owned_nodes_with_children() -> None:
+    paths = {
+        ("f:spec", "f:replicas"),
+        ("f:spec", "f:containers", 'k:{"name":"a"}'),
+        ("f:spec", "f:containers", 'k:{"name":"a"}', "f:image"),
+        ("f:metadata", "f:finalizers", 'v:"x"'),
+    }
+    assert to_fields_v1(paths) == {
+        "f:metadata": {"f:finalizers": {'v:"x"': {}}},
+        "f:spec": {
+            "f:containers": {'k:{"name":"a"}': {".": {}, "f:image": {}}},
+            "f:replicas": {},
+        },
+    }
+    assert json.dumps(to_fields_v1(paths)["f:spec"]).index("f:containers") < json.dumps(
+        to_fields_v1(paths)["f:spec"]
+    ).index("f:replicas")
+
+
+def test_path_strings_match_fieldpath_string() -> None:
+    assert (
+        path_string(("f:spec", "f:containers", 'k:{"name":"web"}', "f:image"))
+        == '.spec.containers[name="web"].image'
+    )
+    assert (
+        path_string(("f:ports", 'k:{"containerPort":80,"protocol":"TCP"}'))
+        == '.ports[containerPort=80,protocol="TCP"]'
+    )
+    assert path_string(("f:metadata", "f:finalizers", 'v:"a"')) == '.metadata.finalizers[="a"]'
+
+
+_elements = st.one_of(
+    st.sampled_from(["a", "b", "c"]).map(lambda s: f"f:{s}"),
+    st.sampled_from(["x", "y"]).map(lambda s: 'k:{"name":"' + s + '"}'),
+    st.sampled_from(["p", "q"]).map(lambda s: 'v:"' + s + '"'),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sets(st.lists(_elements, min_size=1, max_size=4).map(tuple), max_size=8))
+def test_fields_v1_round_trips(paths: set[tuple[str, ...]]) -> None:
+    assert from_fields_v1(to_fields_v1(paths)) == paths
+
+
+# --- apply: ownership -------------------------------------------------------------------
+
+
+def test_create_by_apply_owns_exactly_the_applied_fields() -> None:
+    applied = _cm({"a": "1"}, labels={"team": "gpu"})
+    out = server_side_apply(None, applied, manager="m", force=False, kind=CM, now="T1")
+    assert out["data"] == {"a": "1"}
+    # name/namespace are never recorded; map entries are owned without "." on the map.
+    assert _entries(out) == [
+        {
+            "manager": "m",
+            "operation": "Apply",
+            "apiVersion": "v1",
+            "time": "T1",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:data": {"f:a": {}}, "f:metadata": {"f:labels": {"f:team": {}}}},
+        }
+    ]
+
+
+def test_deployment_apply_keys_containers_and_ports_like_kubernetes() -> None:
+    applied = _deploy(ports=[{"containerPort": 80}])
+    out = server_side_apply(None, applied, manager="kubectl", force=False, kind=DEPLOY, now="T")
+    # selector is +structType=atomic; ports are keyed by containerPort and the defaulted
+    # protocol; each list item owns itself (".").
+    assert _fields(out, "kubectl") == {
+        "f:spec": {
+            "f:replicas": {},
+            "f:selector": {},
+            "f:template": {
+                "f:metadata": {"f:labels": {"f:app": {}}},
+                "f:spec": {
+                    "f:containers": {
+                        'k:{"name":"web"}': {
+                            ".": {},
+                            "f:image": {},
+                            "f:name": {},
+                            "f:ports": {
+                                'k:{"containerPort":80,"protocol":"TCP"}': {
+                                    ".": {},
+                                    "f:containerPort": {},
+                                }
+                            },
+                        }
+                    }
+                },
+            },
+        }
+    }
+
+
+def test_finalizers_are_owned_as_set_values_and_tolerations_atomically() -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "finalizers": ["a/b"]},
+        "spec": {"tolerations": [{"key": "k", "operator": "Exists"}], "containers": []},
+    }
+    out = server_side_apply(None, pod, manager="m", force=False, kind=POD, now="T")
+    assert _fields(out, "m") == {
+        "f:metadata": {"f:finalizers": {'v:"a/b"': {}}},
+        # An empty associative list has no items to own, and is not owned itself.
+        "f:spec": {"f:tolerations": {}},
+    }
+
+
+def test_reapplying_the_same_config_changes_nothing() -> None:
+    first = server_side_apply(None, _cm({"a": "1"}), manager="m", force=False, kind=CM, now="T1")
+    again = server_side_apply(first, _cm({"a": "1"}), manager="m", force=False, kind=CM, now="T2")
+    assert again == first, "a no-op apply keeps the entry's time"
+
+
+def test_apply_merges_associative_lists_keeping_live_only_items() -> None:
+    live = server_side_apply(
+        None,
+        _deploy(env=[{"name": "A", "value": "1"}]),
+        manager="a",
+        force=False,
+        kind=DEPLOY,
+        now="T1",
+    )
+    sidecar = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "ns"},
+        "spec": {"template": {"spec": {"containers": [{"name": "proxy", "image": "envoy"}]}}},
+    }
+    out = server_side_apply(live, sidecar, manager="b", force=False, kind=DEPLOY, now="T2")
+    assert [c["name"] for c in out["spec"]["template"]["spec"]["containers"]] == [
+        "web",
+        "proxy",
+    ]
+    assert [e["manager"] for e in _entries(out)] == ["a", "b"]
+
+
+# --- apply: conflicts -------------------------------------------------------------------
+
+
+def test_conflict_with_an_update_manager_uses_upstream_wording() -> None:
+    live = server_side_apply(None, _deploy(2), manager="flux", force=False, kind=DEPLOY, now="T1")
+    scaled = copy.deepcopy(live)
+    scaled["spec"]["replicas"] = 5
+    live = update_managed_fields(
+        live, scaled, manager="kubectl-client-side-apply", operation="Update", now="T2"
+    )
+    with pytest.raises(ApplyConflict) as info:
+        server_side_apply(live, _deploy(3), manager="flux", force=False, kind=DEPLOY, now="T3")
+    err = info.value
+    assert err.code == 409
+    assert err.message == (
+        'Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using '
+        "apps/v1: .spec.replicas"
+    )
+    assert err.conflicts == [
+        {"manager": '"kubectl-client-side-apply" using apps/v1', "field": ".spec.replicas"}
+    ]
+    assert err.causes == [
+        {
+            "type": "FieldManagerConflict",
+            "message": 'conflict with "kubectl-client-side-apply" using apps/v1',
+            "field": ".spec.replicas",
+        }
+    ]
+
+
+def test_several_conflicts_are_grouped_by_manager() -> None:
+    live = server_side_apply(None, _deploy(2), manager="a", force=False, kind=DEPLOY, now="T1")
+    with pytest.raises(ApplyConflict) as info:
+        server_side_apply(
+            live, _deploy(3, "nginx:2"), manager="b", force=False, kind=DEPLOY, now="T2"
+        )
+    # Set.Iterate: a level's members before its children.
+    assert info.value.message == (
+        'Apply failed with 2 conflicts: conflicts with "a":\n'
+        "- .spec.replicas\n"
+        '- .spec.template.spec.containers[name="web"].image'
+    )
+
+
+def test_same_value_from_two_appliers_is_shared_not_a_conflict() -> None:
+    live = server_side_apply(None, _cm({"a": "1"}), manager="x", force=False, kind=CM, now="T1")
+    out = server_side_apply(live, _cm({"a": "1"}), manager="y", force=False, kind=CM, now="T2")
+    assert _fields(out, "x") == _fields(out, "y") == {"f:data": {"f:a": {}}}
+
+
+def test_force_takes_ownership_and_drops_the_emptied_entry() -> None:
+    live = server_side_apply(None, _cm({"a": "1"}), manager="x", force=False, kind=CM, now="T1")
+    out = server_side_apply(
+        live, _cm({"a": "2"}), manager="kustomize-controller", force=True, kind=CM, now="T2"
+    )
+    assert out["data"] == {"a": "2"}
+    assert [e["manager"] for e in _entries(out)] == ["kustomize-controller"]
+
+
+# --- apply: removal ---------------------------------------------------------------------
+
+
+def test_fields_no_longer_applied_are_removed() -> None:
+    live = server_side_apply(
+        None,
+        _cm({"a": "1", "b": "2"}, labels={"x": "1"}),
+        manager="m",
+        force=False,
+        kind=CM,
+        now="T1",
+    )
+    out = server_side_apply(live, _cm({"a": "1"}), manager="m", force=False, kind=CM, now="T2")
+    assert out["data"] == {"a": "1"}
+    assert "labels" not in out["metadata"]
+    assert out["metadata"]["name"] == "c"
+    assert _fields(out, "m") == {"f:data": {"f:a": {}}}
+
+
+def test_fields_another_manager_owns_survive_removal() -> None:
+    live = server_side_apply(
+        None, _cm({"a": "1", "b": "2"}), manager="m", force=False, kind=CM, now="T1"
+    )
+    live = server_side_apply(live, _cm({"b": "2"}), manager="n", force=False, kind=CM, now="T2")
+    out = server_side_apply(live, _cm({"a": "1"}), manager="m", force=False, kind=CM, now="T3")
+    assert out["data"] == {"a": "1", "b": "2"}
+
+
+def test_removed_list_item_goes_with_its_fields() -> None:
+    live = server_side_apply(
+        None,
+        _deploy(ports=[{"containerPort": 80}, {"containerPort": 443}]),
+        manager="m",
+        force=False,
+        kind=DEPLOY,
+        now="T1",
+    )
+    out = server_side_apply(
+        live,
+        _deploy(ports=[{"containerPort": 443}]),
+        manager="m",
+        force=False,
+        kind=DEPLOY,
+        now="T2",
+    )
+    assert out["spec"]["template"]["spec"]["containers"][0]["ports"] == [{"containerPort": 443}]
+
+
+def test_unowned_fields_are_left_alone() -> None:
+    live = _cm({"a": "1", "server": "x"})
+    out = server_side_apply(live, _cm({"a": "2"}), manager="m", force=False, kind=CM, now="T")
+    assert out["data"] == {"a": "2", "server": "x"}
+
+
+# --- apply: endpoints and errors --------------------------------------------------------
+
+
+def test_status_is_ignored_when_applied_to_the_main_resource() -> None:
+    applied = {**_deploy(), "status": {"replicas": 9}}
+    live = {**_deploy(), "status": {"replicas": 1}}
+    out = server_side_apply(live, applied, manager="m", force=False, kind=DEPLOY, now="T")
+    assert out["status"] == {"replicas": 1}
+    assert "f:status" not in _fields(out, "m")
+
+
+def test_status_subresource_apply_owns_only_status() -> None:
+    live = _deploy()
+    applied = {**_deploy(replicas=7), "status": {"readyReplicas": 2}}
+    out = server_side_apply(
+        live, applied, manager="ctl", force=False, kind=DEPLOY, now="T", subresource="status"
+    )
+    assert out["spec"]["replicas"] == 2
+    assert out["status"] == {"readyReplicas": 2}
+    (entry,) = _entries(out)
+    assert entry["subresource"] == "status"
+    assert entry["fieldsV1"] == {"f:status": {"f:readyReplicas": {}}}
+
+
+def test_item_without_key_field_is_rejected() -> None:
+    applied = _deploy()
+    applied["spec"]["template"]["spec"]["containers"] = [{"image": "x"}]
+    with pytest.raises(PatchError) as info:
+        server_side_apply(None, applied, manager="m", force=False, kind=DEPLOY, now="T")
+    assert 'omits key field "name"' in info.value.message
+
+
+def test_custom_resources_apply_granularly_without_a_schema() -> None:
+    ks = {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": "apps", "namespace": "flux-system"},
+        "spec": {"interval": "10m", "sourceRef": {"kind": "GitRepository", "name": "repo"}},
+    }
+    out = server_side_apply(None, ks, manager="kustomize-controller", force=True, kind=KS, now="T")
+    assert _fields(out, "kustomize-controller") == {
+        "f:spec": {"f:interval": {}, "f:sourceRef": {"f:kind": {}, "f:name": {}}}
+    }
+
+
+# --- kubectl client-side apply upgrade ----------------------------------------------------
+
+
+def _csa_live(replicas: int, last_applied_replicas: int) -> dict[str, Any]:
+    last = _deploy(last_applied_replicas)
+    live = _deploy(replicas)
+    live["metadata"]["annotations"] = {LAST_APPLIED_ANNOTATION: json.dumps(last)}
+    return update_managed_fields(
+        None, live, manager="kubectl-client-side-apply", operation="Update", now="T0"
+    )
+
+
+def test_kubectl_takes_over_fields_still_matching_the_annotation() -> None:
+    live = _csa_live(2, 2)
+    out = server_side_apply(live, _deploy(4), manager="kubectl", force=False, kind=DEPLOY, now="T")
+    assert out["spec"]["replicas"] == 4
+    annotation = json.loads(out["metadata"]["annotations"][LAST_APPLIED_ANNOTATION])
+    assert annotation["spec"]["replicas"] == 4, "the annotation follows the applied config"
+
+
+def test_kubectl_still_conflicts_on_fields_changed_since_the_annotation() -> None:
+    live = _csa_live(5, 2)
+    with pytest.raises(ApplyConflict):
+        server_side_apply(live, _deploy(4), manager="kubectl", force=False, kind=DEPLOY, now="T")
+
+
+# --- update -----------------------------------------------------------------------------
+
+
+def test_create_by_update_owns_new_maps_with_dot() -> None:
+    out = update_managed_fields(
+        None,
+        _cm({"a": "1"}, labels={"x": "y"}),
+        manager="kubectl-create",
+        operation="Update",
+        now="T",
+    )
+    assert _entries(out) == [
+        {
+            "manager": "kubectl-create",
+            "operation": "Update",
+            "apiVersion": "v1",
+            "time": "T",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {
+                "f:data": {".": {}, "f:a": {}},
+                "f:metadata": {"f:labels": {".": {}, "f:x": {}}},
+            },
+        }
+    ]
+
+
+def test_update_takes_changed_fields_from_their_owner() -> None:
+    live = server_side_apply(
+        None, _cm({"a": "1", "b": "1"}), manager="flux", force=False, kind=CM, now="T1"
+    )
+    edited = copy.deepcopy(live)
+    edited["data"]["a"] = "2"
+    del edited["data"]["b"]
+    out = update_managed_fields(live, edited, manager="kubectl-edit", operation="Update", now="T2")
+    assert _fields(out, "kubectl-edit") == {"f:data": {"f:a": {}}}
+    assert [e["manager"] for e in _entries(out)] == ["kubectl-edit"], "flux lost a and b"
+
+
+def test_apply_entries_sort_before_update_entries() -> None:
+    live = update_managed_fields(
+        None, _cm({"u": "1"}), manager="a-updater", operation="Update", now="T1"
+    )
+    out = server_side_apply(
+        live, _cm({"z": "1"}), manager="z-applier", force=False, kind=CM, now="T2"
+    )
+    assert [(e["manager"], e["operation"]) for e in _entries(out)] == [
+        ("z-applier", "Apply"),
+        ("a-updater", "Update"),
+    ]
+
+
+def test_update_that_changes_nothing_keeps_entries_and_times() -> None:
+    live = update_managed_fields(None, _cm({"a": "1"}), manager="m", operation="Update", now="T1")
+    out = update_managed_fields(
+        live, copy.deepcopy(live), manager="n", operation="Update", now="T2"
+    )
+    assert _entries(out) == _entries(live)
+
+
+def test_empty_managed_fields_in_the_request_reset_them() -> None:
+    live = update_managed_fields(None, _cm({"a": "1"}), manager="m", operation="Update", now="T1")
+    cleared = copy.deepcopy(live)
+    cleared["metadata"]["managedFields"] = []
+    out = update_managed_fields(live, cleared, manager="n", operation="Update", now="T2")
+    assert "managedFields" not in out["metadata"]
+
+
+def test_status_subresource_update_is_recorded_with_subresource() -> None:
+    live = update_managed_fields(None, _deploy(), manager="m", operation="Update", now="T1")
+    new = copy.deepcopy(live)
+    new["status"] = {"readyReplicas": 1}
+    out = update_managed_fields(
+        live,
+        new,
+        manager="kube-controller-manager",
+        operation="Update",
+        now="T2",
+        subresource="status",
+    )
+    (entry,) = [e for e in _entries(out) if e["manager"] == "kube-controller-manager"]
+    assert entry["subresource"] == "status"
+    assert entry["fieldsV1"] == {"f:status": {".": {}, "f:readyReplicas": {}}}
+
+
+def test_more_than_ten_updaters_fold_into_ancient_changes() -> None:
+    obj = _cm({})
+    live = update_managed_fields(None, obj, manager="m0", operation="Update", now="T00")
+    for i in range(1, 12):
+        new = copy.deepcopy(live)
+        new["data"][f"k{i}"] = "v"
+        live = update_managed_fields(
+            live, new, manager=f"m{i:02}", operation="Update", now=f"T{i:02}"
+        )
+    managers = [e["manager"] for e in _entries(live)]
+    assert len(managers) == 10
+    assert "ancient-changes" in managers
+    # Oldest first: m0 (owner of the empty data map itself) opens the bucket, m01 and m02
+    # are folded in, which brings the count down to ten.
+    assert _fields(live, "ancient-changes") == {"f:data": {".": {}, "f:k1": {}, "f:k2": {}}}
+
+
+# --- properties -------------------------------------------------------------------------
+
+_data = st.dictionaries(st.sampled_from(["a", "b", "c", "d"]), st.sampled_from(["1", "2"]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(_data, _data)
+def test_a_sole_applier_ends_with_exactly_its_config(
+    first: dict[str, str], second: dict[str, str]
+) -> None:
+    live = server_side_apply(None, _cm(first), manager="m", force=False, kind=CM, now="T1")
+    out = server_side_apply(live, _cm(second), manager="m", force=False, kind=CM, now="T2")
+    assert out.get("data", {}) == second
+
+
+@settings(max_examples=100, deadline=None)
+@given(_data, _data)
+def test_applying_twice_is_idempotent(first: dict[str, str], second: dict[str, str]) -> None:
+    live = server_side_apply(None, _cm(first), manager="a", force=False, kind=CM, now="T1")
+    once = server_side_apply(live, _cm(second), manager="b", force=True, kind=CM, now="T2")
+    twice = server_side_apply(once, _cm(second), manager="b", force=False, kind=CM, now="T3")
+    assert twice == once
