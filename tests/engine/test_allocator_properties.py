@@ -79,7 +79,7 @@ def _value(d: dict[str, Any], name: str) -> Fraction:
 
 
 @settings(
-    max_examples=150,
+    max_examples=80,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
@@ -180,7 +180,7 @@ def _oracle_consumption(d: dict[str, Any], wanted: dict[str, str]) -> dict[str, 
     return out
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(devs=devices(), sequence=st.lists(claims(), max_size=10))
 def test_single_device_claims_take_the_first_device_that_fits(
     devs: list[dict[str, Any]], sequence: list[dict[str, Any]]
@@ -234,3 +234,43 @@ def test_single_device_claims_take_the_first_device_that_fits(
         else:
             whole.add(expect)
         state.add(got[0])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(devs=devices(), sequence=st.lists(claims(), max_size=8))
+def test_single_device_shortcut_agrees_with_the_full_search(
+    devs: list[dict[str, Any]], sequence: list[dict[str, Any]]
+) -> None:
+    s = {
+        "metadata": {"name": "s"},
+        "spec": {
+            "driver": DRV,
+            "nodeName": "n1",
+            "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+            "devices": devs,
+        },
+    }
+    alloc = Allocator(slices=[s], classes=[CLASS])
+    state = AllocatedState()
+    for c in sequence:
+        r0 = dict(c["spec"]["devices"]["requests"][0])
+        r0["exactly"] = dict(r0["exactly"], count=1)
+        plain = {"metadata": c["metadata"], "spec": {"devices": {"requests": [r0]}}}
+        # A constraint on a request that does not exist changes nothing but forces the search.
+        searched = {
+            "metadata": c["metadata"],
+            "spec": {
+                "devices": {
+                    "requests": [r0],
+                    "constraints": [{"requests": ["absent"], "matchAttribute": f"{DRV}/numa"}],
+                }
+            },
+        }
+        a = alloc.allocate(claims=[plain], node=NODE, state=state)
+        b = alloc.allocate(claims=[searched], node=NODE, state=state)
+        assert (a is None) == (b is None)
+        if a is not None and b is not None:
+            ra, rb = a[0]["devices"]["results"][0], b[0]["devices"]["results"][0]
+            assert ra["device"] == rb["device"]
+            assert ra.get("consumedCapacity") == rb.get("consumedCapacity")
+            state.add(a[0])

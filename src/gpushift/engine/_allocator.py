@@ -381,7 +381,7 @@ class Allocator:
         self._classes: dict[str, DeviceClass] = {
             c["metadata"]["name"]: c for c in classes if c.get("metadata", {}).get("name")
         }
-        self._cap_ids: dict[Any, tuple[int, dict[str, Capacity]]] = {}
+        self._cap_ids: dict[str, tuple[int, dict[str, Capacity]]] = {}
         self._by_node: dict[str, list[tuple[ResourceSlice, list[_Dev]]]] = {}
         self._other: list[tuple[ResourceSlice, list[_Dev]]] = []
         for s in slices:
@@ -403,7 +403,8 @@ class Allocator:
     # -- construction helpers --
 
     def _capacity(self, body: Mapping[str, Any] | None) -> tuple[int, dict[str, Capacity]]:
-        frozen = _freeze(body or {})
+        # Devices of one model repeat the same capacity body; repr is a cheap content key.
+        frozen = repr(body)
         hit = self._cap_ids.get(frozen)
         if hit is None:
             caps = {name: parse_capacity(c) for name, c in (body or {}).items()}
@@ -712,15 +713,21 @@ class Allocator:
                 use = self._use(d, r)
                 if use is None:
                     continue
-                allocated = consumed.get(key)
-                if (
-                    not admin
-                    and allocated
-                    and any(a + allocated.get(n, 0) > lim for n, a, lim in use.amounts)
-                ):
-                    continue
-                if not admin and not allocated and any(a > lim for _, a, lim in use.amounts):
-                    continue
+                if not admin:
+                    allocated = consumed.get(key)
+                    over = False
+                    if allocated:
+                        for n, a, lim in use.amounts:
+                            if a + allocated.get(n, 0) > lim:
+                                over = True
+                                break
+                    else:
+                        for _, a, lim in use.amounts:
+                            if a > lim:
+                                over = True
+                                break
+                    if over:
+                        continue
             elif r.cap_requests and not self._fits_whole(d, r):
                 continue
             return _Pick(0, r, d, use, [])
@@ -1014,11 +1021,3 @@ def _claim_id(claim: ResourceClaim) -> str:
     ns = meta.get("namespace", "")
     name = meta.get("name") or meta.get("generateName", "")
     return f"{ns}/{name}" if ns else name
-
-
-def _freeze(v: Any) -> Any:
-    if isinstance(v, Mapping):
-        return tuple(sorted((k, _freeze(x)) for k, x in v.items()))
-    if isinstance(v, list | tuple):
-        return tuple(_freeze(x) for x in v)
-    return v
