@@ -678,3 +678,94 @@ def test_state_add_remove_round_trip() -> None:
     state.remove(other)
     assert state.consumed == {} and state.shared == {} and state.exclusive == {}
     assert c.consumed[g] == {"memory": 6 * 2**30, "shares": 3}
+
+
+# --- node selection and prefilter hints -------------------------------------------------------
+
+
+def test_node_selectors_of_several_devices_are_merged_into_one_term() -> None:
+    zone = {"key": "zone", "operator": "In", "values": ["a"]}
+    rack = {"key": "rack", "operator": "Exists"}
+    slices = [
+        slice_(
+            "s1",
+            [dev("d0")],
+            pool="p1",
+            node=None,
+            nodeSelector={"nodeSelectorTerms": [{"matchExpressions": [zone]}]},
+        ),
+        slice_(
+            "s2",
+            [dev("e0")],
+            pool="p2",
+            node=None,
+            nodeSelector={"nodeSelectorTerms": [{"matchExpressions": [zone, rack]}]},
+        ),
+    ]
+    a = Allocator(slices=slices, classes=[cls()])
+    node = {"metadata": {"name": "n1", "labels": {"zone": "a", "rack": "r1"}}}
+    got = a.allocate(claims=[claim(req(count=2))], node=node, state=AllocatedState())
+    assert got is not None
+    assert got[0]["nodeSelector"] == {"nodeSelectorTerms": [{"matchExpressions": [zone, rack]}]}
+
+
+def test_node_local_device_wins_over_network_devices_in_the_node_selector() -> None:
+    slices = [
+        slice_("net", [dev("f0")], pool="fabric", node=None, allNodes=True),
+        slice_("local", [dev("d0")], pool="n1"),
+    ]
+    a = Allocator(slices=slices, classes=[cls()])
+    got = a.allocate(claims=[claim(req(count=2))], node=NODE, state=AllocatedState())
+    assert got is not None
+    assert picked(got[0]) == [("r", "fabric", "f0"), ("r", "n1", "d0")]
+    assert got[0]["nodeSelector"] == PIN_N1
+
+
+def test_per_device_node_selection() -> None:
+    s = slice_(
+        "s",
+        [dev("on-n1", nodeName="n1"), dev("on-n2", nodeName="n2"), dev("anywhere", allNodes=True)],
+        pool="mixed",
+        node=None,
+        perDeviceNodeSelection=True,
+    )
+    a = Allocator(slices=[s], classes=[cls()])
+    got = a.allocate(claims=[claim(req(allocationMode="All"))], node=NODE2, state=AllocatedState())
+    assert got is not None
+    assert [r["device"] for r in got[0]["devices"]["results"]] == ["on-n2", "anywhere"]
+    assert got[0]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["n2"]
+
+
+def test_free_devices_counts_cards_that_can_take_another_claim() -> None:
+    gpus = [
+        GpuInfo(
+            minor=i,
+            uuid=f"GPU-{i}",
+            product_name="NVIDIA L4",
+            memory_bytes=24 * 2**30,
+            architecture="Ada Lovelace",
+            cuda_compute_capability="8.9",
+        )
+        for i in range(2)
+    ]
+    a = Allocator(
+        slices=[nvidia_resource_slice(node_name="n1", gpus=gpus, sharing="memory")],
+        classes=nvidia_device_classes(),
+    )
+    state = AllocatedState()
+    assert a.free_devices(node=NODE, state=state) == 2
+    assert a.free_devices(node=NODE2, state=state) == 0
+    # 24Gi - 1Mi used on gpu-0: one more 1Mi share still fits
+    almost = claim(
+        req(klass="gpu.nvidia.com", capacity={"requests": {"memory": f"{24 * 1024 - 1}Mi"}})
+    )
+    got = a.allocate(claims=[almost], node=NODE, state=state)
+    assert got is not None
+    state.add(got[0])
+    assert a.free_devices(node=NODE, state=state) == 2
+    one = claim(req(klass="gpu.nvidia.com", capacity={"requests": {"memory": "1Mi"}}))
+    got = a.allocate(claims=[one], node=NODE, state=state)
+    assert got is not None and got[0]["devices"]["results"][0]["device"] == "gpu-0"
+    state.add(got[0])
+    # gpu-0 is full: the range minimum (1Mi) no longer fits
+    assert a.free_devices(node=NODE, state=state) == 1
