@@ -209,8 +209,15 @@ class Observability(_Model):
     )
 
 
+def _chart_schema(schema: dict[str, Any]) -> None:
+    # In a config file either field may be left out: Charts fills in that chart's default.
+    schema.pop("required", None)
+
+
 class Chart(_Model):
     """Where a Helm chart comes from (an OCI artifact) and which version."""
+
+    model_config = ConfigDict(json_schema_extra=_chart_schema)
 
     url: str = Field(pattern=r"^oci://")
     version: str = Field(pattern=r"^v?\d+\.\d+(\.\d+)?([-+].*)?$")
@@ -239,6 +246,22 @@ class Charts(_Model):
     )
     app_template: Chart = Chart(url="oci://ghcr.io/bjw-s-labs/helm/app-template", version="5.3.0")
     llmkube: Chart = Chart(url="oci://ghcr.io/defilantech/charts/llmkube", version="0.9.19")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _partial_charts(cls, data: Any) -> Any:
+        # A chart given with only a version (or only a URL) keeps the default for the other.
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        for name, field in cls.model_fields.items():
+            key = field.alias or name
+            given = out.get(key, out.get(name))
+            default = field.default
+            if isinstance(given, dict) and isinstance(default, Chart):
+                merged = {"url": default.url, "version": default.version, **given}
+                out[key if key in out else name] = merged
+        return out
 
 
 class GpushiftConfig(_Model):
