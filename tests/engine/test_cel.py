@@ -130,3 +130,16 @@ def test_whole_map_expressions_are_memoised_by_full_content() -> None:
     assert ev.matches(expr, a100("GPU-1")) and ev.matches(expr, a100("GPU-2"))
     assert ev.matches(expr, a100("GPU-1"))
     assert ev.calls == 2
+
+
+def test_list_attributes_are_cel_lists(ev: CelSelectorEvaluator) -> None:
+    # DRAListTypeAttributes: the driver may publish numaNode as an `ints` list.
+    d = cel_device(
+        driver=NV,
+        attributes={"resource.kubernetes.io/numaNode": {"ints": [0, 1]}},
+        capacity=None,
+        allow_multiple_allocations=False,
+    )
+    assert ev.matches("1 in device.attributes['resource.kubernetes.io'].numaNode", d)
+    assert not ev.matches("2 in device.attributes['resource.kubernetes.io'].numaNode", d)
+    assert ev.matches("size(device.attributes['resource.kubernetes.io'].numaNode) == 2", d)

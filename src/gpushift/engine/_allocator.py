@@ -239,9 +239,10 @@ class _Dev:
                 attr = attrs.get(ident)
         out: tuple[str, Any] | None = None
         if attr is not None:
-            for t in ("string", "bool", "int", "version"):
+            for t in ("string", "bool", "int", "version", "strings", "bools", "ints", "versions"):
                 if t in attr:
-                    out = (t, attr[t])
+                    v = attr[t]
+                    out = (t, tuple(v) if isinstance(v, list) else v)
                     break
         self.attr_cache[fq_name] = out
         return out

@@ -61,7 +61,7 @@ class SelectorEvaluationError(Exception):
 
 
 #: A device attribute value as CEL sees it (versions and quantities are tagged maps).
-CelValue = int | bool | str | dict[str, str]
+CelValue = int | bool | str | dict[str, str] | list[Any]
 
 
 class CelDevice:
@@ -143,6 +143,11 @@ def _attribute_value(attr: DeviceAttribute) -> CelValue:
         return int(attr["int"])
     if "version" in attr:
         return {_SEMVER: str(attr["version"])}
+    if "versions" in attr:
+        return [{_SEMVER: str(v)} for v in attr["versions"]]
+    for key in ("strings", "ints", "bools"):
+        if key in attr:
+            return list(attr[key])
     raise InputError(f"device attribute has no value: {attr!r}")
 
 
@@ -179,6 +184,8 @@ def cel_device(
 
 
 def _hashable(v: CelValue) -> Any:
+    if isinstance(v, list):
+        return ("list", tuple(_hashable(x) for x in v))
     if isinstance(v, dict):
         return (_SEMVER, v[_SEMVER])
     # bool is an int in Python; keep True and 1 apart.
@@ -346,8 +353,7 @@ def _project(device: CelDevice, refs: tuple[tuple[str, str, str], ...]) -> tuple
         elif name not in m:
             out.append(_MISSING_NAME)
         else:
-            v = m[name]
-            out.append(tuple(v.items()) if isinstance(v, dict) else (type(v).__name__, v))
+            out.append(_hashable(m[name]))
     return tuple(out)
 
 

@@ -57,12 +57,16 @@ class Node(TypedDict, total=False):
 
 
 class DeviceAttribute(TypedDict, total=False):
-    """Exactly one of the typed values is set."""
+    """Exactly one of the typed values is set (the list forms need DRAListTypeAttributes)."""
 
     int: int
     bool: bool
     string: str
     version: str
+    ints: list[int]
+    bools: list[bool]
+    strings: list[str]
+    versions: list[str]
 
 
 class CapacityRequestPolicyRange(TypedDict, total=False):
