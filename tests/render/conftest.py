@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -34,16 +35,23 @@ def config_from() -> Callable[[dict[str, Any]], GpushiftConfig]:
     return _config_from
 
 
+# Rendering is pure, so tests share trees; test_tree.py checks determinism separately.
+_TREES: dict[str, Tree] = {}
+
+
 @pytest.fixture
 def tree_for() -> Callable[..., Tree]:
-    """``tree_for(allocator, sharing, **top_level_changes)``: a homelab tree."""
+    """``tree_for(allocator, sharing, **top_level_changes)``: a homelab tree (do not mutate)."""
 
     def build(allocator: str, sharing: Any, **changes: Any) -> Tree:
-        data = _homelab_data()
-        data["allocator"] = allocator
-        data["sharing"] = sharing
-        data.update(changes)
-        return render_tree(_config_from(data))
+        key = json.dumps([allocator, sharing, changes], sort_keys=True)
+        if key not in _TREES:
+            data = _homelab_data()
+            data["allocator"] = allocator
+            data["sharing"] = sharing
+            data.update(changes)
+            _TREES[key] = render_tree(_config_from(data))
+        return _TREES[key]
 
     return build
 

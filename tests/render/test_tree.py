@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from gpushift._errors import InputError
+from gpushift.render import parse_config, render_tree
 
 Tree = dict[str, str]
 
@@ -73,9 +75,15 @@ def test_every_combination_is_allowed_or_refused_as_documented(
         assert tree_for(*combo)
 
 
-def test_rerender_is_byte_identical(render_combo: Callable[[tuple[str, Any]], Tree]) -> None:
-    for combo in [*ALLOWED, MEMORY_MEDIA_ONLY]:
-        assert render_combo(combo) == render_combo(combo)
+def test_rerender_is_byte_identical(homelab_data: dict[str, Any]) -> None:
+    # Two configs parsed independently, so nothing is shared between the two renders.
+    for allocator, sharing in ALLOWED:
+        data = {**homelab_data, "allocator": allocator, "sharing": sharing}
+        text = yaml.safe_dump(data, sort_keys=False)
+        first = render_tree(parse_config(text, display="a.yaml"))
+        second = render_tree(parse_config(text, display="b.yaml"))
+        assert first == second
+        assert first is not second
 
 
 def test_tree_paths_and_text_form(render_combo: Callable[[tuple[str, Any]], Tree]) -> None:
@@ -92,18 +100,22 @@ def test_tree_paths_and_text_form(render_combo: Callable[[tuple[str, Any]], Tree
 # --- kubectl kustomize -----------------------------------------------------------------------
 
 
-def _kustomize_dirs(tree: Tree) -> Iterator[tuple[str, dict[str, str]]]:
-    """Each folder holding a kustomization.yaml, with that folder's own files."""
+def _kustomize_inputs(tree: Tree) -> Iterator[tuple[str, Tree]]:
+    """Each folder holding a kustomization.yaml, with the files a build of it reads.
+
+    Those are the folder's own files and the ``<app>/ks.yaml`` files a namespace folder lists.
+    """
     for path in tree:
         if path.endswith("/kustomization.yaml"):
             folder = path.rsplit("/", 1)[0]
-            own = {
-                p.rsplit("/", 1)[1]: t
-                for p, t in tree.items()
-                if p.rsplit("/", 1)[0] == folder
-                or (p.startswith(folder + "/") and p.endswith("/ks.yaml"))
-            }
-            yield folder, own
+            inputs = {}
+            for p, text in tree.items():
+                if not p.startswith(folder + "/"):
+                    continue
+                rel = p[len(folder) + 1 :]
+                if "/" not in rel or (rel.count("/") == 1 and rel.endswith("/ks.yaml")):
+                    inputs[rel] = text
+            yield folder, inputs
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
@@ -112,27 +124,26 @@ def test_every_kustomization_builds(
 ) -> None:
     # Identical folders recur across combinations; build each distinct one once.
     seen: set[str] = set()
-    built = 0
     for combo in [*ALLOWED, MEMORY_MEDIA_ONLY]:
-        tree = render_combo(combo)
-        for folder, own in _kustomize_dirs(tree):
-            subtree = {p: t for p, t in tree.items() if p.startswith(folder + "/")}
-            digest = hashlib.sha256(json.dumps(subtree, sort_keys=True).encode()).hexdigest()
+        for folder, inputs in _kustomize_inputs(render_combo(combo)):
+            digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
             if digest in seen:
                 continue
             seen.add(digest)
-            root = write(subtree, tmp_path / digest[:16])
+            root = write(inputs, tmp_path / digest[:16])
             out = subprocess.run(
-                ["kubectl", "kustomize", str(root / folder)],
-                capture_output=True,
-                text=True,
-                check=False,
+                ["kubectl", "kustomize", str(root)], capture_output=True, text=True, check=False
             )
             assert out.returncode == 0, f"{combo} {folder}: {out.stderr}"
-            assert out.stdout.strip(), f"{combo} {folder}: empty build"
-            del own
-            built += 1
-    assert built > 20
+            built = list(yaml.safe_load_all(out.stdout))
+            # kustomize emits every object of every listed file, nothing dropped.
+            listed = yaml.safe_load(inputs["kustomization.yaml"])["resources"]
+            expected = sum(
+                len([d for d in yaml.safe_load_all(inputs[r.removeprefix("./")]) if d])
+                for r in listed
+            )
+            assert len(built) == expected, f"{combo} {folder}"
+    assert len(seen) > 20
 
 
 # --- gpushift check --------------------------------------------------------------------------
