@@ -187,7 +187,7 @@ def _hashable(v: CelValue) -> Any:
     if isinstance(v, list):
         return ("list", tuple(_hashable(x) for x in v))
     if isinstance(v, dict):
-        return (_SEMVER, v[_SEMVER])
+        return tuple(v.items())  # a tagged quantity or version
     # bool is an int in Python; keep True and 1 apart.
     return (type(v).__name__, v)
 
