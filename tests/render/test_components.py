@@ -442,3 +442,31 @@ def test_namespace_kustomizations_list_every_app(tree_for: TreeFor, docs: Docs) 
     (ns,) = docs(tree, "media/namespace.yaml")
     assert ns["metadata"]["name"] == "media"
     assert ns["metadata"]["annotations"] == {"kustomize.toolkit.fluxcd.io/prune": "disabled"}
+
+
+# --- agreement with the engine's NVIDIA facts -------------------------------------------------
+
+
+def test_claim_template_class_is_the_chart_class_that_bridges_nvidia_gpu() -> None:
+    from gpushift.engine import nvidia_device_classes
+    from gpushift.render._config import GPU_DEVICE_CLASS
+
+    bridging = [
+        c["metadata"]["name"]
+        for c in nvidia_device_classes()
+        if c["spec"].get("extendedResourceName") == "nvidia.com/gpu"
+    ]
+    assert bridging == [GPU_DEVICE_CLASS]
+
+
+def test_rendered_consumable_shares_are_what_the_kubelet_plugin_accepts(
+    tree_for: TreeFor, docs: Docs, homelab_data: dict[str, Any]
+) -> None:
+    from gpushift.engine import parse_consumable_shares
+
+    media = [c for c in homelab_data["consumers"] if c["namespace"] == "media"]
+    path = "gpu-operator/dra-driver-nvidia-gpu/app/helmrelease.yaml"
+    for sharing, extra in ((1, {}), (5, {}), ("unlimited", {}), ("memory", {"consumers": media})):
+        v = values(docs, tree_for("dra", sharing, **extra), path)
+        assert parse_consumable_shares(v["consumableShares"]) == sharing
+        assert v["featureGates"] == {"ConsumableShares": True}

@@ -59,9 +59,9 @@ def test_homelab_example_reads_as_described() -> None:
     assert cfg.sharing == 5
     assert cfg.cluster.talos
     assert cfg.cluster.effective_driver_root == "/usr/local"
-    assert cfg.cluster.gpu_nodes.names == ["gpu-1", "gpu-2", "gpu-3"]
+    assert cfg.cluster.gpu_nodes.names == ["k8s-1", "k8s-2", "k8s-3"]
     assert cfg.cluster.gpu_nodes.gpu.product == "NVIDIA L4"
-    assert cfg.cluster.gpu_nodes.gpu.memory == "24Gi"
+    assert cfg.cluster.gpu_nodes.gpu.memory == "23034Mi"
     media = [c.name for c in cfg.consumers if c.namespace == "media"]
     assert media == ["jellyfin", "plex", "tdarr", "pinchflat", "dispatcharr", "whisper"]
     (ai,) = [c for c in cfg.consumers if c.namespace == "ai"]
@@ -160,7 +160,7 @@ BAD_CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "more memory per claim than a card has",
         {"allocator": "dra", "sharing": "memory", "memoryPerClaim": "32Gi"},
         "memoryPerClaim",
-        "more than one GPU has (24Gi)",
+        "more than one GPU has (23034Mi)",
     ),
     (
         "two GPUs for a claim consumer",

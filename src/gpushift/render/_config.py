@@ -89,7 +89,9 @@ class GpuModel(_Model):
     """The GPU model fitted in every GPU node."""
 
     product: str = Field(default="NVIDIA L4", description="Product name as NVML reports it.")
-    memory: str = Field(default="24Gi", description="Memory per GPU (a Kubernetes quantity).")
+    memory: str = Field(
+        default="23034Mi", description="Memory per GPU as NVML reports it (a quantity)."
+    )
     per_node: int = Field(default=1, ge=1, description="GPUs per node.")
 
     @field_validator("memory")
