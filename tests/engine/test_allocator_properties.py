@@ -78,15 +78,50 @@ def _value(d: dict[str, Any], name: str) -> Fraction:
     return parse(d["capacity"][name]["value"])
 
 
+def _check_claim(
+    c: dict[str, Any], allocation: dict[str, Any], by_name: dict[str, dict[str, Any]]
+) -> None:
+    results = allocation["devices"]["results"]
+    spec = c["spec"]["devices"]
+    # every request gets exactly `count` devices
+    per_req = Counter(r["request"] for r in results)
+    assert per_req == Counter({r["name"]: r["exactly"]["count"] for r in spec["requests"]})
+    # the claim's constraint holds over its devices
+    numas = [by_name[r["device"]]["attributes"]["numa"]["int"] for r in results]
+    for k in spec.get("constraints", ()):
+        if "matchAttribute" in k:
+            assert len(set(numas)) == 1
+        else:
+            assert len(set(numas)) == len(numas)
+    wanted = {
+        r["name"]: r["exactly"].get("capacity", {}).get("requests", {}) for r in spec["requests"]
+    }
+    for r in results:
+        d = by_name[r["device"]]
+        if d.get("allowMultipleAllocations"):
+            assert r["shareID"]
+            assert set(r["consumedCapacity"]) == set(d["capacity"])
+            for name, amount in wanted[r["request"]].items():
+                assert parse(r["consumedCapacity"][name]) >= parse(amount)
+        else:
+            assert "shareID" not in r and "consumedCapacity" not in r
+
+
 @settings(
     max_examples=80,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-@given(devs=devices(), sequence=st.lists(st.tuples(claims(), st.booleans()), max_size=12))
+@given(
+    devs=devices(),
+    sequence=st.lists(
+        st.tuples(st.lists(claims(), min_size=1, max_size=2), st.booleans()), max_size=10
+    ),
+)
 def test_never_overcommits(
-    devs: list[dict[str, Any]], sequence: list[tuple[dict[str, Any], bool]]
+    devs: list[dict[str, Any]], sequence: list[tuple[list[dict[str, Any]], bool]]
 ) -> None:
+    """Pods of one or two claims come and go; no device is ever overcommitted."""
     s = {
         "metadata": {"name": "s"},
         "spec": {
@@ -100,48 +135,29 @@ def test_never_overcommits(
     alloc = Allocator(slices=[s], classes=[CLASS])
     state = AllocatedState()
     held: list[dict[str, Any]] = []
-    for c, release_one in sequence:
-        got = alloc.allocate(claims=[c], node=NODE, state=state)
+    for pod_claims, release_one in sequence:
+        got = alloc.allocate(claims=pod_claims, node=NODE, state=state)
         if got is not None:
-            results = got[0]["devices"]["results"]
-            spec = c["spec"]["devices"]
-            # every request gets exactly `count` devices
-            per_req = Counter(r["request"] for r in results)
-            assert per_req == Counter({r["name"]: r["exactly"]["count"] for r in spec["requests"]})
-            # the claim's constraint holds over its devices
-            numas = [by_name[r["device"]]["attributes"]["numa"]["int"] for r in results]
-            for k in spec.get("constraints", ()):
-                if "matchAttribute" in k:
-                    assert len(set(numas)) == 1
-                else:
-                    assert len(set(numas)) == len(numas)
-            wanted = {
-                r["name"]: r["exactly"].get("capacity", {}).get("requests", {})
-                for r in spec["requests"]
-            }
-            for r in results:
-                d = by_name[r["device"]]
-                if d.get("allowMultipleAllocations"):
-                    assert r["shareID"]
-                    assert set(r["consumedCapacity"]) == set(d["capacity"])
-                    for name, amount in wanted[r["request"]].items():
-                        assert parse(r["consumedCapacity"][name]) >= parse(amount)
-                else:
-                    assert "shareID" not in r and "consumedCapacity" not in r
-            state.add(got[0])
-            held.append(got[0])
+            assert len(got) == len(pod_claims)
+            for c, allocation in zip(pod_claims, got, strict=True):
+                _check_claim(c, allocation, by_name)
+                state.add(allocation)
+                held.append(allocation)
         if release_one and held:
             state.remove(held.pop(0))
         # Independent ledger from the held allocations alone.
         whole: Counter[str] = Counter()
         used: dict[str, dict[str, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
+        share_ids: Counter[str] = Counter()
         for h in held:
             for r in h["devices"]["results"]:
                 if "shareID" in r:
+                    share_ids[r["shareID"]] += 1
                     for name, q in r["consumedCapacity"].items():
                         used[r["device"]][name] += parse(q)
                 else:
                     whole[r["device"]] += 1
+        assert all(n == 1 for n in share_ids.values())
         for name, n in whole.items():
             assert n == 1, f"{name} handed out whole {n} times"
             assert name not in used, f"{name} both whole and shared"
