@@ -513,3 +513,30 @@ def test_applying_twice_is_idempotent(first: dict[str, str], second: dict[str, s
     once = server_side_apply(live, _cm(second), manager="b", force=True, kind=CM, now="T2")
     twice = server_side_apply(once, _cm(second), manager="b", force=False, kind=CM, now="T3")
     assert twice == once
+
+
+def test_create_by_update_does_not_own_the_containers_list_itself() -> None:
+    # PodSpec.containers has no omitempty, so Go's zero Deployment already holds it: a create
+    # adds the items ("." under each) but not the list; ports (omitempty) gets its ".".
+    out = update_managed_fields(
+        None,
+        _deploy(ports=[{"containerPort": 80}]),
+        manager="kubectl-client-side-apply",
+        operation="Update",
+        now="T",
+    )
+    template = _fields(out, "kubectl-client-side-apply")["f:spec"]["f:template"]
+    assert template["f:spec"] == {
+        "f:containers": {
+            'k:{"name":"web"}': {
+                ".": {},
+                "f:image": {},
+                "f:name": {},
+                "f:ports": {
+                    ".": {},
+                    'k:{"containerPort":80,"protocol":"TCP"}': {".": {}, "f:containerPort": {}},
+                },
+            }
+        }
+    }
+    assert template["f:metadata"] == {"f:labels": {".": {}, "f:app": {}}}

@@ -665,9 +665,13 @@ def _zero(kind: Kind | None, new: dict[str, Any]) -> dict[str, Any]:
     for name in ("spec", "status"):
         if isinstance(new.get(name), dict):
             zero[name] = {}
+    # PodSpec.containers has no omitempty: the zero value holds it (as null), so creating
+    # it does not add the list itself, only its items.
     spec = new.get("spec")
+    if kind.kind == "Pod" and isinstance(spec, dict):
+        zero["spec"]["containers"] = []
     if isinstance(spec, dict) and isinstance(spec.get("template"), dict):
-        zero["spec"]["template"] = {"metadata": {}, "spec": {}}
+        zero["spec"]["template"] = {"metadata": {}, "spec": {"containers": []}}
     return zero
 
 
