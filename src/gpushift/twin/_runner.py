@@ -52,9 +52,16 @@ async def start(
     host: str,
     port: int,
     certificate: Certificate | None,
+    routes: Callable[[web.Application], None] | None = None,
 ) -> tuple[web.AppRunner, int]:
-    """Listen on ``host:port`` (0 picks a free port); returns the runner and the bound port."""
-    runner = web.AppRunner(server.app(), access_log=None, handle_signals=False)
+    """Listen on ``host:port`` (0 picks a free port); returns the runner and the bound port.
+
+    ``routes`` may add routes beside the API (exact paths win over the API's catch-all).
+    """
+    app = server.app()
+    if routes is not None:
+        routes(app)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
     context = None
     if certificate is not None:
@@ -89,11 +96,13 @@ def run_twin(
     kubeconfig: Path | None = None,
     bookmark_interval: float = 5.0,
     access_log: bool = False,
+    routes: Callable[[web.Application], None] | None = None,
 ) -> Iterator[Twin]:
     """Run a twin on a background thread for the duration of the ``with`` block.
 
     Yields a :class:`Twin` with the URL, the token and a kubeconfig file (in a temporary
     directory unless ``kubeconfig`` is given). The server stops when the block exits.
+    ``routes`` adds routes beside the API (the cluster controllers' endpoints).
     """
     store = store or new_store()
     token = token or new_token()
@@ -110,7 +119,9 @@ def run_twin(
 
     async def main() -> None:
         try:
-            runner, bound = await start(server, host=host, port=port, certificate=certificate)
+            runner, bound = await start(
+                server, host=host, port=port, certificate=certificate, routes=routes
+            )
         except BaseException as err:
             box["error"] = err
             ready.set()
@@ -152,9 +163,12 @@ async def serve_forever(
     certificate: Certificate | None,
     on_ready: Callable[[int], Awaitable[None] | None],
     stop: asyncio.Event,
+    routes: Callable[[web.Application], None] | None = None,
 ) -> None:
     """Serve until ``stop`` is set; ``on_ready`` gets the bound port once listening."""
-    runner, bound = await start(server, host=host, port=port, certificate=certificate)
+    runner, bound = await start(
+        server, host=host, port=port, certificate=certificate, routes=routes
+    )
     try:
         result = on_ready(bound)
         if result is not None:
