@@ -192,6 +192,21 @@ BAD_CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "consumers[0].model",
         "needs the Model source",
     ),
+    (
+        "a consumer named like a rendered component",
+        {
+            "allocator": "dra",
+            "consumers": [{"namespace": "ai", "name": "llmkube", "style": "deployment"}],
+        },
+        "consumers[0].name",
+        "component gpushift renders itself",
+    ),
+    (
+        "an apps path leaving the repository",
+        {"allocator": "dra", "cluster": {"appsPath": "../elsewhere"}},
+        "cluster.appsPath",
+        "relative path inside the repository",
+    ),
     ("an unknown allocator", {"allocator": "mps"}, "allocator", "must be one of"),
     ("no allocator", {"sharing": 5}, "allocator", "required field is missing"),
     ("a misspelt field", {"allocator": "dra", "sharring": 5}, "sharring", "unknown field"),
@@ -315,11 +330,10 @@ def test_parse_sharing_integers(n: int) -> None:
 @given(st.text(max_size=12))
 def test_parse_sharing_refuses_everything_else(text: str) -> None:
     stripped = text.strip()
-    valid = stripped in ("exclusive", "memory", "unlimited") or (
-        stripped.isdigit() and stripped.isascii() and int(stripped) >= 1
-    )
-    if valid:
-        assert parse_sharing(text) in ("exclusive", "memory", "unlimited", int(stripped or 0))
+    if stripped in ("exclusive", "memory", "unlimited"):
+        assert parse_sharing(text) == stripped
+    elif stripped.isascii() and stripped.isdigit() and int(stripped) >= 1:
+        assert parse_sharing(text) == int(stripped)
     else:
         with pytest.raises(InputError, match="--sharing: must be exclusive"):
             parse_sharing(text)
@@ -329,7 +343,7 @@ def test_parse_sharing_words() -> None:
     assert parse_sharing("memory") == "memory"
     assert parse_sharing("unlimited") == "unlimited"
     assert parse_sharing("exclusive") == "exclusive"
-    for bad in ("0", "-3", "5.5", "Memory", ""):
+    for bad in ("0", "-3", "5.5", "Memory", "", "²", "٣"):
         with pytest.raises(InputError):
             parse_sharing(bad)
 

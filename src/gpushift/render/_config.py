@@ -51,6 +51,20 @@ SharingMode = Literal["exclusive", "memory", "unlimited"]
 Sharing = SharingMode | Annotated[int, Field(ge=1)]
 
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+#: Folder and Kustomization names the renderer uses itself; consumers cannot take them.
+RESERVED_NAMES = frozenset(
+    {
+        "gpu-operator",
+        "dra-driver-nvidia-gpu",
+        "nvidia-device-plugin",
+        "dcgm-exporter",
+        "gpu-claim-templates",
+        "llmkube",
+        "llmkube-models",
+        "kustomization",
+        "namespace",
+    }
+)
 _DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
 
 
@@ -158,10 +172,20 @@ class Cluster(_Model):
     )
     gpu_namespace: str = Field(default="gpu-operator", pattern=_DNS_LABEL)
     apps_path: str = Field(
-        default="./kubernetes/apps", description="Repository path of the apps tree."
+        default="./kubernetes/apps",
+        pattern=r"^(\./)?[A-Za-z0-9_-][A-Za-z0-9._/-]*$",
+        description="Repository path of the apps tree, relative to the repository root.",
     )
     source: FluxSource = Field(default_factory=lambda: FluxSource())
     gpu_nodes: GpuNodes = Field(default_factory=lambda: GpuNodes())
+
+    @field_validator("apps_path")
+    @classmethod
+    def _inside_repository(cls, value: str) -> str:
+        parts = value.removeprefix("./").rstrip("/").split("/")
+        if any(part in ("", ".", "..") for part in parts):
+            raise ValueError(f"must be a relative path inside the repository, got {value!r}")
+        return value
 
     @property
     def driver_is_preinstalled(self) -> bool:
@@ -371,6 +395,10 @@ def _consumer_problems(cfg: GpushiftConfig) -> list[str]:
     seen: set[tuple[str, str]] = set()
     for i, c in enumerate(cfg.consumers):
         where = f"consumers[{i}]"
+        if c.name in RESERVED_NAMES:
+            problems.append(
+                f"{where}.name: {c.name!r} is the name of a component gpushift renders itself"
+            )
         if (c.namespace, c.name) in seen:
             problems.append(f"{where}.name: {c.namespace}/{c.name} is listed twice")
         seen.add((c.namespace, c.name))

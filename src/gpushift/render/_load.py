@@ -85,7 +85,7 @@ def parse_sharing(text: str) -> Sharing:
     value = text.strip()
     if value in ("exclusive", "memory", "unlimited"):
         return value  # type: ignore[return-value]
-    if value.isdigit() and int(value) >= 1:
+    if value.isascii() and value.isdigit() and int(value) >= 1:
         return int(value)
     raise InputError(f"--sharing: {_SHARING_HELP}, got {text!r}")
 
@@ -177,6 +177,8 @@ def _reword(detail: ErrorDetails, field: str) -> str:
             return f"must be an oci:// URL, got {got!r}"
         if pattern.startswith("^v?\\d"):
             return f"must be a chart version such as 1.2.3, got {got!r}"
+        if pattern.startswith("^(\\./)?"):
+            return f"must be a relative path inside the repository, got {got!r}"
         return f"must be a DNS label (lower-case letters, digits and '-'), got {got!r}"
     if kind in ("greater_than_equal", "greater_than"):
         return f"must be at least {ctx.get('ge', ctx.get('gt'))}, got {got!r}"
