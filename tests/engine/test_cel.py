@@ -143,3 +143,9 @@ def test_list_attributes_are_cel_lists(ev: CelSelectorEvaluator) -> None:
     assert ev.matches("1 in device.attributes['resource.kubernetes.io'].numaNode", d)
     assert not ev.matches("2 in device.attributes['resource.kubernetes.io'].numaNode", d)
     assert ev.matches("size(device.attributes['resource.kubernetes.io'].numaNode) == 2", d)
+
+
+def test_errors_are_absorbed_by_logical_operators_as_in_cel_go(ev: CelSelectorEvaluator) -> None:
+    # CEL's && and || are commutative over errors: false && error is false either way round.
+    assert not ev.matches(f"device.attributes['{NV}'].model == 'x' && false", a100())
+    assert ev.matches(f"device.attributes['{NV}'].model == 'x' || true", a100())
