@@ -74,7 +74,13 @@ def simulate(
 ) -> None:
     """Schedule every unscheduled pod and show placements, card ledgers, Pending pods and
     hazards."""
+    import gc
+
     from gpushift import engine
+
+    # A one-shot run builds many small objects and frees almost none: cyclic collection
+    # would only rescan them.
+    gc.disable()
 
     if example is not None:
         if paths:

@@ -92,6 +92,9 @@ def find(outcome: Outcome, slices: list[dict[str, Any]]) -> list[Hazard]:
     pools = node_pools(slices)
     dra_nodes = {node for (driver, _), node in pools.items() if driver == NVIDIA_DRIVER}
     tenants = dra_tenants(outcome, pools)
+    by_node: dict[str, set[int]] = {}
+    for n, c in tenants:
+        by_node.setdefault(n, set()).add(c)
     hazards: list[Hazard] = []
     for node in outcome.nodes:
         units = node.allocatable.get(GPU_RESOURCE, 0)
@@ -105,7 +108,7 @@ def find(outcome: Outcome, slices: list[dict[str, Any]]) -> list[Hazard]:
                     "both ledgers can hand out the same card",
                 )
             )
-        cards = {c.index for c in node.gpu.cards} | {c for (n, c) in tenants if n == node.name}
+        cards = {c.index for c in node.gpu.cards} | by_node.get(node.name, set())
         for i in sorted(cards):
             ledger = next((c for c in node.gpu.cards if c.index == i), None)
             dp = [f"{t.pod} ({t.container})" for t in ledger.tenants] if ledger else []

@@ -6,9 +6,11 @@ unknown DeviceClass, a bad quantity) is reported at the right place with exit co
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from gpushift import _quantity, _yaml
@@ -71,7 +73,7 @@ class Inputs:
         if o is None:
             return InputError(message, obj=desc)
         line = o.line
-        if keys and os.path.exists(o.path):
+        if (keys or line is None) and os.path.exists(o.path):
             found = _yaml.locate(o.path, o.index, [*o.prefix, *keys])
             line = found if found is not None else line
         return InputError(message, path=o.path, line=line, obj=desc)
@@ -96,11 +98,18 @@ def _require(inputs: Inputs, obj: dict[str, Any], keys: Sequence[str | int]) -> 
     return cur
 
 
+_VALID_QUANTITIES: set[Any] = set()
+
+
 def _check_quantity(
     inputs: Inputs, obj: dict[str, Any], raw: Any, keys: Sequence[str | int]
 ) -> None:
+    if raw in _VALID_QUANTITIES and not isinstance(raw, bool):
+        return
     try:
         _quantity.parse(raw)
+        if isinstance(raw, str | int):
+            _VALID_QUANTITIES.add(raw)
     except InputError as err:
         where = ".".join(map(str, keys))
         raise inputs.error(obj, f"invalid quantity at {where}: {err.message}", keys) from None
@@ -339,9 +348,22 @@ def load(paths: Iterable[str | os.PathLike[str]]) -> Inputs:
     inputs = Inputs()
     workloads: list[dict[str, Any]] = []
     for f in _yaml.find_files(paths):
-        for doc in _yaml.read_file(f):
+        for doc in _read(f):
             _add_document(inputs, doc, workloads)
     return _finish(inputs, workloads)
+
+
+def _read(path: Path) -> list[_yaml.Document]:
+    # JSON is valid YAML, but the json module reads it many times faster; any file it
+    # rejects goes through the YAML reader, which reports the error with its line.
+    if path.suffix == ".json":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            pass
+        else:
+            return [_yaml.Document(data, str(path), 1, 0)]
+    return _yaml.read_file(path)
 
 
 def from_objects(objects: Iterable[dict[str, Any]], *, path: str = "<example>") -> Inputs:
@@ -364,7 +386,7 @@ def _add_document(inputs: Inputs, doc: _yaml.Document, workloads: list[dict[str,
         for i, item in enumerate(data["items"]):
             if not isinstance(item, dict):
                 raise InputError(f"items[{i}] is not an object", path=doc.path, line=doc.line)
-            line = _yaml.locate(doc.path, doc.index, ["items", i]) if doc.line else None
-            _add(inputs, item, Origin(doc.path, doc.index, ("items", i), line), workloads)
+            # The item's line is looked up only if an error needs it (``Inputs.error``).
+            _add(inputs, item, Origin(doc.path, doc.index, ("items", i), None), workloads)
         return
     _add(inputs, data, Origin(doc.path, doc.index, (), doc.line or None), workloads)

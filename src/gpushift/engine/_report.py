@@ -94,9 +94,12 @@ def card_rows(sim: Simulation) -> list[list[str]]:
             if i is not None:
                 key = device_key(NVIDIA_DRIVER, str(spec["pool"]["name"]), str(d["name"]))
                 capacities[(str(spec["nodeName"]), i)] = (key, d)
+    by_node: dict[str, set[int]] = {}
+    for n, i in capacities:
+        by_node.setdefault(n, set()).add(i)
     rows: list[list[str]] = []
     for node in outcome.nodes:
-        cards = {c.index for c in node.gpu.cards} | {i for (n, i) in capacities if n == node.name}
+        cards = {c.index for c in node.gpu.cards} | by_node.get(node.name, set())
         for i in sorted(cards):
             ledger = next((c for c in node.gpu.cards if c.index == i), None)
             if ledger is not None and ledger.units > 0:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import copy
 import math
-from bisect import insort
+from bisect import bisect_left, insort
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from heapq import merge
@@ -81,6 +81,7 @@ class NodeInfo:
     pods: list[PodInfo] = field(default_factory=list)
     gpu: _ledger.GpuLedger = field(default_factory=lambda: _ledger.GpuLedger([]))
     version: int = 0
+    min_priority: int = 2**31
 
     def usage_key(self) -> tuple[int, ...]:
         """Everything the cpu/memory scores of a node depend on."""
@@ -168,6 +169,22 @@ def _pod_claim_generate_name(pod: str, claim: str) -> str:
     return generate
 
 
+@dataclass(slots=True)
+class _ClassView:
+    """Nodes grouped by usage key, without those that can never fit one class of pods."""
+
+    groups: dict[tuple[int, ...], list[tuple[str, int]]]
+    node_key: dict[int, tuple[int, ...]]
+    log_pos: int
+
+    def remove(self, node: NodeInfo, key: tuple[int, ...]) -> None:
+        group = self.groups[key]
+        i = bisect_left(group, (node.name, node.order))
+        del group[i]
+        if not group:
+            del self.groups[key]
+
+
 class Scheduler:
     """Schedules the pending pods of an ``Inputs`` onto its nodes. Use :func:`schedule`."""
 
@@ -190,6 +207,11 @@ class Scheduler:
         self._groups: dict[tuple[int, ...], list[tuple[str, int]]] = {}
         self._static: dict[Any, dict[int, Failure | None]] = {}
         self._dead: dict[Any, dict[int, Failure]] = {}
+        self._views: dict[Any, _ClassView] = {}
+        self._cards_by_node: dict[str, int] | None = None
+        self._log: list[int] = []
+        self._messages: dict[Any, str] = {}
+        self._requests_cache: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
         self._fit_cache: dict[Any, dict[int, tuple[int, list[AllocationResult] | None]]] = {}
         self._build_nodes()
         self._build_claims()
@@ -227,21 +249,21 @@ class Scheduler:
             self._group_add(info)
 
     def _dra_cards(self, node: dict[str, Any]) -> int:
-        n = 0
-        for s in self.inputs.slices:
-            spec = s.get("spec") or {}
-            if (
-                spec.get("driver") == NVIDIA_DRIVER
-                and spec.get("nodeName") == node["metadata"]["name"]
-            ):
-                n += sum(
+        if self._cards_by_node is None:
+            self._cards_by_node = {}
+            for s in self.inputs.slices:
+                spec = s.get("spec") or {}
+                if spec.get("driver") != NVIDIA_DRIVER or not spec.get("nodeName"):
+                    continue
+                # Full GPUs only: gpu-<minor>, not MIG (gpu-0-mig-…) or VFIO devices.
+                n = sum(
                     1
                     for d in spec.get("devices") or []
-                    if str(d.get("name", "")).startswith("gpu-")
-                    and "mig" not in str(d.get("name", ""))
-                    and "vfio" not in str(d.get("name", ""))
+                    if str(d.get("name", "")).removeprefix("gpu-").isdigit()
                 )
-        return n
+                name = str(spec["nodeName"])
+                self._cards_by_node[name] = self._cards_by_node.get(name, 0) + n
+        return self._cards_by_node.get(str(node["metadata"]["name"]), 0)
 
     def _build_claims(self) -> None:
         for c in self.inputs.claims:
@@ -272,7 +294,14 @@ class Scheduler:
         meta.setdefault("uid", stable_uid("Pod", ns, name))
         spec = obj.setdefault("spec", {})
         default = priorities.get("", 0)
-        nz = _requests.pod_non_zero_requests(spec)
+        containers_key = repr(
+            (spec.get("containers"), spec.get("initContainers"), spec.get("overhead"))
+        )
+        cached = self._requests_cache.get(containers_key)
+        if cached is None:
+            cached = (_requests.pod_requests(spec), _requests.pod_non_zero_requests(spec))
+            self._requests_cache[containers_key] = cached
+        requests, nz = cached
         owners = [o for o in meta.get("ownerReferences") or [] if o.get("controller")]
         pod = PodInfo(
             obj=obj,
@@ -283,7 +312,7 @@ class Scheduler:
             priority=_priority(spec, priorities, default),
             created=str(meta.get("creationTimestamp") or ""),
             order=order,
-            requests=_requests.pod_requests(spec),
+            requests=dict(requests),
             nz_cpu=nz.get("cpu", 0),
             nz_mem=nz.get("memory", 0),
             owner_uid=str(owners[0].get("uid")) if owners else None,
@@ -352,7 +381,8 @@ class Scheduler:
             "apiVersion": "resource.k8s.io/v1",
             "kind": "ResourceClaim",
             "metadata": meta,
-            "spec": copy.deepcopy(tspec.get("spec") or {}),
+            # Claims never change their spec, so claims from one template share it.
+            "spec": tspec.get("spec") or {},
         }
         self.claims.append(claim)
         self.claims_by_key[(pod.namespace, name)] = claim
@@ -429,8 +459,6 @@ class Scheduler:
             return None, [], None
         if all((c.get("status") or {}).get("allocation") for c in claims):
             return None, [], bridge
-        if self.allocator.free_devices(node=cast(Node, node.obj), state=self.state) == 0:
-            return (UNSCHEDULABLE, [REASON_DRA_ALLOCATE]), None, None
         try:
             result = self.allocator.allocate(
                 claims=claims, node=cast(Node, node.obj), state=self.state
@@ -531,26 +559,62 @@ class Scheduler:
         pod.message = None
         return True
 
+    def _view(self, key: Any) -> _ClassView:
+        view = self._views.get(key)
+        if view is None:
+            view = _ClassView(
+                {k: list(v) for k, v in self._groups.items()},
+                {n.order: n.usage_key() for n in self.nodes},
+                len(self._log),
+            )
+            self._views[key] = view
+        # Replay the binds since this class last looked, moving changed nodes between groups.
+        log = self._log
+        while view.log_pos < len(log):
+            order = log[view.log_pos]
+            view.log_pos += 1
+            old = view.node_key.get(order)
+            if old is None:
+                continue
+            node = self.nodes[order]
+            new = node.usage_key()
+            if new != old:
+                view.remove(node, old)
+                view.node_key[order] = new
+                insort(view.groups.setdefault(new, []), (node.name, order))
+        return view
+
     def _pick_plain(
         self, pod: PodInfo, ctx: _Context
     ) -> tuple[NodeInfo, list[AllocationResult] | None, _bridging.BridgeClaim | None] | None:
-        dead = self._dead.get(pod.class_key, {}) if pod.class_key is not None else {}
-        if len(dead) == len(self.nodes):
-            for node in self.nodes:
-                ctx.failures[node.order] = dead[node.order]
-            return None
+        # Nodes are grouped by everything the cpu/memory scores depend on, so one score per
+        # group orders all nodes; a class of identical pods drops nodes that can never fit it.
+        view = self._view(pod.class_key) if pod.class_key is not None else None
+        groups = view.groups if view is not None else self._groups
         scored: dict[int, list[tuple[int, ...]]] = {}
-        for key in self._groups:
+        for key in groups:
             scored.setdefault(_resource_score(pod, key), []).append(key)
+        dead: list[int] = []
+        chosen = None
         for score in sorted(scored, reverse=True):
-            lists = [self._groups[k] for k in scored[score]]
-            for name, order in merge(*lists) if len(lists) > 1 else lists[0]:
-                node = self.by_name[name]
+            lists = [groups[k] for k in scored[score]]
+            for _name, order in merge(*lists) if len(lists) > 1 else lists[0]:
+                node = self.nodes[order]
                 failure, results, bridge = self._filter(pod, node, ctx)
                 if failure is None:
-                    return node, results, bridge
+                    chosen = (node, results, bridge)
+                    break
                 ctx.failures[order] = failure
-        return None
+                dead.append(order)
+            if chosen is not None:
+                break
+        if view is not None:
+            # Removed after the walk: the group lists must not change while being iterated.
+            for order in dead:
+                view.remove(self.nodes[order], view.node_key.pop(order))
+            if chosen is None:
+                ctx.all_dead = True
+        return chosen
 
     def _pick_scored(
         self, pod: PodInfo, ctx: _Context
@@ -571,6 +635,17 @@ class Scheduler:
     def _fit_error(self, pod: PodInfo, ctx: _Context) -> str:
         # k8s.io/kubernetes pkg/scheduler/framework types.go FitError.Error: reasons counted,
         # formatted "<count> <reason>" and sorted as strings; then DefaultPreemption's message.
+        memo = (pod.class_key, len(self._log)) if pod.class_key is not None else None
+        if memo is not None and memo in self._messages:
+            return self._messages[memo]
+        message = self._fit_error_text(pod, ctx)
+        if memo is not None:
+            self._messages[memo] = message
+        return message
+
+    def _fit_error_text(self, pod: PodInfo, ctx: _Context) -> str:
+        if ctx.all_dead:
+            ctx.failures = self._dead.get(pod.class_key, {})
         n = len(self.nodes)
         if n == 0:
             return "no nodes available to schedule pods"
@@ -585,7 +660,7 @@ class Scheduler:
                 counts[r] = counts.get(r, 0) + 1
             if code == UNRESOLVABLE:
                 msg = NOT_HELPFUL
-            elif any(p.priority < pod.priority for p in node.pods):
+            elif node.min_priority < pod.priority:
                 msg = reasons[0] if reasons else NO_VICTIMS
             else:
                 msg = NO_VICTIMS
@@ -614,6 +689,8 @@ class Scheduler:
         node.nz_mem += pod.nz_mem
         node.pods.append(pod)
         node.version += 1
+        node.min_priority = min(node.min_priority, pod.priority)
+        self._log.append(node.order)
         if pod.has_affinity_terms:
             self.affinity_pods.append(pod)
         pod.node = node
@@ -710,6 +787,7 @@ class _Context:
         self.sched = sched
         self.pod = pod
         self.failures: dict[int, Failure] = {}
+        self.all_dead = False
         spec = pod.spec
         self.req_aff = _filters.required_terms(spec, "podAffinity")
         self.req_anti = _filters.required_terms(spec, "podAntiAffinity")

@@ -29,8 +29,11 @@ def stable_suffix(seed: str, n: int = 5) -> str:
 
 
 def stable_uid(*parts: str) -> str:
-    """A UUID that is a pure function of ``parts`` (objects from files often have no uid)."""
-    return str(uuid.uuid5(_UID_NS, "/".join(parts)))
+    """A version-5-style UUID that is a pure function of ``parts`` (objects from files often
+    have no uid)."""
+    h = hashlib.sha1(_UID_NS.bytes + "/".join(parts).encode()).hexdigest()
+    variant = "89ab"[int(h[16], 16) & 3]
+    return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{variant}{h[17:20]}-{h[20:32]}"
 
 
 def template_hash(template: Mapping[str, Any]) -> str:
