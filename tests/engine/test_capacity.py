@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpushift.engine._capacity import (
     Amount,
@@ -165,3 +167,60 @@ def test_whole_device_requests_act_as_a_lower_bound() -> None:
 )
 def test_amount_text_is_quantity_string(amount: Amount, text: str) -> None:
     assert amount.text() == text
+
+
+# --- properties -------------------------------------------------------------------------------
+
+
+@given(
+    lo=st.integers(0, 10**6),
+    step=st.integers(1, 10**4),
+    extra=st.integers(-(10**6), 10**7),
+)
+def test_range_rounding_lands_on_the_smallest_step_not_below_the_request(
+    lo: int, step: int, extra: int
+) -> None:
+    cap = parse_capacity(
+        {
+            "value": str(10**9),
+            "requestPolicy": {
+                "default": str(lo),
+                "validRange": {"min": str(lo), "step": str(step)},
+            },
+        }
+    )
+    request = max(0, lo + extra)
+    got = round_up_range(Amount(request), cap).value
+    assert got >= max(request, lo)
+    assert (got - lo) % step == 0
+    assert got - max(request, lo) < step
+    assert not violates_policy(Amount(got), cap)
+
+
+@given(v=st.integers(-(2**62), 2**62), binary=st.booleans())
+def test_amount_text_parses_back_to_the_same_value(v: int, binary: bool) -> None:
+    assert parse_amount(Amount(v, binary).text()).value == v
+
+
+@given(
+    values=st.lists(st.integers(1, 1000), min_size=1, max_size=10, unique=True),
+    request=st.integers(0, 1100),
+)
+def test_valid_values_rounding_picks_the_smallest_value_not_below(
+    values: list[int], request: int
+) -> None:
+    values.sort()
+    cap = parse_capacity(
+        {
+            "value": "2000",
+            "requestPolicy": {"default": str(values[0]), "validValues": [str(v) for v in values]},
+        }
+    )
+    got = calculate_consumed_capacity(Amount(request), cap).value
+    bigger = [v for v in values if v >= request]
+    if bigger:
+        assert got == bigger[0]
+        assert not violates_policy(Amount(got), cap)
+    else:
+        assert got == request
+        assert violates_policy(Amount(got), cap)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpushift._errors import InputError
 from gpushift.engine._nvidia import (
@@ -240,3 +243,23 @@ def test_device_classes_on_v1() -> None:
 def test_extended_resource_name_only_on_v1() -> None:
     classes = nvidia_device_classes(api_version="resource.k8s.io/v1beta1")
     assert all("extendedResourceName" not in c["spec"] for c in classes)
+
+
+@given(n=st.integers(1, 10**9))
+def test_any_positive_integer_is_a_share_count(n: int) -> None:
+    assert parse_consumable_shares(str(n)) == n
+    assert parse_consumable_shares(n) == n
+
+
+@given(text=st.text(max_size=12))
+def test_only_the_documented_values_are_accepted(text: str) -> None:
+    # strconv.Atoi: an optional sign and ASCII digits; the plugin wants it above zero.
+    number = re.fullmatch(r"[+-]?[0-9]+", text)
+    valid = text in ("", "disabled", "memory", "unlimited") or (
+        number is not None and int(text) > 0
+    )
+    if valid:
+        parse_consumable_shares(text)
+    else:
+        with pytest.raises(ConsumableSharesError):
+            parse_consumable_shares(text)
