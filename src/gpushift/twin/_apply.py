@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NotRequired, TypedDict
@@ -145,16 +146,28 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+_PLAIN = re.compile(r"[A-Za-z0-9 ._/:@+=-]*")
+
+
+def _json_scalar(value: Any) -> str:
+    """``_json`` for key values, skipping the encoder for the usual plain strings and ints."""
+    if isinstance(value, str) and _PLAIN.fullmatch(value):
+        return f'"{value}"'
+    if type(value) is int:
+        return str(value)
+    return _json(value)
+
+
 def _item_element(item: Any, meta: ListOf, index: int, *, strict: bool) -> str:
     """The path element of one item of an associative list."""
     if meta.apply_type == "set":
-        return "v:" + _json(item)
-    keys: dict[str, Any] = {}
-    for name in meta.apply_keys:
+        return "v:" + _json_scalar(item)
+    parts: list[str] = []
+    for name in sorted(meta.apply_keys):
         if isinstance(item, dict) and item.get(name) is not None:
-            keys[name] = item[name]
+            value = item[name]
         elif name in meta.key_defaults:
-            keys[name] = meta.key_defaults[name]
+            value = meta.key_defaults[name]
         elif strict:
             raise PatchError(
                 f"associative list with keys has an element that omits key field "
@@ -162,7 +175,8 @@ def _item_element(item: Any, meta: ListOf, index: int, *, strict: bool) -> str:
             )
         else:
             return f"i:{index}"
-    return "k:" + _json(keys)
+        parts.append(f"{_json_scalar(name)}:{_json_scalar(value)}")
+    return "k:{" + ",".join(parts) + "}"
 
 
 def _element_to_string(element: str) -> str:
@@ -183,20 +197,25 @@ def path_string(path: Path) -> str:
     return "".join(_element_to_string(e) for e in path)
 
 
-@dataclass
-class _Node:
-    member: bool = False
-    children: dict[str, _Node] = field(default_factory=dict)
+# A trie node is a dict of element -> node; the key None marks a node that is a member.
+_Trie = dict[Any, Any]
 
 
-def _trie(paths: Iterable[Path]) -> _Node:
-    root = _Node()
+def _trie(paths: Iterable[Path]) -> _Trie:
+    root: _Trie = {}
     for path in paths:
         node = root
         for element in path:
-            node = node.children.setdefault(element, _Node())
-        node.member = True
+            child = node.get(element)
+            if child is None:
+                child = node[element] = {}
+            node = child
+        node[None] = True
     return root
+
+
+def _children(node: _Trie) -> list[str]:
+    return sorted((k for k in node if k is not None), key=_order)
 
 
 def _order(element: str) -> tuple[int, Any]:
@@ -209,13 +228,14 @@ def _order(element: str) -> tuple[int, Any]:
 def to_fields_v1(paths: Iterable[Path]) -> dict[str, Any]:
     """A field set in FieldsV1 form (serialize.go: ``.`` first, then sorted elements)."""
 
-    def emit(node: _Node, include_self: bool) -> dict[str, Any]:
+    def emit(node: _Trie, include_self: bool) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        if include_self and node.children:
+        elements = _children(node)
+        if include_self and elements:
             out["."] = {}
-        for element in sorted(node.children, key=_order):
-            child = node.children[element]
-            out[element] = emit(child, child.member)
+        for element in elements:
+            child = node[element]
+            out[element] = emit(child, None in child)
         return out
 
     return emit(_trie(paths), False)
@@ -239,13 +259,13 @@ def from_fields_v1(fields: Any, prefix: Path = ()) -> set[Path]:
 def _iterate(paths: Iterable[Path]) -> Iterator[Path]:
     """Set.Iterate order: a level's members first, then its children, each sorted."""
 
-    def walk(node: _Node, prefix: Path) -> Iterator[Path]:
-        ordered = sorted(node.children, key=_order)
+    def walk(node: _Trie, prefix: Path) -> Iterator[Path]:
+        ordered = _children(node)
         for element in ordered:
-            if node.children[element].member:
+            if None in node[element]:
                 yield (*prefix, element)
         for element in ordered:
-            yield from walk(node.children[element], (*prefix, element))
+            yield from walk(node[element], (*prefix, element))
 
     return walk(_trie(paths), ())
 
@@ -311,7 +331,11 @@ class _Comparison:
 
 
 def _under_any(path: Path, prefixes: FieldSet) -> bool:
-    return any(path[: len(p)] == p for p in prefixes)
+    return any(path[:n] in prefixes for n in range(1, min(len(path), _LONGEST_PREFIX) + 1))
+
+
+#: Ignored and stripped paths are at most this deep.
+_LONGEST_PREFIX = 2
 
 
 def _compare(lhs: Any, rhs: Any, spec: TypeSpec) -> _Comparison:
@@ -329,8 +353,8 @@ def _compare(lhs: Any, rhs: Any, spec: TypeSpec) -> _Comparison:
     def walk(lhs: Any, rhs: Any, spec: TypeSpec, path: Path) -> None:
         lhs = _MISSING if lhs is None else lhs
         rhs = _MISSING if rhs is None else rhs
-        if lhs is _MISSING and rhs is _MISSING:
-            return
+        if lhs is rhs or (isinstance(lhs, (dict, list)) and lhs == rhs):
+            return  # an unchanged subtree (the common case) needs no walk
         empty_l = lhs is _MISSING or lhs in ({}, [])
         empty_r = rhs is _MISSING or rhs in ({}, [])
         sample = rhs if rhs is not _MISSING else lhs
@@ -492,17 +516,21 @@ def _remove(value: Any, spec: TypeSpec, paths: set[Path]) -> Any:
 def _with_named_parents(paths: Iterable[Path], root: TypeSpec) -> set[Path]:
     """Set.EnsureNamedFieldsAreMembers: add every ancestor that is a struct field."""
     out = set(paths)
-    for path in list(out):
-        spec: TypeSpec = root
-        for depth, element in enumerate(path[:-1], start=1):
+
+    def walk(node: _Trie, spec: TypeSpec, prefix: Path) -> None:
+        for element, child in node.items():
+            if element is None:
+                continue
+            path = (*prefix, element)
             if element.startswith("f:"):
-                named = isinstance(spec, Struct)
-                spec = child_type(spec, element[2:])
-                if named:
-                    out.add(path[:depth])
+                child_spec = child_type(spec, element[2:])
+                if isinstance(spec, Struct) and len(child) > (None in child):
+                    out.add(path)
             else:
-                meta = _list_meta(spec)
-                spec = item_type(meta, {} if element.startswith("k:") else None)
+                child_spec = item_type(_list_meta(spec), {} if element[0] == "k" else None)
+            walk(child, child_spec, path)
+
+    walk(_trie(out), root, ())
     return out
 
 
@@ -808,7 +836,8 @@ def update_managed_fields(
 ) -> dict[str, Any]:
     """Record a write of ``old`` into ``new`` by ``manager`` (``old`` None for a create).
 
-    Returns a copy of ``new`` whose ``metadata.managedFields`` gives ``manager`` (an entry
+    Returns a shallow copy of ``new`` (with its own ``metadata``) whose
+    ``metadata.managedFields`` gives ``manager`` (an entry
     with ``operation``, normally ``Update``, stamped ``now``) the fields it added or changed
     and takes them, and the fields it removed, from every other entry. As upstream:
     managed fields sent in ``new`` replace the stored ones (an empty list, or one empty
@@ -818,7 +847,7 @@ def update_managed_fields(
     """
     kind = kind or _kind_of(new)
     spec: TypeSpec = root_type(kind) if kind is not None else Struct("Object")
-    out = copy.deepcopy(new)
+    out = dict(new)
     sent = (new.get("metadata") or {}).get("managedFields")
     stored = _decode((old or {}).get("metadata", {}).get("managedFields"))
     if subresource:
