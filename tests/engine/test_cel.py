@@ -65,6 +65,12 @@ def ev() -> CelSelectorEvaluator:
         (f"device.attributes['{NV}'].driverVersion.isGreaterThan(semver('550.54.15'))", True),
         (f"device.attributes['{NV}'].driverVersion.compareTo(semver('580.126.20')) == 0", True),
         (f"device.attributes['{NV}'].driverVersion.major() == 580", True),
+        # semver precedence: a pre-release sorts before its release
+        ("semver('1.0.0-rc.1').isLessThan(semver('1.0.0'))", True),
+        ("semver('1.0.0-alpha.2').isLessThan(semver('1.0.0-alpha.10'))", True),
+        ("semver('1.0.0-alpha').isLessThan(semver('1.0.0-alpha.1'))", True),
+        ("semver('1.0.0-1').isLessThan(semver('1.0.0-alpha'))", True),
+        ("semver('1.0.0+build.5').compareTo(semver('1.0.0')) == 0", True),
         # the strings extension used by NVIDIA's demo selectors
         (f"device.attributes['{NV}'].productName.lowerAscii().matches('^.*a100.*$')", True),
         # a domain the device has nothing in reads as an empty map

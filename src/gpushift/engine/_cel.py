@@ -221,7 +221,7 @@ def _as_q(v: Any) -> Fraction:
     raise TypeError(f"no such overload: {v!r} is not a quantity")
 
 
-def _as_semver(v: Any) -> tuple[int, int, int]:
+def _as_semver(v: Any) -> tuple[Any, ...]:
     if isinstance(v, dict) and _SEMVER in v:
         return _parse_semver(v[_SEMVER])
     raise TypeError(f"no such overload: {v!r} is not a semver")
@@ -229,15 +229,21 @@ def _as_semver(v: Any) -> tuple[int, int, int]:
 
 _SEMVER_RE = re.compile(
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$"
+    r"(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$"
 )
 
 
-def _parse_semver(text: str) -> tuple[int, int, int]:
+def _parse_semver(text: str) -> tuple[Any, ...]:
+    """A sort key with semver 2.0 precedence: a pre-release sorts before its release,
+    numeric identifiers compare as numbers and below alphanumeric ones; build is ignored."""
     m = _SEMVER_RE.match(text)
     if m is None:
         raise ValueError(f"invalid semver: {text}")
-    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+    pre = m.group(4)
+    ids = tuple(
+        (0, int(x), "") if x.isdigit() else (1, 0, x) for x in (pre or "").split(".") if pre
+    )
+    return int(m.group(1)), int(m.group(2)), int(m.group(3)), 0 if pre else 1, ids
 
 
 def _quantity_fn(text: str) -> dict[str, str]:
