@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from gpushift.gitops import GPU_RESOURCE, HelmRelease
@@ -15,6 +16,8 @@ from gpushift.rules._context import (
 from gpushift.rules._finding import Finding
 
 _MODES = ("disabled", "memory", "unlimited")
+_ATOI = re.compile(r"[+-]?[0-9]+")
+_INT64_MAX = 2**63 - 1
 
 
 def shares_value(driver: HelmRelease) -> str | None:
@@ -32,11 +35,14 @@ def shares_value(driver: HelmRelease) -> str | None:
 
 
 def shares_count(value: str | None) -> int | None:
-    """N for a positive-integer ``consumableShares``, else None."""
-    if value is None or not value.lstrip("+").isdigit():
+    """N for a positive-integer ``consumableShares``, else None.
+
+    The plugin parses N with Go's ``strconv.Atoi``: optional sign, ASCII digits, int64 range.
+    """
+    if value is None or not _ATOI.fullmatch(value):
         return None
     n = int(value)
-    return n if n > 0 else None
+    return n if 0 < n <= _INT64_MAX else None
 
 
 def check(*, ctx: Context) -> Iterator[Finding]:
