@@ -181,7 +181,7 @@ def test_server_side_apply_creates_and_records_the_manager(twin: Twin) -> None:
     assert status == 201 and body["data"] == {"a": "b"}
     managers = {(m["manager"], m["operation"]) for m in body["metadata"]["managedFields"]}
     assert ("tester", "Apply") in managers
-    status, _, missing = call(
+    status, _, _ = call(
         twin,
         "PATCH",
         "/api/v1/namespaces/default/configmaps/ssa",
