@@ -135,7 +135,8 @@ def _check_pod_spec(inputs: Inputs, obj: dict[str, Any], prefix: tuple[str | int
 
 
 def _check_claim_spec(inputs: Inputs, obj: dict[str, Any], prefix: tuple[str | int, ...]) -> None:
-    requests = _require(inputs, obj, [*prefix, "devices", "requests"])
+    spec: Any = _require(inputs, obj, list(prefix))
+    requests = (spec.get("devices") or {}).get("requests") or []
     for i, req in enumerate(requests):
         keys = [*prefix, "devices", "requests", i]
         if not isinstance(req, dict) or not req.get("name"):
@@ -234,7 +235,7 @@ def _check_cel(inputs: Inputs) -> None:
         spec: Any = obj
         for key in prefix:
             spec = spec[key]
-        for i, req in enumerate(spec["devices"]["requests"]):
+        for i, req in enumerate((spec.get("devices") or {}).get("requests") or []):
             base: list[str | int] = [*prefix, "devices", "requests", i]
             if req.get("exactly") is not None:
                 check(obj, req["exactly"].get("selectors"), [*base, "exactly", "selectors"])
@@ -249,7 +250,7 @@ def _check_class_refs(inputs: Inputs) -> None:
         spec: Any = obj
         for k in prefix:
             spec = spec[k]
-        for i, req in enumerate(spec["devices"]["requests"]):
+        for i, req in enumerate((spec.get("devices") or {}).get("requests") or []):
             subs = [req["exactly"]] if req.get("exactly") is not None else req["firstAvailable"]
             for j, sub in enumerate(subs):
                 cls = sub["deviceClassName"]

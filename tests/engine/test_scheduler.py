@@ -1,0 +1,515 @@
+"""The scheduler loop: queue order, filters, scores, binding and kube-scheduler's messages.
+
+Every expected value below is worked out by hand from kube-scheduler's rules (see the comment
+on each test), not taken from a previous run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpushift.engine import from_objects, nvidia_device_classes, simulate
+from gpushift.engine._simulation import Simulation
+
+NO_VICTIMS = "No preemption victims found for incoming pod"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+
+
+def node(
+    name: str,
+    *,
+    cpu: str = "8",
+    memory: str = "32Gi",
+    gpu: int | None = None,
+    labels: dict[str, str] | None = None,
+    taints: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    alloc: dict[str, Any] = {"cpu": cpu, "memory": memory, "pods": "110"}
+    if gpu is not None:
+        alloc["nvidia.com/gpu"] = str(gpu)
+    obj: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "status": {"allocatable": alloc},
+    }
+    if taints:
+        obj["spec"] = {"taints": taints}
+    return obj
+
+
+def pod(
+    name: str,
+    *,
+    gpu: int | None = None,
+    cpu: str | None = None,
+    spec: dict[str, Any] | None = None,
+    labels: dict[str, str] | None = None,
+    created: str | None = None,
+    namespace: str = "default",
+) -> dict[str, Any]:
+    resources: dict[str, Any] = {}
+    if gpu is not None:
+        resources["limits"] = {"nvidia.com/gpu": gpu}
+    if cpu is not None:
+        resources["requests"] = {"cpu": cpu}
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels or {}}
+    if created:
+        meta["creationTimestamp"] = created
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {"containers": [{"name": "main", "resources": resources}], **(spec or {})},
+    }
+
+
+def run(*objs: dict[str, Any]) -> Simulation:
+    return simulate(from_objects(list(objs)))
+
+
+def where(sim: Simulation) -> dict[str, str | None]:
+    return {p.name: (p.node.name if p.node else None) for p in sim.outcome.pods}
+
+
+def message(sim: Simulation, name: str) -> str | None:
+    return next(p.message for p in sim.outcome.pods if p.name == name)
+
+
+def test_insufficient_gpu_message_matches_kube_scheduler() -> None:
+    # Three nodes with one GPU each take three pods; the fourth fails NodeResourcesFit on all
+    # three ("Insufficient nvidia.com/gpu", Unschedulable), and preemption finds no pod of
+    # lower priority on any node.
+    sim = run(
+        *(node(n, gpu=1) for n in ("a", "b", "c")),
+        *(pod(f"p{i}", gpu=1) for i in range(4)),
+    )
+    assert [p.node is not None for p in sim.outcome.pods] == [True, True, True, False]
+    assert message(sim, "p3") == (
+        "0/3 nodes are available: 3 Insufficient nvidia.com/gpu. "
+        f"preemption: 0/3 nodes are available: 3 {NO_VICTIMS}."
+    )
+    assert sim.exit_code == 1
+
+
+def test_reasons_are_counted_and_sorted_as_strings() -> None:
+    # a: untolerated NoSchedule taint (TaintToleration runs before NodeAffinity);
+    # b: no gpu label (NodeAffinity); c: GPU taken by p0 (NodeResourcesFit). Taints and
+    # affinity are UnschedulableAndUnresolvable, so preemption is "not helpful" there.
+    gpu_label = {"gpu": "yes"}
+    taint = [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]
+    selector = {"nodeSelector": {"gpu": "yes"}}
+    sim = run(
+        node("a", gpu=1, labels=gpu_label, taints=taint),
+        node("b", gpu=1),
+        node("c", gpu=1, labels=gpu_label),
+        pod("p0", gpu=1, spec=selector),
+        pod("p1", gpu=1, spec=selector),
+    )
+    assert where(sim) == {"p0": "c", "p1": None}
+    assert message(sim, "p1") == (
+        "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, "
+        "1 node(s) didn't match Pod's node affinity/selector, "
+        "1 node(s) had untolerated taint {dedicated: gpu}. "
+        f"preemption: 0/3 nodes are available: 1 {NO_VICTIMS}, 2 {NOT_HELPFUL}."
+    )
+
+
+def test_request_above_allocatable_is_unresolvable() -> None:
+    # 2 GPUs asked on a 1-GPU node: no preemption could ever make room.
+    sim = run(node("a", gpu=1), pod("p", gpu=2))
+    assert message(sim, "p") == (
+        f"0/1 nodes are available: 1 Insufficient nvidia.com/gpu. "
+        f"preemption: 0/1 nodes are available: 1 {NOT_HELPFUL}."
+    )
+
+
+def test_toleration_admits_the_tainted_node() -> None:
+    taint = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+    tol = {
+        "tolerations": [
+            {
+                "key": "nvidia.com/gpu",
+                "operator": "Equal",
+                "value": "present",
+                "effect": "NoSchedule",
+            }
+        ]
+    }
+    sim = run(node("a", gpu=1, taints=taint), pod("p", gpu=1, spec=tol))
+    assert where(sim) == {"p": "a"}
+
+
+def test_queue_takes_priority_then_creation_time() -> None:
+    # One GPU. "late-high" has the higher PriorityClass, so it goes first although it is the
+    # newest; between the two priority-0 pods the older one ("old") is tried first.
+    pc = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "high"},
+        "value": 1000,
+    }
+    sim = run(
+        node("a", gpu=2),
+        pc,
+        pod("new", gpu=1, created="2026-01-03T00:00:00Z"),
+        pod("old", gpu=1, created="2026-01-01T00:00:00Z"),
+        pod("late-high", gpu=1, created="2026-01-05T00:00:00Z", spec={"priorityClassName": "high"}),
+    )
+    assert where(sim) == {"new": None, "old": "a", "late-high": "a"}
+
+
+def test_least_allocated_spreads_and_ties_go_to_the_first_name() -> None:
+    # Empty identical nodes tie, so the first pod goes to "a" (first in name order); then
+    # "b" is less allocated, so the second goes there; the third ties again and goes to "a".
+    sim = run(node("b"), node("a"), *(pod(f"p{i}", cpu="1") for i in range(3)))
+    assert where(sim) == {"p0": "a", "p1": "b", "p2": "a"}
+
+
+def test_required_node_affinity_and_match_fields() -> None:
+    affinity = {
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": "zone", "operator": "NotIn", "values": ["x"]}
+                            ]
+                        },
+                        {
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": ["a"]}
+                            ]
+                        },
+                    ]
+                }
+            }
+        }
+    }
+    # a matches the second term (by name) although its zone is x; b matches the first term;
+    # c (zone x, other name) matches neither.
+    sim = run(
+        node("a", labels={"zone": "x"}),
+        node("b", labels={"zone": "y"}),
+        node("c", labels={"zone": "x"}),
+        *(pod(f"p{i}", cpu="7", spec=affinity) for i in range(3)),
+    )
+    assert where(sim) == {"p0": "a", "p1": "b", "p2": None}
+    assert message(sim, "p2") == (
+        "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, "
+        "2 Insufficient cpu. "
+        f"preemption: 0/3 nodes are available: 1 {NOT_HELPFUL}, 2 {NO_VICTIMS}."
+    )
+
+
+def _anti(label: str) -> dict[str, Any]:
+    return {
+        "affinity": {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "topologyKey": "kubernetes.io/hostname",
+                        "labelSelector": {"matchLabels": {"role": label}},
+                    }
+                ]
+            }
+        }
+    }
+
+
+def test_required_anti_affinity_keeps_models_apart() -> None:
+    # Each model repels pods labelled role=model on the same host: two nodes take two models,
+    # the third fails the incoming pod's own anti-affinity on both nodes.
+    sim = run(
+        node("a"),
+        node("b"),
+        *(pod(f"m{i}", labels={"role": "model"}, spec=_anti("model")) for i in range(3)),
+    )
+    assert where(sim) == {"m0": "a", "m1": "b", "m2": None}
+    assert message(sim, "m2") == (
+        "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules. "
+        f"preemption: 0/2 nodes are available: 2 {NO_VICTIMS}."
+    )
+
+
+def test_existing_pods_anti_affinity_is_respected() -> None:
+    # "m" on a repels role=web; the web pod (no terms of its own) must go to b.
+    sim = run(
+        node("a"),
+        node("b", cpu="4"),
+        pod("m", labels={"role": "model"}, spec=_anti("web")),
+        pod("w", labels={"role": "web"}),
+    )
+    assert where(sim) == {"m": "a", "w": "b"}
+
+
+def test_required_affinity_waits_for_its_target() -> None:
+    # "follower" (priority 10) needs a role=leader pod on its host; the leader has priority 0
+    # and is scheduled after it, onto b (the node a would be less allocated otherwise:
+    # b has more cpu). The follower is retried once the leader is bound and joins it on b.
+    pc = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "ten"},
+        "value": 10,
+    }
+    follow = {
+        "priorityClassName": "ten",
+        "affinity": {
+            "podAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "topologyKey": "kubernetes.io/hostname",
+                        "labelSelector": {"matchLabels": {"role": "leader"}},
+                    }
+                ]
+            }
+        },
+    }
+    sim = run(
+        node("a", cpu="2"),
+        node("b", cpu="16"),
+        pc,
+        pod("leader", cpu="1", labels={"role": "leader"}),
+        pod("follower", cpu="1", spec=follow),
+    )
+    assert where(sim) == {"leader": "b", "follower": "b"}
+
+
+def _dra_objects(shares: int | str = 5) -> list[dict[str, Any]]:
+    from gpushift.engine import GpuInfo, nvidia_resource_slice
+
+    gpu = GpuInfo(
+        minor=0,
+        uuid="GPU-0",
+        product_name="NVIDIA L4",
+        memory_bytes=24 * 2**30,
+        architecture="Ada Lovelace",
+        cuda_compute_capability="8.9",
+    )
+    return [
+        node("n1"),
+        dict(nvidia_resource_slice(node_name="n1", gpus=[gpu], sharing=shares)),
+        *(dict(c) for c in nvidia_device_classes()),
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "gpu", "namespace": "default"},
+            "spec": {
+                "spec": {
+                    "devices": {
+                        "requests": [
+                            {"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}}
+                        ]
+                    }
+                }
+            },
+        },
+    ]
+
+
+def _claim_pod(name: str, claim: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+        "spec": {
+            "resourceClaims": [{"name": "gpu", **claim}],
+            "containers": [{"name": "main", "resources": {"claims": [{"name": "gpu"}]}}],
+        },
+    }
+
+
+def test_template_claims_are_created_like_the_resourceclaim_controller() -> None:
+    sim = run(*_dra_objects(), _claim_pod("web", {"resourceClaimTemplateName": "gpu"}))
+    (claim,) = sim.outcome.claims
+    meta = claim["metadata"]
+    # <pod>-<podClaimName>-<5 random characters>, owned by the pod.
+    assert meta["generateName"] == "web-gpu-"
+    assert meta["name"].startswith("web-gpu-") and len(meta["name"]) == len("web-gpu-") + 5
+    assert meta["annotations"] == {"resource.kubernetes.io/pod-claim-name": "gpu"}
+    assert meta["ownerReferences"] == [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "name": "web",
+            "uid": "uid-web",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    status = claim["status"]
+    assert status["reservedFor"] == [{"resource": "pods", "name": "web", "uid": "uid-web"}]
+    (result,) = status["allocation"]["devices"]["results"]
+    # shares 5: default 1 share and 0 memory; shareID because the device is multi-allocatable.
+    assert (result["request"], result["driver"], result["pool"], result["device"]) == (
+        "g",
+        "gpu.nvidia.com",
+        "n1",
+        "gpu-0",
+    )
+    assert result["consumedCapacity"] == {"memory": "0", "shares": "1"}
+    assert result["shareID"]
+    pod_obj = sim.outcome.pods[0].obj
+    assert pod_obj["spec"]["nodeName"] == "n1"
+    assert pod_obj["status"]["resourceClaimStatuses"] == [
+        {"name": "gpu", "resourceClaimName": meta["name"]}
+    ]
+
+
+def test_shares_run_out_after_n_claims() -> None:
+    # consumableShares 2: two claims fit one card, the third cannot be allocated.
+    sim = run(
+        *_dra_objects(2),
+        *(_claim_pod(f"p{i}", {"resourceClaimTemplateName": "gpu"}) for i in range(3)),
+    )
+    assert where(sim) == {"p0": "n1", "p1": "n1", "p2": None}
+    assert message(sim, "p2") == (
+        "0/1 nodes are available: 1 cannot allocate all claims. "
+        f"preemption: 0/1 nodes are available: 1 {NO_VICTIMS}."
+    )
+
+
+def test_a_shared_claim_is_allocated_once_and_reserved_for_each_pod() -> None:
+    # Exclusive mode: one card; both pods use the same named claim, so the card is enough.
+    shared = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "shared", "namespace": "default"},
+        "spec": {
+            "devices": {
+                "requests": [{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]
+            }
+        },
+    }
+    sim = run(
+        *_dra_objects("disabled"),
+        shared,
+        _claim_pod("a", {"resourceClaimName": "shared"}),
+        _claim_pod("b", {"resourceClaimName": "shared"}),
+    )
+    assert where(sim) == {"a": "n1", "b": "n1"}
+    (claim,) = sim.outcome.claims
+    assert [r["name"] for r in claim["status"]["reservedFor"]] == ["a", "b"]
+    (result,) = claim["status"]["allocation"]["devices"]["results"]
+    assert "shareID" not in result and "consumedCapacity" not in result
+
+
+def test_an_allocated_claim_pins_its_node() -> None:
+    allocated = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "pinned", "namespace": "default"},
+        "spec": {"devices": {"requests": []}},
+        "status": {
+            "allocation": {
+                "devices": {"results": []},
+                "nodeSelector": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": ["gone"]}
+                            ]
+                        }
+                    ]
+                },
+            }
+        },
+    }
+    sim = run(node("n1"), allocated, _claim_pod("p", {"resourceClaimName": "pinned"}))
+    assert message(sim, "p") == (
+        "0/1 nodes are available: 1 resourceclaim not available on the node. "
+        f"preemption: 0/1 nodes are available: 1 {NOT_HELPFUL}."
+    )
+
+
+def test_missing_claim_fails_before_filtering() -> None:
+    sim = run(node("n1"), _claim_pod("p", {"resourceClaimName": "nope"}))
+    assert message(sim, "p") == (
+        '0/1 nodes are available: resourceclaim "nope" not found. '
+        f"preemption: 0/1 nodes are available: 1 {NOT_HELPFUL}."
+    )
+
+
+def test_device_plugin_wins_where_it_advertises_and_dra_serves_elsewhere() -> None:
+    # n0 advertises nvidia.com/gpu: 1 (device plugin wins there); n1 has none, so the
+    # gpu.nvidia.com class (extendedResourceName nvidia.com/gpu) serves the second pod.
+    objs = _dra_objects()
+    objs.insert(0, node("n0", gpu=1))
+    sim = run(*objs, pod("a", gpu=1), pod("b", gpu=1))
+    assert where(sim) == {"a": "n0", "b": "n1"}
+    a, b = sim.outcome.pods
+    assert a.gpu_cards == [("main", 0)] and a.bridge is None
+    assert b.bridge is not None
+    claim = b.bridge.claim
+    assert claim["metadata"]["generateName"] == "b-extended-resources-"
+    assert claim["metadata"]["annotations"] == {
+        "resource.kubernetes.io/extended-resource-claim": "true"
+    }
+    assert claim["metadata"]["ownerReferences"][0]["controller"] is True
+    assert claim["spec"]["devices"]["requests"] == [
+        {
+            "name": "container-0-request-0",
+            "exactly": {
+                "deviceClassName": "gpu.nvidia.com",
+                "allocationMode": "ExactCount",
+                "count": 1,
+            },
+        }
+    ]
+    assert b.obj["status"]["extendedResourceClaimStatus"] == {
+        "requestMappings": [
+            {
+                "containerName": "main",
+                "resourceName": "nvidia.com/gpu",
+                "requestName": "container-0-request-0",
+            }
+        ],
+        "resourceClaimName": claim["metadata"]["name"],
+    }
+    # Not counted in the node's requests: DRA-backed names are not in allocatable.
+    assert "nvidia.com/gpu" not in b.node.requested  # type: ignore[union-attr]
+
+
+def test_zero_allocatable_delegates_absent_mapping_does_not() -> None:
+    # allocatable 0 (a departed device plugin's stale key) no longer blocks DRA; without a
+    # mapping DeviceClass the same pod is plainly Insufficient.
+    objs = _dra_objects()
+    objs[0] = node("n1", gpu=0)
+    assert where(run(*objs, pod("a", gpu=1))) == {"a": "n1"}
+    sim = run(node("n1", gpu=0), pod("a", gpu=1))
+    assert message(sim, "a") == (
+        "0/1 nodes are available: 1 Insufficient nvidia.com/gpu. "
+        f"preemption: 0/1 nodes are available: 1 {NOT_HELPFUL}."
+    )
+
+
+def test_prebound_pods_hold_their_share() -> None:
+    # A pod that already has spec.nodeName is not scheduled again but uses the GPU.
+    bound = pod("bound", gpu=1, spec={"nodeName": "a"})
+    sim = run(node("a", gpu=1), bound, pod("new", gpu=1))
+    assert where(sim) == {"bound": "a", "new": None}
+
+
+def test_topology_spread_do_not_schedule() -> None:
+    # maxSkew 1 over hostname. p0: every node has 0 matching pods, LeastAllocated prefers the
+    # big node a. p1: a would reach 1 + 1 - min(0) = 2 > 1, so b (b and c tie, name order).
+    # p2: a and b would reach 2, only c keeps the skew at 1.
+    spread = {
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "x"}},
+            }
+        ]
+    }
+    sim = run(
+        node("a", cpu="64"),
+        node("b", cpu="2"),
+        node("c", cpu="2"),
+        *(pod(f"p{i}", cpu="1", labels={"app": "x"}, spec=spread) for i in range(3)),
+    )
+    assert where(sim) == {"p0": "a", "p1": "b", "p2": "c"}
