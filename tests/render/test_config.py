@@ -78,9 +78,8 @@ def test_defaults_for_a_minimal_config(config_from: ConfigFrom) -> None:
     assert cfg.charts.dra_driver.version == "0.5.0"
     assert cfg.charts.app_template.version_tuple() >= (5, 0, 0)
     assert cfg.gpu_label == "nvidia.com/gpu.present"
-    preinstalled = config_from(
-        {"allocator": "device-plugin", "cluster": {"preinstalledDriver": True}}
-    )
+    # Nothing installs a driver without gpu-operator: the hosts have one, at /.
+    preinstalled = config_from({"allocator": "device-plugin"})
     assert preinstalled.cluster.effective_driver_root == "/"
     assert preinstalled.gpu_label == "feature.node.kubernetes.io/pci-10de.present"
 
@@ -206,6 +205,12 @@ BAD_CASES: list[tuple[str, dict[str, Any], str, str]] = [
         {"allocator": "dra", "cluster": {"appsPath": "../elsewhere"}},
         "cluster.appsPath",
         "relative path inside the repository",
+    ),
+    (
+        "the standalone device plugin without a host driver",
+        {"allocator": "device-plugin", "cluster": {"preinstalledDriver": False}},
+        "cluster.preinstalledDriver",
+        "installs no driver",
     ),
     ("an unknown allocator", {"allocator": "mps"}, "allocator", "must be one of"),
     ("no allocator", {"sharing": 5}, "allocator", "required field is missing"),

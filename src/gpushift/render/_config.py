@@ -312,6 +312,22 @@ class GpushiftConfig(_Model):
     observability: Observability = Field(default_factory=lambda: Observability())
     charts: Charts = Field(default_factory=lambda: Charts())
 
+    @model_validator(mode="before")
+    @classmethod
+    def _device_plugin_hosts_have_the_driver(cls, data: Any) -> Any:
+        # Without gpu-operator nothing installs a driver, so the hosts must already have one.
+        if not isinstance(data, dict) or data.get("allocator") != Allocator.DEVICE_PLUGIN.value:
+            return data
+        cluster = data.get("cluster")
+        if cluster is None:
+            return {**data, "cluster": {"preinstalledDriver": True}}
+        given = isinstance(cluster, dict) and (
+            "preinstalledDriver" in cluster or "preinstalled_driver" in cluster
+        )
+        if isinstance(cluster, dict) and not given:
+            return {**data, "cluster": {**cluster, "preinstalledDriver": True}}
+        return data
+
     @property
     def uses_operator(self) -> bool:
         """Whether gpu-operator is part of the stack (allocators gpu-operator and dra)."""
