@@ -540,3 +540,21 @@ def test_create_by_update_does_not_own_the_containers_list_itself() -> None:
         }
     }
     assert template["f:metadata"] == {"f:labels": {".": {}, "f:app": {}}}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"apiVersion": "apps/v1beta1"},
+            "Incorrect version specified in apply patch. Specified patch version: apps/v1beta1, "
+            "expected: apps/v1",
+        ),
+        ({"metadata": {"name": "web", "managedFields": []}}, "metadata.managedFields must be nil"),
+    ],
+)
+def test_bad_apply_configurations_are_400(change: dict[str, Any], message: str) -> None:
+    applied = {**_deploy(), **change}
+    with pytest.raises(PatchError) as info:
+        server_side_apply(None, applied, manager="m", force=False, kind=DEPLOY, now="T")
+    assert (info.value.code, info.value.message) == (400, message)

@@ -727,21 +727,27 @@ def server_side_apply(
     Raises ``ApplyConflict`` when another manager owns a field ``applied`` would change and
     ``force`` is false (with ``force`` the manager takes those fields over). As upstream,
     manager ``kubectl`` may take over fields whose live value still equals the client-side
-    apply annotation, and keeps that annotation in step. Raises ``PatchError`` (422) for an
-    associative list item that lacks a key field.
+    apply annotation, and keeps that annotation in step. Raises ``PatchError``: 400 for a
+    configuration of another API version or one that sets ``metadata.managedFields``, 422
+    for an associative list item that lacks a key field.
     """
     if not isinstance(applied, dict):
         raise PatchError("apply configuration must be an object", code=400)
+    # structuredMergeManager.Apply's checks on the configuration.
+    if applied.get("apiVersion") != kind.api_version:
+        raise PatchError(
+            "Incorrect version specified in apply patch. Specified patch version: "
+            f"{applied.get('apiVersion') or ''}, expected: {kind.api_version}",
+            code=400,
+        )
+    if (applied.get("metadata") or {}).get("managedFields") is not None:
+        raise PatchError("metadata.managedFields must be nil", code=400)
     spec = root_type(kind)
     live_body = _body(live)
     config = copy.deepcopy(applied)
     ignored = _ignored(kind, subresource, config)
     # The strategy resets what this endpoint may not change, so the config never sets it.
     config = {k: v for k, v in config.items() if (f"f:{k}",) not in ignored}
-    config_meta = config.get("metadata")
-    if isinstance(config_meta, dict):
-        config_meta.pop("managedFields", None)
-
     entries = _decode((live or {}).get("metadata", {}).get("managedFields"))
     this = _Entry(manager, "Apply", kind.api_version, set(), None, subresource or "")
     previous = next((e for e in entries if e.identity == this.identity), None)
