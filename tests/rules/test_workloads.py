@@ -230,3 +230,15 @@ def test_standalone_exporter_without_dra_switch(check: Any, kit: Any) -> None:
         }
     )
     assert kit.only(found, "dcgm-dra-attribution") == [("dcgm.yaml", 12)]
+
+
+def test_gpu_cluster_exporter_is_attributed(check: Any, kit: Any) -> None:
+    """gpu-operator's GPUCluster stack grants its exporter resourceslices and sets the env."""
+    values = "devicePlugin:\n  enabled: false\ngpuCluster:\n  deployCR: true\n"
+    found = check(
+        {
+            "op.yaml": kit.helm_release("gpu-operator", "gpu-operator", values),
+            "dra.yaml": kit.helm_release("dra", "dra-driver-nvidia-gpu", DRA),
+        }
+    )
+    assert "dcgm-dra-attribution" not in kit.ids(found)

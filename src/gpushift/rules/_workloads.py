@@ -180,6 +180,9 @@ def _dcgm_attribution(ctx: Context) -> Iterator[Finding]:
     for op in ctx.operators:
         if not truthy(op.value("dcgmExporter", "enabled"), default=True):
             continue
+        if truthy(op.value("gpuCluster", "deployCR"), default=False):
+            continue  # the GPUCluster stack's exporter has the env and the RBAC
+
         env = _env_list(op.value("dcgmExporter", "env"))
         yield from _attribution(
             ctx,
