@@ -42,13 +42,13 @@ def render(cfg: GpushiftConfig) -> Files:
     dra = cfg.allocator is Allocator.DRA
     if dra:
         for ns in sorted({x.namespace for x in cfg.consumers if _uses_claim(x)}):
-            _render_claim_template(cfg, files, ns)
+            _render_claim_template(cfg=cfg, files=files, ns=ns)
     for consumer in cfg.consumers:
         if consumer.style is ConsumerStyle.APP_TEMPLATE:
-            _render_app_template(cfg, files, consumer)
+            _render_app_template(cfg=cfg, files=files, consumer=consumer)
         elif consumer.style is ConsumerStyle.DEPLOYMENT:
-            _render_deployment(cfg, files, consumer)
-    _render_llmkube(cfg, files)
+            _render_deployment(cfg=cfg, files=files, consumer=consumer)
+    _render_llmkube(cfg=cfg, files=files)
     return files
 
 
@@ -56,7 +56,7 @@ def _uses_claim(consumer: Consumer) -> bool:
     return consumer.style is not ConsumerStyle.INFERENCE_SERVICE
 
 
-def _stack_dependency(cfg: GpushiftConfig, consumer: Consumer) -> Ref:
+def _stack_dependency(*, cfg: GpushiftConfig, consumer: Consumer) -> Ref:
     """The Kustomization a consumer waits for before its pods can get a GPU."""
     gpu_ns = cfg.cluster.gpu_namespace
     if cfg.allocator is Allocator.DRA:
@@ -68,7 +68,7 @@ def _stack_dependency(cfg: GpushiftConfig, consumer: Consumer) -> Ref:
     return Ref(c.GPU_OPERATOR, gpu_ns)
 
 
-def _render_claim_template(cfg: GpushiftConfig, files: Files, ns: str) -> None:
+def _render_claim_template(*, cfg: GpushiftConfig, files: Files, ns: str) -> None:
     exactly: dict[str, Any] = {"deviceClassName": GPU_DEVICE_CLASS}
     if cfg.sharing == "memory" and cfg.memory_per_claim is not None:
         exactly["capacity"] = Note(
@@ -119,7 +119,7 @@ def _render_claim_template(cfg: GpushiftConfig, files: Files, ns: str) -> None:
     )
 
 
-def _gpu_resources(cfg: GpushiftConfig, consumer: Consumer) -> dict[str, Any]:
+def _gpu_resources(*, cfg: GpushiftConfig, consumer: Consumer) -> dict[str, Any]:
     if cfg.allocator is Allocator.DRA:
         return {"claims": [{"name": CLAIM_NAME}]}
     count = consumer.gpus
@@ -140,23 +140,23 @@ def _pod_placement(cfg: GpushiftConfig) -> dict[str, Any]:
     return out
 
 
-def _consumer_ks(cfg: GpushiftConfig, consumer: Consumer) -> dict[str, Any]:
+def _consumer_ks(*, cfg: GpushiftConfig, consumer: Consumer) -> dict[str, Any]:
     return flux_kustomization(
         cfg=cfg,
         name=consumer.name,
         namespace=consumer.namespace,
         path=f"{consumer.namespace}/{consumer.name}/app",
-        depends_on=[_stack_dependency(cfg, consumer)],
+        depends_on=[_stack_dependency(cfg=cfg, consumer=consumer)],
     )
 
 
-def _render_app_template(cfg: GpushiftConfig, files: Files, consumer: Consumer) -> None:
+def _render_app_template(*, cfg: GpushiftConfig, files: Files, consumer: Consumer) -> None:
     repository, tag = c.split_image(consumer.image)
     controller: dict[str, Any] = {
         "containers": {
             "app": {
                 "image": {"repository": repository, "tag": tag},
-                "resources": _gpu_resources(cfg, consumer),
+                "resources": _gpu_resources(cfg=cfg, consumer=consumer),
             }
         }
     }
@@ -179,17 +179,21 @@ def _render_app_template(cfg: GpushiftConfig, files: Files, consumer: Consumer) 
         namespace=consumer.namespace,
         name=consumer.name,
         app=app,
-        ks=[_consumer_ks(cfg, consumer)],
+        ks=[_consumer_ks(cfg=cfg, consumer=consumer)],
     )
 
 
-def _render_deployment(cfg: GpushiftConfig, files: Files, consumer: Consumer) -> None:
+def _render_deployment(*, cfg: GpushiftConfig, files: Files, consumer: Consumer) -> None:
     labels = {"app.kubernetes.io/name": consumer.name}
     pod_spec: dict[str, Any] = dict(_pod_placement(cfg))
     if cfg.allocator is Allocator.DRA:
         pod_spec["resourceClaims"] = _pod_claims()
     pod_spec["containers"] = [
-        {"name": "app", "image": consumer.image, "resources": _gpu_resources(cfg, consumer)}
+        {
+            "name": "app",
+            "image": consumer.image,
+            "resources": _gpu_resources(cfg=cfg, consumer=consumer),
+        }
     ]
     deployment = {
         "apiVersion": api_version("Deployment"),
@@ -206,11 +210,11 @@ def _render_deployment(cfg: GpushiftConfig, files: Files, consumer: Consumer) ->
         namespace=consumer.namespace,
         name=consumer.name,
         app={"deployment.yaml": [deployment]},
-        ks=[_consumer_ks(cfg, consumer)],
+        ks=[_consumer_ks(cfg=cfg, consumer=consumer)],
     )
 
 
-def _render_llmkube(cfg: GpushiftConfig, files: Files) -> None:
+def _render_llmkube(*, cfg: GpushiftConfig, files: Files) -> None:
     services = [x for x in cfg.consumers if x.style is ConsumerStyle.INFERENCE_SERVICE]
     if not services:
         return
@@ -239,15 +243,15 @@ def _render_llmkube(cfg: GpushiftConfig, files: Files) -> None:
             path=f"{ns}/{folder}/models",
             depends_on=[
                 Ref(LLMKUBE, None if ns == operator_ns else operator_ns),
-                _stack_dependency(cfg, members[0]),
+                _stack_dependency(cfg=cfg, consumer=members[0]),
             ],
         )
-        app = {f"{x.name}.yaml": _llmkube_docs(cfg, x) for x in members}
+        app = {f"{x.name}.yaml": _llmkube_docs(cfg=cfg, consumer=x) for x in members}
         ks = [operator_ks, models_ks] if ns == operator_ns else [models_ks]
         component(files, namespace=ns, name=folder, app=app, ks=ks, app_dir="models")
 
 
-def _llmkube_docs(cfg: GpushiftConfig, consumer: Consumer) -> list[dict[str, Any]]:
+def _llmkube_docs(*, cfg: GpushiftConfig, consumer: Consumer) -> list[dict[str, Any]]:
     model = {
         "apiVersion": api_version("Model"),
         "kind": "Model",

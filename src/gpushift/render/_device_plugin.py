@@ -42,7 +42,7 @@ def render(cfg: GpushiftConfig) -> Files:
     )
     component(files, namespace=ns, name=c.DEVICE_PLUGIN, app=app, ks=[ks])
     if cfg.observability.dcgm_exporter:
-        _render_dcgm(cfg, files)
+        _render_dcgm(cfg=cfg, files=files)
     return files
 
 
@@ -86,7 +86,7 @@ def _plugin_values(cfg: GpushiftConfig) -> dict[str, Any]:
     return values
 
 
-def _render_dcgm(cfg: GpushiftConfig, files: Files) -> None:
+def _render_dcgm(*, cfg: GpushiftConfig, files: Files) -> None:
     ns = cfg.cluster.gpu_namespace
     values: dict[str, Any] = {}
     if cfg.cluster.runtime_class_name:

@@ -39,7 +39,9 @@ def render(cfg: GpushiftConfig) -> Files:
         "helmrelease.yaml": [helm_release(name=c.GPU_OPERATOR, values=_values(cfg))],
     }
     if cfg.allocator is Allocator.GPU_OPERATOR and isinstance(cfg.sharing, int):
-        app["time-slicing-config.yaml"] = [_time_slicing_configmap(ns, cfg.sharing)]
+        app["time-slicing-config.yaml"] = [
+            _time_slicing_configmap(namespace=ns, replicas=cfg.sharing)
+        ]
     if cfg.cluster.runtime_class_name and not cfg.installs_runtime_class:
         app["runtimeclass.yaml"] = [c.runtime_class(cfg.cluster.runtime_class_name)]
     if dra and cfg.observability.dcgm_exporter:
@@ -151,7 +153,7 @@ def _dcgm_values(cfg: GpushiftConfig) -> dict[str, Any]:
     return out
 
 
-def _time_slicing_configmap(namespace: str, replicas: int) -> dict[str, Any]:
+def _time_slicing_configmap(*, namespace: str, replicas: int) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",

@@ -73,7 +73,7 @@ def with_overrides(
     try:
         return GpushiftConfig.model_validate(data)
     except ValidationError as err:
-        lines = [f"{field}: {why}" for field, why in _problems(err, data)]
+        lines = [f"{field}: {why}" for field, why in _problems(err=err, data=data)]
         raise InputError(f"with {display}: " + _join(lines)) from None
 
 
@@ -98,7 +98,7 @@ def _validate(docs: list[_yaml.Document], *, display: str, locate_in: str | None
     try:
         return GpushiftConfig.model_validate(data)
     except ValidationError as err:
-        problems = _problems(err, data)
+        problems = _problems(err=err, data=data)
     lines = []
     for field, why in problems:
         line = _line_of(field, index=docs[0].index, path=locate_in)
@@ -117,11 +117,11 @@ def _join(lines: list[str]) -> str:
     )
 
 
-def _problems(err: ValidationError, data: dict[str, Any]) -> list[tuple[str, str]]:
+def _problems(*, err: ValidationError, data: dict[str, Any]) -> list[tuple[str, str]]:
     """``(field, why)`` per problem, merged per field, in the order pydantic found them."""
     out: dict[str, str] = {}
     for detail in err.errors(include_url=False):
-        if detail["type"] == "value_error" and not _real_loc(detail, data):
+        if detail["type"] == "value_error" and not _real_loc(detail=detail, data=data):
             # Combination checks: one "field: why" per line.
             text = str(detail.get("ctx", {}).get("error", detail["msg"]))
             for raw in text.splitlines():
@@ -129,13 +129,13 @@ def _problems(err: ValidationError, data: dict[str, Any]) -> list[tuple[str, str
                 field, why = (m["field"], m["why"]) if m else ("config", raw)
                 out.setdefault(field, why)
             continue
-        loc = _real_loc(detail, data)
+        loc = _real_loc(detail=detail, data=data)
         field = _dotted(loc) or "config"
-        out.setdefault(field, _reword(detail, field))
+        out.setdefault(field, _reword(detail=detail, field=field))
     return list(out.items())
 
 
-def _real_loc(detail: ErrorDetails, data: Any) -> list[str | int]:
+def _real_loc(*, detail: ErrorDetails, data: Any) -> list[str | int]:
     """The error location as keys into the input (pydantic adds union-member tags)."""
     loc: list[str | int] = []
     node: Any = data
@@ -159,7 +159,7 @@ def _dotted(loc: list[str | int]) -> str:
     return text
 
 
-def _reword(detail: ErrorDetails, field: str) -> str:
+def _reword(*, detail: ErrorDetails, field: str) -> str:
     kind = detail["type"]
     got = detail.get("input")
     ctx = detail.get("ctx", {})

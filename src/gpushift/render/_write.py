@@ -40,14 +40,14 @@ def write_tree(files: Mapping[str, str], out: str | os.PathLike[str], *, force: 
             path = staging / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-        _swap_in(staging, target.absolute())
+        _swap_in(staging=staging, target=target.absolute())
     except OSError as err:
         shutil.rmtree(staging, ignore_errors=True)
         raise InputError(f"cannot write the rendered tree: {err}", path=str(target)) from None
     return target
 
 
-def _swap_in(staging: Path, target: Path) -> None:
+def _swap_in(*, staging: Path, target: Path) -> None:
     """Replace ``target`` by ``staging`` with renames; on failure restore ``target``."""
     if not target.exists():
         staging.rename(target)

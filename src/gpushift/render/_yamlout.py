@@ -53,7 +53,7 @@ def _needs_quotes(text: str) -> bool:
         return True
 
 
-def _convert(value: Any, column: int) -> Any:
+def _convert(value: Any, *, column: int) -> Any:
     """ruamel nodes for ``value``, whose mapping keys (if any) start at ``column``."""
     if isinstance(value, Note):
         raise TypeError("Note is only valid as a mapping value")
@@ -65,24 +65,24 @@ def _convert(value: Any, column: int) -> Any:
             comment = None
             if isinstance(raw, Note):
                 comment, raw = raw.comment, raw.value
-            out[key] = _convert(raw, _child_column(raw, column))
+            out[key] = _convert(raw, column=_child_column(raw, column=column))
             if comment:
                 out.yaml_set_comment_before_after_key(
-                    key, before=_wrap(comment, column), indent=column
+                    key, before=_wrap(comment, column=column), indent=column
                 )
         return out
     if isinstance(value, list | tuple):
         seq = CommentedSeq()
         for item in value:
             # Keys of a mapping inside a sequence item start after "- ".
-            seq.append(_convert(item, column + _SEQ_DASH_OFFSET))
+            seq.append(_convert(item, column=column + _SEQ_DASH_OFFSET))
         return seq
     if isinstance(value, str) and _needs_quotes(value):
         return DoubleQuotedScalarString(value)
     return value
 
 
-def _wrap(comment: str, column: int) -> str:
+def _wrap(comment: str, *, column: int) -> str:
     width = max(_COMMENT_WIDTH - column - 2, 40)
     return "\n".join(
         "\n".join(textwrap.wrap(para, width=width, break_on_hyphens=False)) or ""
@@ -90,7 +90,7 @@ def _wrap(comment: str, column: int) -> str:
     )
 
 
-def _child_column(value: Any, column: int) -> int:
+def _child_column(value: Any, *, column: int) -> int:
     if isinstance(value, list | tuple):
         return column + _SEQ_INDENT - _SEQ_DASH_OFFSET
     return column + _MAP_INDENT
@@ -114,5 +114,5 @@ def dump_documents(docs: Iterable[Mapping[str, Any]], *, header: str | None = No
         buf.write("".join(f"# {line}".rstrip() + "\n" for line in header.splitlines()))
     emitter = _emitter()
     for doc in docs:
-        emitter.dump(_convert(doc, 0), buf)
+        emitter.dump(_convert(doc, column=0), buf)
     return buf.getvalue().rstrip("\n") + "\n"
