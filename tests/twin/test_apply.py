@@ -558,3 +558,111 @@ def test_bad_apply_configurations_are_400(change: dict[str, Any], message: str) 
     with pytest.raises(PatchError) as info:
         server_side_apply(None, applied, manager="m", force=False, kind=DEPLOY, now="T")
     assert (info.value.code, info.value.message) == (400, message)
+
+
+# --- custom resources with a schema -------------------------------------------------------
+
+_WIDGET_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "properties": {
+                "size": {"type": "integer"},
+                "selector": {
+                    "type": "object",
+                    "x-kubernetes-map-type": "atomic",
+                    "additionalProperties": {"type": "string"},
+                },
+                "ports": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["port", "protocol"],
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "port": {"type": "integer"},
+                            "protocol": {"type": "string", "default": "TCP"},
+                            "name": {"type": "string"},
+                        },
+                    },
+                },
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            },
+        }
+    },
+}
+
+
+def _widget(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "inference.llmkube.dev/v1alpha1",
+        "kind": "Model",
+        "metadata": {"name": "w", "namespace": "ns"},
+        "spec": spec,
+    }
+
+
+MODEL = by_kind("Model")
+
+
+def test_schema_list_types_let_two_appliers_share_a_list() -> None:
+    live = server_side_apply(
+        None,
+        _widget(ports=[{"port": 80, "name": "http"}]),
+        manager="a",
+        force=False,
+        kind=MODEL,
+        now="T1",
+        schema=_WIDGET_SCHEMA,
+    )
+    out = server_side_apply(
+        live,
+        _widget(ports=[{"port": 9090, "name": "metrics"}]),
+        manager="b",
+        force=False,
+        kind=MODEL,
+        now="T2",
+        schema=_WIDGET_SCHEMA,
+    )
+    assert out["spec"]["ports"] == [{"port": 80, "name": "http"}, {"port": 9090, "name": "metrics"}]
+    # The key takes the schema's default for the omitted protocol.
+    assert _fields(out, "b") == {
+        "f:spec": {
+            "f:ports": {'k:{"port":9090,"protocol":"TCP"}': {".": {}, "f:name": {}, "f:port": {}}}
+        }
+    }
+
+
+def test_without_a_schema_custom_resource_lists_are_atomic() -> None:
+    live = server_side_apply(
+        None, _widget(ports=[{"port": 80}]), manager="a", force=False, kind=MODEL, now="T1"
+    )
+    with pytest.raises(ApplyConflict) as info:
+        server_side_apply(
+            live, _widget(ports=[{"port": 9090}]), manager="b", force=False, kind=MODEL, now="T2"
+        )
+    assert info.value.conflicts == [{"manager": '"a"', "field": ".spec.ports"}]
+
+
+def test_schema_map_types_and_unknown_fields() -> None:
+    out = server_side_apply(
+        None,
+        _widget(size=1, selector={"app": "x"}, tags=["a"], extra={"free": {"form": 1}}),
+        manager="m",
+        force=False,
+        kind=MODEL,
+        now="T",
+        schema=_WIDGET_SCHEMA,
+    )
+    # An atomic map and an atomic list are owned whole; fields under a schema that keeps
+    # unknown fields are map entries, each owned in itself.
+    assert _fields(out, "m") == {
+        "f:spec": {
+            "f:extra": {"f:free": {".": {}, "f:form": {}}},
+            "f:selector": {},
+            "f:size": {},
+            "f:tags": {},
+        }
+    }

@@ -19,12 +19,12 @@ from typing import Any, NotRequired, TypedDict
 from gpushift._kinds import Kind, lookup
 from gpushift.twin._merge_keys import (
     ATOMIC_LIST,
-    FreeMap,
     ListOf,
     Struct,
     TypeSpec,
     child_type,
     is_atomic,
+    is_entry,
     item_type,
     root_type,
 )
@@ -297,7 +297,7 @@ def _field_set(value: Any, spec: TypeSpec, *, strict: bool = False) -> set[Path]
                 child_spec = child_type(spec, key)
                 child_path = (*path, f"f:{key}")
                 walk(child, child_spec, child_path)
-                if child is None or child == {} or isinstance(spec, FreeMap):
+                if child is None or child == {} or is_entry(spec, key):
                     out.add(child_path)
         elif _is_assoc_list(value, spec):
             meta = _list_meta(spec)
@@ -524,7 +524,8 @@ def _with_named_parents(paths: Iterable[Path], root: TypeSpec) -> set[Path]:
             path = (*prefix, element)
             if element.startswith("f:"):
                 child_spec = child_type(spec, element[2:])
-                if isinstance(spec, Struct) and len(child) > (None in child):
+                named = isinstance(spec, Struct) and not is_entry(spec, element[2:])
+                if named and len(child) > (None in child):
                     out.add(path)
             else:
                 child_spec = item_type(_list_meta(spec), {} if element[0] == "k" else None)
@@ -715,6 +716,7 @@ def server_side_apply(
     kind: Kind,
     now: str,
     subresource: str | None = None,
+    schema: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Apply ``applied`` (an apply configuration) to ``live`` (None when creating).
 
@@ -722,7 +724,10 @@ def server_side_apply(
     the fields of ``applied`` (an ``Apply`` entry stamped ``now`` when the object changed);
     fields it applied last time and no longer applies are removed unless another manager
     owns them; a manager that loses all its fields loses its entry. Writes to the main
-    resource leave ``status`` alone when the kind has a status subresource.
+    resource leave ``status`` alone when the kind has a status subresource. ``schema`` is
+    a custom resource's ``openAPIV3Schema``: with it, lists merge by its
+    ``x-kubernetes-list-type``/``-list-map-keys`` and fields it declares are owned as
+    upstream owns them; without it, maps are structs of unknown fields and lists atomic.
 
     Raises ``ApplyConflict`` when another manager owns a field ``applied`` would change and
     ``force`` is false (with ``force`` the manager takes those fields over). As upstream,
@@ -742,7 +747,7 @@ def server_side_apply(
         )
     if (applied.get("metadata") or {}).get("managedFields") is not None:
         raise PatchError("metadata.managedFields must be nil", code=400)
-    spec = root_type(kind)
+    spec = root_type(kind, schema)
     live_body = _body(live)
     config = copy.deepcopy(applied)
     ignored = _ignored(kind, subresource, config)
@@ -839,6 +844,7 @@ def update_managed_fields(
     now: str,
     subresource: str | None = None,
     kind: Kind | None = None,
+    schema: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Record a write of ``old`` into ``new`` by ``manager`` (``old`` None for a create).
 
@@ -849,10 +855,12 @@ def update_managed_fields(
     managed fields sent in ``new`` replace the stored ones (an empty list, or one empty
     entry, clears them), except through a subresource; a write that changes nothing leaves
     the entries as they were; more than ten Update entries fold the oldest into
-    ``ancient-changes``. ``kind`` defaults to the one ``new`` names.
+    ``ancient-changes``. ``kind`` defaults to the one ``new`` names; ``schema`` is a custom
+    resource's ``openAPIV3Schema`` (its list types and map types), as for
+    ``server_side_apply``.
     """
     kind = kind or _kind_of(new)
-    spec: TypeSpec = root_type(kind) if kind is not None else Struct("Object")
+    spec: TypeSpec = root_type(kind, schema) if kind is not None else Struct("Object")
     out = dict(new)
     sent = (new.get("metadata") or {}).get("managedFields")
     stored = _decode((old or {}).get("metadata", {}).get("managedFields"))

@@ -26,18 +26,30 @@ from gpushift._kinds import Kind
 
 @dataclass(frozen=True, slots=True)
 class Struct:
-    """An object with named fields; ``name`` indexes the field table (None: unknown fields)."""
+    """An object with named fields.
+
+    ``name`` indexes the built-in field tables; ``fields`` holds the fields of a type read
+    from a CRD schema instead, with ``open`` set when the schema keeps unknown fields
+    (``x-kubernetes-preserve-unknown-fields``). Neither: a struct of unknown fields.
+    """
 
     name: str | None = None
     atomic: bool = False
+    fields: Mapping[str, TypeSpec] | None = None
+    open: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class FreeMap:
-    """A ``map[string]T`` such as ``labels`` or ``data``: every key is an entry, not a field."""
+    """A ``map[string]T`` such as ``labels`` or ``data``: every key is an entry, not a field.
+
+    ``deduced`` marks a value without a schema (structured-merge-diff's deduced type): its
+    maps are free maps all the way down and its lists are atomic.
+    """
 
     item: TypeSpec = field(default_factory=lambda: Scalar())
     atomic: bool = False
+    deduced: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +99,7 @@ TypeSpec: TypeAlias = Struct | FreeMap | ListOf | Scalar
 
 SCALAR = Scalar()
 UNKNOWN = Struct()
+DEDUCED = FreeMap(deduced=True)
 #: A struct or map that apply owns as one value (``+structType=atomic``, ``+mapType=atomic``).
 ATOMIC_STRUCT = Struct(atomic=True)
 ATOMIC_LIST = ListOf()
@@ -217,23 +230,89 @@ for (_group, _name), _fields in _ROOTS.items():
 _TYPES["Object"] = {"metadata": Struct("ObjectMeta")}
 
 
-def root_type(kind: Kind) -> Struct:
+def root_type(kind: Kind, schema: Mapping[str, Any] | None = None) -> Struct:
     """The type of a whole object of ``kind``.
 
-    Kinds without a declared table (and custom resources) get ``metadata`` typed and every
-    other field treated as an unknown struct field.
+    ``schema`` is a custom resource's ``openAPIV3Schema``; without one, kinds without a
+    declared table get ``metadata`` typed and every other field treated as an unknown
+    struct field.
     """
+    if schema is not None and not kind.builtin:
+        converted = from_openapi(schema)
+        fields = dict(converted.fields or {}) if isinstance(converted, Struct) else {}
+        fields.update(metadata=Struct("ObjectMeta"), apiVersion=SCALAR, kind=SCALAR)
+        is_open = not isinstance(converted, Struct) or converted.open
+        return Struct(fields=MappingProxyType(fields), open=is_open)
     name = f"{kind.group}/{kind.kind}"
     return Struct(name if name in _TYPES else "Object")
+
+
+def from_openapi(schema: Mapping[str, Any]) -> TypeSpec:
+    """The type a CRD's structural schema describes (kube-openapi pkg/schemaconv rules).
+
+    Lists are atomic unless ``x-kubernetes-list-type`` says ``set`` or ``map`` (with
+    ``x-kubernetes-list-map-keys``); ``x-kubernetes-map-type: atomic`` makes an object
+    atomic; ``additionalProperties`` makes a free map; an object without properties, or one
+    that preserves unknown fields, is deduced from its value.
+    """
+    if not isinstance(schema, Mapping) or schema.get("x-kubernetes-int-or-string"):
+        return SCALAR
+    kind = schema.get("type")
+    if kind == "array":
+        items = schema.get("items")
+        items = items if isinstance(items, Mapping) else {}
+        keys = tuple(str(k) for k in schema.get("x-kubernetes-list-map-keys") or ())
+        properties = items.get("properties") or {}
+        defaults = {
+            k: properties[k]["default"]
+            for k in keys
+            if isinstance(properties.get(k), Mapping) and "default" in properties[k]
+        }
+        return ListOf(
+            item=from_openapi(items),
+            list_type=str(schema.get("x-kubernetes-list-type") or "atomic"),
+            list_map_keys=keys,
+            key_defaults=MappingProxyType(defaults),
+        )
+    preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+    if kind == "object" or "properties" in schema or preserve:
+        atomic = schema.get("x-kubernetes-map-type") == "atomic"
+        properties = schema.get("properties")
+        if isinstance(properties, Mapping) and properties:
+            fields = {str(k): from_openapi(v) for k, v in properties.items()}
+            return Struct(fields=MappingProxyType(fields), atomic=atomic, open=preserve)
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, Mapping):
+            return FreeMap(item=from_openapi(extra), atomic=atomic)
+        return FreeMap(deduced=True, atomic=atomic) if atomic else DEDUCED
+    return SCALAR
 
 
 def child_type(spec: TypeSpec, key: str) -> TypeSpec:
     """The type of field or entry ``key`` inside a map-valued ``spec``."""
     if isinstance(spec, FreeMap):
-        return spec.item
-    if isinstance(spec, Struct) and spec.name is not None:
-        return _TYPES[spec.name].get(key, UNKNOWN)
+        return DEDUCED if spec.deduced else spec.item
+    if isinstance(spec, Struct):
+        if spec.fields is not None:
+            found = spec.fields.get(key)
+            if found is not None:
+                return found
+            return DEDUCED if spec.open else UNKNOWN
+        if spec.name is not None:
+            return _TYPES[spec.name].get(key, UNKNOWN)
     return UNKNOWN
+
+
+def is_entry(spec: TypeSpec, key: str) -> bool:
+    """True when ``key`` of a map typed ``spec`` is a map entry rather than a named field.
+
+    Apply owns map entries in themselves (and a struct field only through its leaves).
+    Fields missing from a CRD schema count as entries; fields missing from the built-in
+    tables, which declare only what merges specially, count as named fields.
+    """
+    if isinstance(spec, FreeMap):
+        return True
+    return isinstance(spec, Struct) and spec.fields is not None and key not in spec.fields
 
 
 def list_type(spec: TypeSpec, key: str) -> ListOf:
@@ -247,11 +326,6 @@ def item_type(spec: ListOf, item: object) -> TypeSpec:
     if isinstance(item, dict):
         return spec.item if not isinstance(spec.item, Scalar) else UNKNOWN
     return SCALAR
-
-
-def is_free_map(spec: TypeSpec) -> bool:
-    """True for ``map[string]T`` types, whose keys are entries rather than named fields."""
-    return isinstance(spec, FreeMap)
 
 
 def is_atomic(spec: TypeSpec) -> bool:
