@@ -666,3 +666,35 @@ def test_schema_map_types_and_unknown_fields() -> None:
             "f:tags": {},
         }
     }
+
+
+_op = st.tuples(
+    st.sampled_from(["a", "b", "c"]),
+    st.sampled_from(["Apply", "Update"]),
+    st.dictionaries(st.sampled_from(["k1", "k2", "k3", "k4"]), st.sampled_from(["1", "2"])),
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_op, min_size=1, max_size=6))
+def test_owned_fields_always_exist_and_applies_take_effect(
+    ops: list[tuple[str, str, dict[str, str]]],
+) -> None:
+    live: dict[str, Any] | None = None
+    for step, (manager, operation, data) in enumerate(ops):
+        if operation == "Apply":
+            live = server_side_apply(
+                live, _cm(data), manager=manager, force=True, kind=CM, now=f"T{step}"
+            )
+            assert all(live.get("data", {}).get(k) == v for k, v in data.items())
+        else:
+            new = copy.deepcopy(live) if live is not None else _cm({})
+            new["data"] = data
+            live = update_managed_fields(
+                live, new, manager=manager, operation="Update", now=f"T{step}"
+            )
+            assert live.get("data") == data
+        for entry in _entries(live):
+            for key in entry["fieldsV1"].get("f:data", {}):
+                if key != ".":
+                    assert key[2:] in live["data"], (entry["manager"], key)

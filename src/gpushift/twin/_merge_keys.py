@@ -139,7 +139,9 @@ _TYPES: dict[str, dict[str, TypeSpec]] = {
         "imagePullSecrets": _merge("name", UNKNOWN),
         "hostAliases": _merge("ip", UNKNOWN),
         "topologySpreadConstraints": _merge(
-            "topologyKey", UNKNOWN, list_map_keys=("topologyKey", "whenUnsatisfiable")
+            "topologyKey",
+            Struct("TopologySpreadConstraint"),
+            list_map_keys=("topologyKey", "whenUnsatisfiable"),
         ),
         "schedulingGates": _merge("name", UNKNOWN),
         "resourceClaims": ListOf(
@@ -169,6 +171,8 @@ _TYPES: dict[str, dict[str, TypeSpec]] = {
         "claims": ListOf(item=UNKNOWN, list_type="map", list_map_keys=("name",)),
     },
     "Volume": {},
+    # LabelSelector is +structType=atomic wherever it appears.
+    "TopologySpreadConstraint": {"labelSelector": ATOMIC_STRUCT},
     "PodStatus": {
         "conditions": _conditions(),
         "podIPs": _merge("ip", UNKNOWN),
