@@ -37,6 +37,31 @@ REFUSED = {
 ALLOWED = [(a, s) for a in ALLOCATORS for s in SHARINGS if (a, s) not in REFUSED]
 # The one combination the example refuses, made valid by leaving out the bridged consumer.
 MEMORY_MEDIA_ONLY = ("dra", "memory")
+# A second cluster: not Talos (operator-installed driver), a tainted GPU pool, another GPU
+# namespace and apps path, and every consumer style.
+VARIANT: dict[str, Any] = {
+    "cluster": {
+        "talos": False,
+        "gpuNamespace": "nvidia",
+        "appsPath": "clusters/main/apps",
+        "gpuNodes": {
+            "tolerations": [
+                {"key": "dedicated", "operator": "Equal", "value": "ai", "effect": "NoSchedule"}
+            ]
+        },
+    },
+    "consumers": [
+        {"namespace": "lab", "name": "trainer", "style": "deployment", "image": "nvcr.io/x:1"},
+        {"namespace": "lab", "name": "notebook", "style": "app-template", "image": "quay.io/y:2"},
+        {"namespace": "ai", "name": "qwen", "style": "inference-service", "model": "hf://q/q"},
+    ],
+}
+VARIANT_COMBOS = [(a, s) for a in ALLOCATORS for s in ("exclusive", 3)]
+
+
+def variant_tree(allocator: str, sharing: Any) -> Tree:
+    data = {**VARIANT, "allocator": allocator, "sharing": sharing}
+    return render_tree(parse_config(yaml.safe_dump(data, sort_keys=False), display="v.yaml"))
 
 
 def _combination_ids(combo: tuple[str, Any]) -> str:
@@ -124,8 +149,10 @@ def test_every_kustomization_builds(
 ) -> None:
     # Identical folders recur across combinations; build each distinct one once.
     seen: set[str] = set()
-    for combo in [*ALLOWED, MEMORY_MEDIA_ONLY]:
-        for folder, inputs in _kustomize_inputs(render_combo(combo)):
+    trees = [(combo, render_combo(combo)) for combo in [*ALLOWED, MEMORY_MEDIA_ONLY]]
+    trees += [(combo, variant_tree(*combo)) for combo in VARIANT_COMBOS]
+    for combo, tree in trees:
+        for folder, inputs in _kustomize_inputs(tree):
             digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
             if digest in seen:
                 continue
@@ -184,3 +211,19 @@ def test_check_passes_the_rendered_tree(
     assert code == 0
     expected_allocator = "device-plugin" if combo[0] != "dra" else "dra"
     assert report["summary"]["allocator"] == expected_allocator
+
+
+@pytest.mark.skipif(
+    not _check_registered(), reason="gpushift check (issue 3) is not registered yet"
+)
+@pytest.mark.parametrize("combo", VARIANT_COMBOS, ids=_combination_ids)
+def test_check_passes_the_variant_tree(
+    combo: tuple[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gpushift.cli import main
+
+    root = write(variant_tree(*combo), tmp_path / "repo")
+    code = main(["check", str(root), "-o", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert [f for f in report["findings"] if f["severity"] != "info"] == []
+    assert code == 0
