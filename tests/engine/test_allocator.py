@@ -248,10 +248,19 @@ def test_selector_runtime_error_aborts_the_allocation() -> None:
     devices = [dev("d0"), dev("d1", attributes={"model": {"string": "a"}})]
     a = Allocator(
         slices=[slice_("s", devices)],
-        classes=[cls("m", f"device.attributes['{DRV}'].model == 'a'")],
+        classes=[cls("m", f"device.attributes['{DRV}'].model == 'a'"), cls()],
     )
-    with pytest.raises(SelectorEvaluationError, match="CEL runtime error"):
+    with pytest.raises(SelectorEvaluationError) as e:
         a.allocate(claims=[claim(req(klass="m"))], node=NODE, state=AllocatedState())
+    assert str(e.value) == "class m: selector #0: CEL runtime error: no such key: model"
+    # a request selector is reported against the claim, counting from its own selectors
+    sel = [
+        {"cel": {"expression": "true"}},
+        {"cel": {"expression": f"device.attributes['{DRV}'].size > 1"}},
+    ]
+    with pytest.raises(SelectorEvaluationError) as e:
+        a.allocate(claims=[claim(req(selectors=sel))], node=NODE, state=AllocatedState())
+    assert str(e.value) == "claim ns/c: selector #1: CEL runtime error: no such key: size"
 
 
 # --- firstAvailable ---------------------------------------------------------------------------

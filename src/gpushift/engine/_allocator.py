@@ -27,6 +27,7 @@ from gpushift.engine._capacity import (
 from gpushift.engine._cel import (
     CelDevice,
     CelSelectorEvaluator,
+    SelectorEvaluationError,
     SelectorEvaluator,
     cel_device,
 )
@@ -199,6 +200,8 @@ class _Req:
     sub: str
     class_name: str
     selkey: tuple[str, ...]
+    #: how many of ``selkey`` come from the DeviceClass (they are evaluated first)
+    n_class: int
     sel_id: int
     cap_id: int
     mode_all: bool
@@ -461,6 +464,7 @@ class Allocator:
             if cls is None:
                 raise UnknownDeviceClassError(class_name, claim=_claim_id(claim), request=full)
             exprs = [s["cel"]["expression"] for s in cls.get("spec", {}).get("selectors") or ()]
+            n_class = len(exprs)
             exprs += [s["cel"]["expression"] for s in body.get("selectors") or ()]
             for e in exprs:
                 self._selector.check(e)
@@ -475,6 +479,7 @@ class Allocator:
                     sub=full.partition("/")[2],
                     class_name=class_name,
                     selkey=selkey,
+                    n_class=n_class,
                     sel_id=self._sel_ids.setdefault(selkey, len(self._sel_ids)),
                     cap_id=self._capreq_ids.setdefault(cap_key, len(self._capreq_ids)),
                     mode_all=mode_all,
@@ -489,13 +494,29 @@ class Allocator:
 
     # -- per-device checks --
 
-    def _matches(self, d: _Dev, r: _Req) -> bool:
+    def _matches(self, d: _Dev, r: _Req, claim: ResourceClaim) -> bool:
+        """Class selectors, then request selectors (cached per device and selector list).
+
+        Raises SelectorEvaluationError naming the class or claim and the selector's index,
+        as selectorsMatch does.
+        """
         m = d.match.get(r.sel_id)
         if m is None:
             m = True
             celdev = d.celdev()
-            for e in r.selkey:
-                if not self._selector.matches(e, celdev):
+            for i, e in enumerate(r.selkey):
+                try:
+                    ok = self._selector.matches(e, celdev)
+                except SelectorEvaluationError as err:
+                    where = (
+                        f"class {r.class_name}: selector #{i}"
+                        if i < r.n_class
+                        else f"claim {_claim_id(claim)}: selector #{i - r.n_class}"
+                    )
+                    raise SelectorEvaluationError(
+                        err.expression, err.error, context=where
+                    ) from None
+                if not ok:
                     m = False
                     break
             d.match[r.sel_id] = m
@@ -574,7 +595,7 @@ class Allocator:
                 r = reqs[0][0]
                 devices = claims[0]["spec"].get("devices") or {}
                 if r.count == 1 and not r.mode_all and not devices.get("constraints"):
-                    pick = self._first_fit(r, view, state)
+                    pick = self._first_fit(claims[0], r, view, state)
                     return None if pick is None else [_result(claims[0], reqs, [pick])]
         picks = _Search(self, view, state, [claims[i] for i in todo], requests).run()
         if picks is None:
@@ -583,7 +604,9 @@ class Allocator:
             out[i] = _result(claims[i], requests[j], [p for p in picks if p.claim == j])
         return [a for a in out if a is not None]
 
-    def _first_fit(self, r: _Req, view: _NodeView, state: AllocatedState) -> _Pick | None:
+    def _first_fit(
+        self, claim: ResourceClaim, r: _Req, view: _NodeView, state: AllocatedState
+    ) -> _Pick | None:
         """The search for one single-device request without constraints: the first device
         that passes the same checks as :meth:`_Search._try` (no backtracking is possible)."""
         exclusive = state.exclusive
@@ -596,7 +619,7 @@ class Allocator:
                 continue
             m = d.match.get(r.sel_id)
             if m is None:
-                m = self._matches(d, r)
+                m = self._matches(d, r, claim)
             if not m:
                 continue
             if d.taints and not _tolerated(d.taints, r.tolerations):
@@ -642,6 +665,7 @@ class _Search:
         self.devices = view.devices
         self.incomplete = view.incomplete_pools
         self.state = state
+        self.claims = claims
         self.requests = requests
         self.constraints = [_constraints(c) for c in claims]
         self.allocating: set[str] = set()
@@ -664,7 +688,7 @@ class _Search:
             ci, ri = ci + 1, 0
         for r in self.requests[ci][ri]:
             if r.mode_all:
-                devs = self._all(r)
+                devs = self._all(ci, r)
                 if devs is None:
                     continue
                 if self._place_all(ci, ri, r, devs, 0):
@@ -673,7 +697,7 @@ class _Search:
                 return True
         return False
 
-    def _all(self, r: _Req) -> list[_Dev] | None:
+    def _all(self, ci: int, r: _Req) -> list[_Dev] | None:
         cached = self.all_devices.get(id(r), False)
         if cached is not False:
             return cached  # type: ignore[return-value]
@@ -681,7 +705,8 @@ class _Search:
         # least one matching device.
         devs: list[_Dev] | None = None
         if not self.incomplete:
-            devs = [d for d in self.devices if self.alloc._matches(d, r)] or None
+            claim = self.claims[ci]
+            devs = [d for d in self.devices if self.alloc._matches(d, r, claim)] or None
             if devs is not None and len(devs) > ALLOCATION_RESULTS_MAX_SIZE:
                 devs = None
         self.all_devices[id(r)] = devs
@@ -723,7 +748,7 @@ class _Search:
         if check_match:
             m = d.match.get(r.sel_id)
             if m is None:
-                m = self.alloc._matches(d, r)
+                m = self.alloc._matches(d, r, self.claims[ci])
             if not m:
                 return False
         if d.taints and not _tolerated(d.taints, r.tolerations):

@@ -51,13 +51,16 @@ class SelectorError(InputError):
 class SelectorEvaluationError(Exception):
     """A selector failed at run time or returned a non-bool; upstream aborts the allocation.
 
-    ``str()`` uses the allocator's wording: ``CEL runtime error: …``.
+    ``str()`` uses the allocator's wording: ``[<context>: ]CEL runtime error: …``, where the
+    allocator's context is ``class <name>: selector #<i>`` or ``claim <ns/name>: selector #<i>``.
     """
 
-    def __init__(self, expression: str, error: str) -> None:
-        super().__init__(f"CEL runtime error: {error}")
+    def __init__(self, expression: str, error: str, *, context: str | None = None) -> None:
+        prefix = f"{context}: " if context else ""
+        super().__init__(f"{prefix}CEL runtime error: {error}")
         self.expression = expression
         self.error = error
+        self.context = context
 
 
 #: A device attribute value as CEL sees it (versions and quantities are tagged maps).
