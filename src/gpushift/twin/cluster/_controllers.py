@@ -1,0 +1,223 @@
+"""Running every agent in-process against the store, on the virtual clock.
+
+One background thread runs passes: the workload controllers, the resourceclaim controller,
+the scheduler, every kubelet, the invariant monitor and the DCGM sampler. A pass starts when
+the store reports a change or when an agent's timer (a start delay, a grace period) falls due.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from gpushift.twin import ApiError, Event, Store, Twin, new_store, run_twin
+from gpushift.twin.cluster import _claims, _workloads
+from gpushift.twin.cluster._clock import VirtualClock
+from gpushift.twin.cluster._context import Context, Delays
+from gpushift.twin.cluster._dcgm import Metrics
+from gpushift.twin.cluster._http import routes
+from gpushift.twin.cluster._inventory import Inventory
+from gpushift.twin.cluster._kubelet import Kubelet
+from gpushift.twin.cluster._monitor import Monitor
+from gpushift.twin.cluster._nodes import node_object
+from gpushift.twin.cluster._scheduler import Scheduler
+
+log = logging.getLogger("gpushift.twin.cluster")
+
+# Changes that can make an unschedulable pod fit: kube-scheduler's queueing hints, coarsely.
+_CAPACITY_KINDS = {
+    "nodes",
+    "resourceslices",
+    "deviceclasses",
+    "resourceclaimtemplates",
+    "priorityclasses",
+}
+#: Shortest wall time between two passes, so a burst of API writes is handled together.
+_MIN_INTERVAL = 0.005
+
+
+class Cluster:
+    """Nodes from an inventory, and the agents that make the store behave like a cluster.
+
+    Use as a context manager (or :meth:`start`/:meth:`stop`); :meth:`run_once` runs one pass
+    on the caller's thread instead.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        inventory: Inventory,
+        *,
+        time_scale: float = 1.0,
+        delays: Delays | None = None,
+        events: bool = True,
+        clock: VirtualClock | None = None,
+    ) -> None:
+        self.store = store
+        self.inventory = inventory
+        self.clock = clock or VirtualClock(time_scale=time_scale)
+        # Object timestamps come from cluster time, like the agents' timers.
+        store.clock = self.clock.now
+        self.ctx = Context(store, self.clock, delays or Delays(), events)
+        self.scheduler = Scheduler(self.ctx)
+        self.kubelet = Kubelet(self.ctx, {n.name: n.gpus for n in inventory.nodes})
+        self.monitor = Monitor(self.ctx)
+        self.metrics = Metrics(self.ctx)
+        self.passes = 0
+        self.token: str | None = None
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._watcher: Any = None
+        self._bootstrap()
+
+    def _bootstrap(self) -> None:
+        existing = {n["metadata"]["name"] for n in self.ctx.list(self.ctx.kinds.node)}
+        for i, spec in enumerate(self.inventory.nodes):
+            if spec.name not in existing:
+                body = node_object(spec, index=i, now=self.ctx.stamp())
+                status = body.pop("status")
+                self.store.create(self.ctx.kinds.node, body)
+                self.store.update(
+                    self.ctx.kinds.node,
+                    name=spec.name,
+                    mutate=lambda cur, status=status: {**cur, "status": status},
+                    subresource="status",
+                )
+
+    # -- the loop --
+
+    def _on_event(self, event: Event) -> None:
+        plural = event.kind.plural
+        if plural == "events":
+            return
+        if plural in _CAPACITY_KINDS or (
+            plural in ("pods", "resourceclaims") and event.type == "DELETED"
+        ):
+            self.scheduler.epoch += 1
+        elif plural == "pods" and (event.obj.get("status") or {}).get("phase") in (
+            "Succeeded",
+            "Failed",
+        ):
+            self.scheduler.epoch += 1
+        self._wake.set()
+
+    def run_once(self) -> float | None:
+        """One pass of every agent; returns the virtual time of the next timer, if any."""
+        with self._lock:
+            ctx = self.ctx
+            kinds = ctx.kinds
+            self.passes += 1
+            pods = ctx.list(kinds.pod)
+            nodes = ctx.list(kinds.node)
+            _workloads.sync_deployments(ctx, pods)
+            _workloads.sync_replicasets(ctx, ctx.list(kinds.pod))
+            _workloads.sync_statefulsets(ctx, pods)
+            _workloads.sync_daemonsets(ctx, pods, nodes)
+            pods = ctx.list(kinds.pod)
+            _claims.create_claims(ctx, pods)
+            _claims.clean_claims(ctx, pods)
+            self.scheduler.sync(ctx.list(kinds.pod))
+            pods = ctx.list(kinds.pod)
+            self.kubelet.sync(pods, ctx.list(kinds.node))
+            nodes = ctx.list(kinds.node)
+            self.monitor.sync(self.kubelet, nodes)
+            self.metrics.sync(self.kubelet, nodes, pods)
+            due = min(ctx.wakeups) if ctx.wakeups else None
+            ctx.wakeups.clear()
+            return due
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.clear()
+            started = time.monotonic()
+            try:
+                due = self.run_once()
+            except ApiError as err:  # a write raced a client's; the next pass retries
+                log.debug("pass failed: %s", err)
+                due = self.clock.seconds()
+            except Exception:
+                log.exception("cluster pass failed")
+                due = None
+            wait = 1.0
+            if due is not None:
+                wait = min(self.clock.wall_delay(due - self.clock.seconds()), 1.0)
+            wait = max(wait, _MIN_INTERVAL - (time.monotonic() - started), 0.0)
+            if wait > 0:
+                self._wake.wait(wait)
+
+    def start(self) -> Cluster:
+        """Start the agents on a background thread."""
+        if self._thread is None:
+            self._watcher = self.store.watch(
+                None, deliver=self._on_event, resource_version=str(self.store.resource_version)
+            )
+            self._thread = threading.Thread(target=self._loop, name="gpushift-cluster", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop the agents (the store keeps its objects)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(10)
+            self._thread = None
+        if self._watcher is not None:
+            self._watcher.cancel()
+            self._watcher = None
+
+    def __enter__(self) -> Cluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- surfaces --
+
+    def restart_kubelet(self, node: str) -> None:
+        """Restart one node's kubelet (device-plugin resources come back at 0)."""
+        with self._lock:
+            self.kubelet.restart(node)
+        self._wake.set()
+
+    def violations(self) -> dict[str, Any]:
+        """The monitor's record, as served at ``/twin/v1/violations``."""
+        return self.monitor.as_json()
+
+    def routes(self, app: web.Application) -> None:
+        """Add the violations and Prometheus endpoints to the twin's application."""
+        routes(monitor=self.monitor, metrics=self.metrics, token=lambda: self.token)(app)
+
+
+@contextlib.contextmanager
+def run_cluster(
+    inventory: Inventory,
+    *,
+    time_scale: float = 100.0,
+    delays: Delays | None = None,
+    events: bool = True,
+    store: Store | None = None,
+    tls: bool = False,
+    kubeconfig: Path | None = None,
+) -> Iterator[tuple[Twin, Cluster]]:
+    """A twin API server with the cluster's agents running, for tests and in-process callers.
+
+    Yields the running :class:`Twin` (url, token, kubeconfig, store) and the :class:`Cluster`.
+    """
+    store = store or new_store()
+    cluster = Cluster(store, inventory, time_scale=time_scale, delays=delays, events=events)
+    with (
+        cluster,
+        run_twin(store=store, tls=tls, kubeconfig=kubeconfig, routes=cluster.routes) as twin,
+    ):
+        cluster.token = twin.token
+        yield twin, cluster

@@ -1,0 +1,293 @@
+"""kube-scheduler against live objects: the engine's scheduler loop, written back to the store.
+
+Each pass hands the engine every node, slice, class and claim, the pods already bound (as
+running where they are) and the pending pods not yet tried since the cluster last changed in
+a way that could help them. The engine binds in kube-scheduler order; this module writes what
+kube-scheduler writes: claim allocations and ``reservedFor``, generated extended-resource
+claims (KEP-5004), the binding, the PodScheduled condition and the Scheduled or
+FailedScheduling Events.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gpushift.engine import EXTENDED_RESOURCE_CLAIM_ANNOTATION, Inputs, PodInfo, schedule
+from gpushift.twin import ApiError
+from gpushift.twin.cluster._claims import FINALIZER
+from gpushift.twin.cluster._context import Context, Obj
+from gpushift.twin.cluster._workloads import TERMINAL, is_active
+
+SCHEDULER = "default-scheduler"
+#: The kubelet's hold on a bound pod, so that deleting it passes through Terminating.
+KUBELET_FINALIZER = "twin.gpushift.io/kubelet"
+
+
+def _loads(obj: Obj) -> Obj:
+    out: Obj = json.loads(json.dumps(obj))
+    return out
+
+
+def _strip_delegated(pod: Obj) -> None:
+    # A bound pod's extended resources served by its generated claim are not node requests.
+    status = (pod.get("status") or {}).get("extendedResourceClaimStatus") or {}
+    mapped = {
+        (m.get("containerName"), m.get("resourceName")) for m in status.get("requestMappings") or []
+    }
+    if not mapped:
+        return
+    spec = pod.get("spec") or {}
+    for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        res = c.get("resources") or {}
+        for part in ("requests", "limits"):
+            for key in list(res.get(part) or {}):
+                if (c.get("name"), key) in mapped:
+                    del res[part][key]
+
+
+def _resolve_claim_refs(pod: Obj, templates: set[tuple[str, str]]) -> bool:
+    """Point template entries at the generated claims; False while one is still missing."""
+    ns = pod["metadata"]["namespace"]
+    statuses = {
+        s.get("name"): s.get("resourceClaimName")
+        for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+    }
+    ready = True
+    for pc in (pod.get("spec") or {}).get("resourceClaims") or []:
+        tname = pc.get("resourceClaimTemplateName")
+        if not tname:
+            continue
+        claim = statuses.get(pc.get("name"))
+        if claim:
+            pc.pop("resourceClaimTemplateName")
+            pc["resourceClaimName"] = claim
+        elif (ns, str(tname)) in templates:
+            ready = False  # the resourceclaim controller has not created it yet
+    return ready
+
+
+class Scheduler:
+    """The default scheduler of the twin. Call :meth:`sync` once per pass."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        #: Bumped by the controller loop when something that frees capacity changes.
+        self.epoch = 0
+        self._tried: dict[str, int] = {}
+
+    def sync(self, pods: list[Obj]) -> int:
+        """Schedule what can be; returns the number of pods bound."""
+        ctx = self.ctx
+        templates = {
+            (t["metadata"]["namespace"], t["metadata"]["name"])
+            for t in ctx.list(ctx.kinds.template)
+        }
+        pending: list[Obj] = []
+        bound: list[Obj] = []
+        for p in pods:
+            spec = p.get("spec") or {}
+            if spec.get("nodeName"):
+                if (p.get("status") or {}).get("phase") not in TERMINAL:
+                    bound.append(p)
+            elif (
+                is_active(p)
+                and spec.get("schedulerName", SCHEDULER) == SCHEDULER
+                and self._tried.get(p["metadata"]["uid"]) != self.epoch
+            ):
+                pending.append(p)
+        if not pending:
+            return 0
+        todo: list[Obj] = []
+        for p in pending:
+            copy = _loads(p)
+            if _resolve_claim_refs(copy, templates):
+                todo.append(copy)
+        if not todo:
+            return 0
+        prebound = []
+        for p in bound:
+            copy = _loads(p)
+            _resolve_claim_refs(copy, templates)
+            _strip_delegated(copy)
+            prebound.append(copy)
+        inputs = Inputs(
+            nodes=[_loads(n) for n in ctx.list(ctx.kinds.node)],
+            pods=[*prebound, *todo],
+            slices=[_loads(s) for s in ctx.list(ctx.kinds.slice)],
+            classes=[_loads(c) for c in ctx.list(ctx.kinds.device_class)],
+            claims=[_loads(c) for c in ctx.list(ctx.kinds.claim)],
+            templates=[_loads(t) for t in ctx.list(ctx.kinds.template)],
+            priority_classes=[_loads(c) for c in ctx.list(ctx.kinds.priority_class)],
+        )
+        outcome = schedule(inputs)
+        live_claims = {
+            (c["metadata"]["namespace"], c["metadata"]["name"]): c
+            for c in ctx.list(ctx.kinds.claim)
+        }
+        count = 0
+        for info in outcome.pods[len(prebound) :]:
+            uid = str(info.obj["metadata"]["uid"])
+            if info.node is None:
+                self._tried[uid] = self.epoch
+                self._unschedulable(info)
+                continue
+            self._tried.pop(uid, None)
+            if self._bind(info, live_claims):
+                count += 1
+        return count
+
+    # -- writes --
+
+    def _unschedulable(self, info: PodInfo) -> None:
+        ctx = self.ctx
+        message = info.message or ""
+        conds = (info.obj.get("status") or {}).get("conditions") or []
+        current = next((c for c in conds if c.get("type") == "PodScheduled"), None)
+        if current and current.get("status") == "False" and current.get("message") == message:
+            return
+        now = ctx.stamp()
+
+        def mutate(cur: Obj) -> Obj:
+            st = cur.setdefault("status", {})
+            st["phase"] = "Pending"
+            st["conditions"] = [
+                *(c for c in st.get("conditions") or [] if c.get("type") != "PodScheduled"),
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": now,
+                    "reason": "Unschedulable",
+                    "message": message,
+                },
+            ]
+            return cur
+
+        try:
+            pod = ctx.store.update(
+                ctx.kinds.pod,
+                name=info.name,
+                namespace=info.namespace,
+                mutate=mutate,
+                subresource="status",
+            )
+        except ApiError:
+            return
+        ctx.event(
+            pod, reason="FailedScheduling", message=message, component=SCHEDULER, warning=True
+        )
+
+    def _write_claim(self, claim: Obj, live: Obj | None, pod_uid: str) -> bool:
+        ctx = self.ctx
+        meta = claim["metadata"]
+        ns, name = meta["namespace"], meta["name"]
+        status = claim.get("status") or {}
+        if live is None:
+            body = {k: v for k, v in claim.items() if k != "status"}
+            body["metadata"] = {
+                k: v
+                for k, v in meta.items()
+                if k not in ("uid", "resourceVersion", "creationTimestamp")
+            }
+            try:
+                live = ctx.store.create(ctx.kinds.claim, body, namespace=ns)
+            except ApiError:
+                return False
+        if FINALIZER not in (live["metadata"].get("finalizers") or []):
+
+            def protect(cur: Obj) -> Obj:
+                cur["metadata"]["finalizers"] = [
+                    *(cur["metadata"].get("finalizers") or []),
+                    FINALIZER,
+                ]
+                return cur
+
+            try:
+                live = ctx.store.update(ctx.kinds.claim, name=name, namespace=ns, mutate=protect)
+            except ApiError:
+                return False
+        entry = next((r for r in status.get("reservedFor") or [] if r.get("uid") == pod_uid), None)
+
+        def reserve(cur: Obj) -> Obj:
+            st = cur.setdefault("status", {})
+            if not st.get("allocation") and status.get("allocation"):
+                st["allocation"] = status["allocation"]
+            reserved = st.setdefault("reservedFor", [])
+            if entry is not None and all(r.get("uid") != pod_uid for r in reserved):
+                reserved.append(entry)
+            return cur
+
+        try:
+            ctx.store.update(
+                ctx.kinds.claim, name=name, namespace=ns, mutate=reserve, subresource="status"
+            )
+        except ApiError:
+            return False
+        return True
+
+    def _bind(self, info: PodInfo, live_claims: dict[tuple[str, str], Obj]) -> bool:
+        ctx = self.ctx
+        assert info.node is not None
+        node = info.node.name
+        uid = str(info.obj["metadata"]["uid"])
+        for _, claim in info.claims:
+            c: Any = claim
+            key = (c["metadata"]["namespace"], c["metadata"]["name"])
+            if not self._write_claim(c, live_claims.get(key), uid):
+                return False
+        ext_status = None
+        if info.bridge is not None:
+            claim = info.bridge.claim
+            claim["metadata"].setdefault("annotations", {})[EXTENDED_RESOURCE_CLAIM_ANNOTATION] = (
+                "true"
+            )
+            key = (claim["metadata"]["namespace"], claim["metadata"]["name"])
+            if not self._write_claim(claim, live_claims.get(key), uid):
+                return False
+            ext_status = (info.obj.get("status") or {}).get("extendedResourceClaimStatus")
+
+        def assign(cur: Obj) -> Obj:
+            cur["spec"]["nodeName"] = node
+            fins = cur["metadata"].setdefault("finalizers", [])
+            if KUBELET_FINALIZER not in fins:
+                fins.append(KUBELET_FINALIZER)
+            return cur
+
+        now = ctx.stamp()
+
+        def scheduled(cur: Obj) -> Obj:
+            st = cur.setdefault("status", {})
+            st.setdefault("phase", "Pending")
+            st["conditions"] = [
+                *(c for c in st.get("conditions") or [] if c.get("type") != "PodScheduled"),
+                {
+                    "type": "PodScheduled",
+                    "status": "True",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": now,
+                },
+            ]
+            if ext_status is not None:
+                st["extendedResourceClaimStatus"] = ext_status
+            return cur
+
+        try:
+            ctx.store.update(ctx.kinds.pod, name=info.name, namespace=info.namespace, mutate=assign)
+            pod = ctx.store.update(
+                ctx.kinds.pod,
+                name=info.name,
+                namespace=info.namespace,
+                mutate=scheduled,
+                subresource="status",
+            )
+        except ApiError:
+            return False
+        # pkg/scheduler schedule_one.go handleBindingCycleError/finishBinding: the event.
+        ctx.event(
+            pod,
+            reason="Scheduled",
+            message=f"Successfully assigned {info.namespace}/{info.name} to {node}",
+            component=SCHEDULER,
+        )
+        return True
