@@ -333,10 +333,12 @@ def test_status_is_ignored_when_applied_to_the_main_resource() -> None:
 def test_status_subresource_apply_owns_only_status() -> None:
     live = _deploy()
     applied = {**_deploy(replicas=7), "status": {"readyReplicas": 2}}
+    applied["metadata"] = {**applied["metadata"], "labels": {"sneaky": "1"}}
     out = server_side_apply(
         live, applied, manager="ctl", force=False, kind=DEPLOY, now="T", subresource="status"
     )
     assert out["spec"]["replicas"] == 2
+    assert "labels" not in out["metadata"]
     assert out["status"] == {"readyReplicas": 2}
     (entry,) = _entries(out)
     assert entry["subresource"] == "status"

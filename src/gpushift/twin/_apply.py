@@ -753,6 +753,11 @@ def server_side_apply(
     ignored = _ignored(kind, subresource, config)
     # The strategy resets what this endpoint may not change, so the config never sets it.
     config = {k: v for k, v in config.items() if (f"f:{k}",) not in ignored}
+    if subresource == "status" and isinstance(config.get("metadata"), dict):
+        # Status strategies keep the stored metadata; only the object's identity counts.
+        config["metadata"] = {
+            k: v for k, v in config["metadata"].items() if k in ("name", "namespace")
+        }
     entries = _decode((live or {}).get("metadata", {}).get("managedFields"))
     this = _Entry(manager, "Apply", kind.api_version, set(), None, subresource or "")
     previous = next((e for e in entries if e.identity == this.identity), None)
