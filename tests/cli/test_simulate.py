@@ -87,6 +87,14 @@ def test_yaml_output_parses(tmp_path: Path) -> None:
     assert yaml.safe_load(out.stdout)["items"][0]["spec"]["nodeName"] == "n1"
 
 
+def test_yaml_output_has_no_anchors() -> None:
+    # Claims made from one template share the template's spec in memory.
+    out = run("--example", "homelab", "-o", "yaml")
+    assert "&id" not in out.stdout and "*id" not in out.stdout
+    kinds = [i["kind"] for i in yaml.safe_load(out.stdout)["items"]]
+    assert kinds.count("ResourceClaim") == 7
+
+
 def test_bad_input_exits_2_without_traceback(tmp_path: Path) -> None:
     f = tmp_path / "bad.yaml"
     f.write_text(NODE + gpu_pod("a").replace("nvidia.com/gpu: 1", "nvidia.com/gpu: lots"))

@@ -115,7 +115,12 @@ def simulate(
     elif output is OutputFormat.YAML:
         import yaml
 
-        text = yaml.safe_dump(engine.as_list(sim), sort_keys=False)
+        class _Dumper(yaml.SafeDumper):
+            # Claims from one template share their spec object; print each one in full.
+            def ignore_aliases(self, data: object) -> bool:
+                return True
+
+        text = yaml.dump(engine.as_list(sim), Dumper=_Dumper, sort_keys=False)
     else:
         text = engine.human(sim)
     sys.stdout.write(text)
