@@ -20,6 +20,7 @@ from gpushift.twin.cluster._inventory import (
     Inventory,
     NodeSpec,
     example,
+    from_text,
     load,
     uniform,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "VirtualClock",
     "Violation",
     "example",
+    "from_text",
     "load",
     "run_cluster",
     "uniform",

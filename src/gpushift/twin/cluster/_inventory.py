@@ -358,9 +358,17 @@ def load(path: str | Path) -> Inventory:
     return parse(docs[0])
 
 
+def from_text(text: str, *, path: str = "<inventory>") -> Inventory:
+    """An inventory from YAML text. Raises InputError (path, line, node)."""
+    docs = [d for d in _yaml.parse_text(text, path) if d.data is not None]
+    if len(docs) != 1:
+        raise InputError("an inventory holds exactly one YAML document", path=path)
+    return parse(docs[0])
+
+
 def example(name: str) -> Inventory:
     """An embedded inventory by name. Raises InputError for an unknown name."""
     text = EXAMPLES.get(name)
     if text is None:
         raise InputError(f"unknown example {name!r}; choose from: {', '.join(sorted(EXAMPLES))}")
-    return parse(_yaml.parse_text(text, f"<example {name}>")[0])
+    return from_text(text, path=f"<example {name}>")

@@ -1,0 +1,205 @@
+"""The device-plugin side, driven by kubectl: registration, time-slicing, removal, admission."""
+
+from __future__ import annotations
+
+from typing import Any
+
+DEVICE_PLUGIN = """\
+apiVersion: v1
+kind: Namespace
+metadata: {name: nvidia-device-plugin}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: time-slicing-config, namespace: nvidia-device-plugin}
+data:
+  any: |
+    version: v1
+    sharing:
+      timeSlicing:
+        resources:
+        - name: nvidia.com/gpu
+          replicas: 5
+---
+# The standalone chart's DaemonSet with a config: config-manager sidecar plus the plugin.
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: nvidia-device-plugin, namespace: nvidia-device-plugin}
+spec:
+  selector: {matchLabels: {app.kubernetes.io/name: nvidia-device-plugin}}
+  template:
+    metadata: {labels: {app.kubernetes.io/name: nvidia-device-plugin}}
+    spec:
+      priorityClassName: system-node-critical
+      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+            - matchExpressions: [{key: nvidia.com/gpu.present, operator: In, values: ["true"]}]
+      containers:
+      - name: nvidia-device-plugin-sidecar
+        image: nvcr.io/nvidia/k8s-device-plugin:v0.17.1
+        command: [config-manager]
+        env:
+        - {name: DEFAULT_CONFIG, value: any}
+        - {name: CONFIG_FILE_SRCDIR, value: /available-configs}
+        - {name: CONFIG_FILE_DST, value: /config/config.yaml}
+      - name: nvidia-device-plugin-ctr
+        image: nvcr.io/nvidia/k8s-device-plugin:v0.17.1
+        command: [nvidia-device-plugin]
+        env: [{name: CONFIG_FILE, value: /config/config.yaml}]
+      volumes:
+      - name: available-configs
+        configMap: {name: time-slicing-config}
+      - name: config
+        emptyDir: {}
+"""
+
+GPU_APP = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: default}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      containers:
+      - name: app
+        image: ghcr.io/example/{name}:1
+        resources: {{limits: {{nvidia.com/gpu: 1}}}}
+"""
+
+
+def _gpu(node: dict[str, Any], part: str) -> str | None:
+    value = node["status"][part].get("nvidia.com/gpu")
+    return None if value is None else str(value)
+
+
+def _phases(driver: Any, app: str) -> list[str]:
+    pods = driver.get("pods", "-n", "default", "-l", f"app={app}")["items"]
+    return sorted(p["status"].get("phase", "") for p in pods)
+
+
+def test_time_slicing_registers_cards_times_replicas_and_the_16th_pod_waits(
+    three_nodes: Any,
+) -> None:
+    d = three_nodes
+    d.apply(DEVICE_PLUGIN)
+
+    def registered() -> bool:
+        nodes = d.get("nodes")["items"]
+        return all(_gpu(n, "allocatable") == "5" for n in nodes)
+
+    d.wait_for("nvidia.com/gpu: 5 on every node", registered)
+    for node in d.get("nodes")["items"]:
+        assert _gpu(node, "capacity") == "5"
+        labels = node["metadata"]["labels"]
+        # GFD's labels for one L4 shared five ways.
+        assert labels["nvidia.com/gpu.product"] == "NVIDIA-L4-SHARED"
+        assert labels["nvidia.com/gpu.replicas"] == "5"
+        assert labels["nvidia.com/gpu.count"] == "1"
+        assert labels["nvidia.com/gpu.sharing-strategy"] == "time-slicing"
+        assert labels["nvidia.com/gpu.memory"] == "23034"
+        assert labels["nvidia.com/mig.capable"] == "false"
+
+    d.apply(GPU_APP.format(name="gpu-app", replicas=16))
+    d.wait_for(
+        "15 Running, 1 Pending",
+        lambda: _phases(d, "gpu-app") == ["Pending"] + ["Running"] * 15,
+    )
+    pending = [
+        p
+        for p in d.get("pods", "-n", "default", "-l", "app=gpu-app")["items"]
+        if p["status"]["phase"] == "Pending"
+    ][0]
+    cond = {c["type"]: c for c in pending["status"]["conditions"]}["PodScheduled"]
+    message = (
+        "0/3 nodes are available: 3 Insufficient nvidia.com/gpu. preemption: 0/3 nodes are "
+        "available: 3 No preemption victims found for incoming pod."
+    )
+    assert (cond["status"], cond["reason"], cond["message"]) == ("False", "Unschedulable", message)
+    events = d.get(
+        "events", "-n", "default", "--field-selector",
+        f"involvedObject.name={pending['metadata']['name']}",
+    )["items"]
+    assert [(e["type"], e["reason"], e["message"]) for e in events] == [
+        ("Warning", "FailedScheduling", message)
+    ]
+
+
+def test_removing_the_plugin_zeroes_allocatable_at_once_and_capacity_after_the_grace(
+    three_nodes: Any,
+) -> None:
+    d = three_nodes
+    d.apply(DEVICE_PLUGIN)
+    d.wait_for(
+        "registration",
+        lambda: all(_gpu(n, "allocatable") == "5" for n in d.get("nodes")["items"]),
+    )
+    d.kubectl("delete", "daemonset", "-n", "nvidia-device-plugin", "nvidia-device-plugin",
+              "--wait=false")
+    # Allocatable drops when the plugin disconnects; capacity waits 5 minutes (3 s here).
+    first = d.wait_for(
+        "allocatable 0",
+        lambda: [
+            (_gpu(n, "capacity"), _gpu(n, "allocatable")) for n in d.get("nodes")["items"]
+        ]
+        if all(_gpu(n, "allocatable") == "0" for n in d.get("nodes")["items"])
+        else None,
+        timeout=2.5,
+    )
+    assert first == [("5", "0")] * 3
+    d.wait_for(
+        "capacity 0",
+        lambda: all(_gpu(n, "capacity") == "0" for n in d.get("nodes")["items"]),
+        timeout=10,
+    )
+    for node in d.get("nodes")["items"]:
+        # The key stays, at 0: kubelet never deletes a device plugin's resource.
+        assert (_gpu(node, "capacity"), _gpu(node, "allocatable")) == ("0", "0")
+        # GFD's sharing labels stay stale.
+        assert node["metadata"]["labels"]["nvidia.com/gpu.replicas"] == "5"
+    d.cluster.restart_kubelet("gpu-0")
+    d.wait_for("a pass after the restart", lambda: d.cluster.passes > 0)
+    node = d.get("node", "gpu-0")
+    assert (_gpu(node, "capacity"), _gpu(node, "allocatable")) == ("0", "0")
+
+
+def test_a_pod_bound_past_the_ledger_is_rejected_as_the_kubelet_does(three_nodes: Any) -> None:
+    d = three_nodes
+    d.apply(DEVICE_PLUGIN)
+    d.wait_for(
+        "registration",
+        lambda: all(_gpu(n, "allocatable") == "5" for n in d.get("nodes")["items"]),
+    )
+    d.kubectl("delete", "daemonset", "-n", "nvidia-device-plugin", "nvidia-device-plugin",
+              "--wait=false")
+    d.wait_for(
+        "allocatable 0",
+        lambda: all(_gpu(n, "allocatable") == "0" for n in d.get("nodes")["items"]),
+    )
+    # Bound by hand (no scheduler): the device manager has no healthy device left.
+    d.apply("""\
+apiVersion: v1
+kind: Pod
+metadata: {name: pinned, namespace: default}
+spec:
+  nodeName: gpu-1
+  containers:
+  - name: app
+    image: ghcr.io/example/app:1
+    resources: {limits: {nvidia.com/gpu: 1}}
+""")
+    pod = d.wait_for(
+        "rejection",
+        lambda: (p := d.get("pod", "-n", "default", "pinned"))["status"].get("phase") == "Failed"
+        and p,
+    )
+    assert pod["status"]["reason"] == "UnexpectedAdmissionError"
+    assert pod["status"]["message"] == (
+        "Pod was rejected: Allocate failed due to requested number of devices unavailable for "
+        "nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected"
+    )
