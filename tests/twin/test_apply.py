@@ -105,7 +105,7 @@ _elements = st.one_of(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.sets(st.lists(_elements, min_size=1, max_size=4).map(tuple), max_size=8))
 def test_fields_v1_round_trips(paths: set[tuple[str, ...]]) -> None:
     assert from_fields_v1(to_fields_v1(paths)) == paths

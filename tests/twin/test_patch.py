@@ -513,14 +513,14 @@ _objects = st.dictionaries(_keys, _json, max_size=4)
 _patches = st.dictionaries(_keys, st.one_of(st.none(), _json), max_size=4)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(_objects, _patches)
 def test_merge_patch_is_idempotent(obj: dict[str, Any], patch: dict[str, Any]) -> None:
     once = merge_patch(obj, patch)
     assert merge_patch(once, patch) == once
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(_objects, _patches)
 def test_merge_patch_sets_every_non_null_top_level_key(
     obj: dict[str, Any], patch: dict[str, Any]
@@ -533,7 +533,7 @@ def test_merge_patch_sets_every_non_null_top_level_key(
             assert out[key] == value
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(_objects, st.sampled_from(["e", "f"]), _json)
 def test_json_patch_add_then_remove_restores(obj: dict[str, Any], key: str, value: Any) -> None:
     ops = [{"op": "add", "path": f"/{key}", "value": value}, {"op": "remove", "path": f"/{key}"}]
@@ -547,7 +547,7 @@ _containers = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(_containers, _containers)
 def test_strategic_replace_equals_the_patch_body(
     live: list[dict[str, Any]], body: list[dict[str, Any]]
@@ -558,7 +558,7 @@ def test_strategic_replace_equals_the_patch_body(
     )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(_containers, _containers)
 def test_strategic_merge_keeps_one_item_per_key(
     live: list[dict[str, Any]], body: list[dict[str, Any]]

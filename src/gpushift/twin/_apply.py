@@ -9,7 +9,6 @@ for a node owned in itself, exactly as Kubernetes writes them.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -28,7 +27,7 @@ from gpushift.twin._merge_keys import (
     item_type,
     root_type,
 )
-from gpushift.twin._patch import PatchError
+from gpushift.twin._patch import PatchError, clone
 
 __all__ = [
     "LAST_APPLIED_ANNOTATION",
@@ -415,9 +414,9 @@ def _index_items(value: Any, meta: ListOf) -> dict[str, Any]:
 def _merge(lhs: Any, rhs: Any, spec: TypeSpec) -> Any:
     """typed.Merge with the applied config on the right: the config's values win."""
     if rhs is _MISSING:
-        return copy.deepcopy(lhs)
+        return clone(lhs)
     if lhs is _MISSING or lhs is None or rhs is None:
-        return copy.deepcopy(rhs)
+        return clone(rhs)
     if _is_granular_map(rhs, spec) and isinstance(lhs, dict):
         out = dict(lhs)
         for key, value in rhs.items():
@@ -429,7 +428,7 @@ def _merge(lhs: Any, rhs: Any, spec: TypeSpec) -> Any:
         return out
     if _is_assoc_list(rhs, spec) and isinstance(lhs, list):
         return _merge_list(lhs, rhs, _list_meta(spec))
-    return copy.deepcopy(rhs)
+    return clone(rhs)
 
 
 def _merge_list(lhs: list[Any], rhs: list[Any], meta: ListOf) -> list[Any]:
@@ -466,7 +465,7 @@ def _merge_list(lhs: list[Any], rhs: list[Any], meta: ListOf) -> list[Any]:
         if li < len(lhs_pes):
             pe = lhs_pes[li]
             if pe not in observed_r:
-                out.append(copy.deepcopy(lhs[li]))
+                out.append(clone(lhs[li]))
                 li += 1
                 continue
             if pe in merged_rhs:
@@ -749,7 +748,7 @@ def server_side_apply(
         raise PatchError("metadata.managedFields must be nil", code=400)
     spec = root_type(kind, schema)
     live_body = _body(live)
-    config = copy.deepcopy(applied)
+    config = clone(applied)
     ignored = _ignored(kind, subresource, config)
     # The strategy resets what this endpoint may not change, so the config never sets it.
     config = {k: v for k, v in config.items() if (f"f:{k}",) not in ignored}
@@ -827,7 +826,7 @@ def _sync_last_applied(live_body: dict[str, Any], merged: Any, applied: dict[str
     annotations = live_body.get("metadata", {}).get("annotations") or {}
     if not annotations.get(LAST_APPLIED_ANNOTATION) or not isinstance(merged, dict):
         return
-    config = copy.deepcopy(applied)
+    config = clone(applied)
     config_annotations = (config.get("metadata") or {}).get("annotations")
     if isinstance(config_annotations, dict):
         config_annotations.pop(LAST_APPLIED_ANNOTATION, None)

@@ -11,7 +11,6 @@ Every function is pure: it returns a new object and never changes its arguments.
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
@@ -71,6 +70,16 @@ class PatchError(Exception):
         self.code = code
 
 
+def clone(value: Any) -> Any:
+    """A deep copy of decoded JSON (dicts, lists, scalars), several times faster than
+    ``copy.deepcopy``, which the write path would otherwise spend most of its time in."""
+    if isinstance(value, dict):
+        return {k: clone(v) if isinstance(v, (dict, list)) else v for k, v in value.items()}
+    if isinstance(value, list):
+        return [clone(v) if isinstance(v, (dict, list)) else v for v in value]
+    return value
+
+
 # --- RFC 6902 ---------------------------------------------------------------------------
 
 
@@ -92,7 +101,7 @@ def json_patch(obj: dict[str, Any], ops: list[Any]) -> dict[str, Any]:
             f" got {len(ops)}",
             code=413,
         )
-    result: Any = copy.deepcopy(obj)
+    result: Any = clone(obj)
     for op in ops:
         kind = op.get("op")
         if kind not in _JSON_PATCH_OPS:
@@ -150,7 +159,7 @@ def merge_patch(obj: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
 
 def _merge_value(target: Any, patch: Any) -> Any:
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return clone(patch)
     out = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
@@ -185,7 +194,7 @@ def strategic_merge_patch(
             "json: cannot unmarshal array into Go value of type map[string]interface {}",
             code=400,
         )
-    result = _smp_map(copy.deepcopy(obj), copy.deepcopy(patch), root_type(kind))
+    result = _smp_map(clone(obj), clone(patch), root_type(kind))
     return result
 
 
