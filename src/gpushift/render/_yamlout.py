@@ -8,6 +8,7 @@ renderers fix) is the only ordering: equal input gives byte-identical output.
 
 from __future__ import annotations
 
+import functools
 import io
 import textwrap
 from collections.abc import Iterable, Mapping
@@ -43,12 +44,16 @@ class Block:
     text: str
 
 
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@functools.lru_cache(maxsize=4096)
 def _needs_quotes(text: str) -> bool:
     # A plain scalar that YAML would read back as something other than this string.
     if text == "" or text != text.strip():
         return True
     try:
-        return bool(yaml.safe_load(text) != text)
+        return bool(yaml.load(text, Loader=_LOADER) != text)
     except yaml.YAMLError:
         return True
 
