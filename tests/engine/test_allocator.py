@@ -778,3 +778,77 @@ def test_free_devices_counts_cards_that_can_take_another_claim() -> None:
     state.add(got[0])
     # gpu-0 is full: the range minimum (1Mi) no longer fits
     assert a.free_devices(node=NODE, state=state) == 1
+
+
+# --- partitionable devices (shared counters) --------------------------------------------------
+
+
+def partitioned(*, split: bool = False, multi: bool = False) -> list[dict[str, Any]]:
+    # One 40Gi GPU published whole and as two 20Gi halves, all drawing on one counter set.
+    def consumes(gi: int) -> list[dict[str, Any]]:
+        return [{"counterSet": "gpu-0", "counters": {"memory": {"value": f"{gi}Gi"}}}]
+
+    counters = [{"name": "gpu-0", "counters": {"memory": {"value": "40Gi"}}}]
+    devices = [
+        dev("gpu-0", consumesCounters=consumes(40), attributes={"kind": {"string": "whole"}}),
+        dev("gpu-0-half-0", consumesCounters=consumes(20), attributes={"kind": {"string": "half"}}),
+        dev("gpu-0-half-1", consumesCounters=consumes(20), attributes={"kind": {"string": "half"}}),
+    ]
+    if multi:
+        for d in devices[1:]:
+            d["allowMultipleAllocations"] = True
+            d["capacity"] = {"shares": {"value": "2", "requestPolicy": {"default": "1"}}}
+    if split:
+        # Kubernetes 1.35+: counters in their own slice of the pool
+        return [
+            slice_("a-counters", [], count=2, sharedCounters=counters),
+            slice_("b-devices", devices, count=2),
+        ]
+    return [slice_("s", devices, sharedCounters=counters)]
+
+
+def kind(k: str) -> dict[str, Any]:
+    return cls(k, f"device.attributes['{DRV}'].kind == '{k}'")
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_partitions_draw_on_shared_counters(split: bool) -> None:
+    a = Allocator(slices=partitioned(split=split), classes=[kind("whole"), kind("half")])
+    state = AllocatedState()
+    half = a.allocate(claims=[claim(req(klass="half"))], node=NODE, state=state)
+    assert half is not None and picked(half[0]) == [("r", "n1", "gpu-0-half-0")]
+    state.add(half[0])
+    # 20Gi of 40Gi left: the whole GPU no longer fits, the other half does
+    assert a.allocate(claims=[claim(req(klass="whole"))], node=NODE, state=state) is None
+    other = a.allocate(claims=[claim(req(klass="half"))], node=NODE, state=state)
+    assert other is not None and picked(other[0]) == [("r", "n1", "gpu-0-half-1")]
+    state.add(other[0])
+    state.remove(half[0])
+    # half-1 still holds 20Gi
+    assert a.allocate(claims=[claim(req(klass="whole"))], node=NODE, state=state) is None
+    state.remove(other[0])
+    fresh = a.allocate(claims=[claim(req(klass="whole"))], node=NODE, state=AllocatedState())
+    assert fresh is not None and picked(fresh[0]) == [("r", "n1", "gpu-0")]
+
+
+def test_counters_in_flight_count_within_one_claim() -> None:
+    a = Allocator(slices=partitioned(), classes=[kind("whole"), kind("half")])
+    # the whole GPU and a half together need 60Gi of 40Gi
+    c = claim(req("w", klass="whole"), req("h", klass="half"))
+    assert a.allocate(claims=[c], node=NODE, state=AllocatedState()) is None
+    two = a.allocate(claims=[claim(req(klass="half", count=2))], node=NODE, state=AllocatedState())
+    assert two is not None
+    assert picked(two[0]) == [("r", "n1", "gpu-0-half-0"), ("r", "n1", "gpu-0-half-1")]
+
+
+def test_a_shared_partition_takes_its_counters_once() -> None:
+    a = Allocator(slices=partitioned(multi=True), classes=[kind("whole"), kind("half")])
+    state = AllocatedState()
+    for _ in range(2):
+        got = a.allocate(claims=[claim(req(klass="half"))], node=NODE, state=state)
+        assert got is not None and picked(got[0]) == [("r", "n1", "gpu-0-half-0")]
+        state.add(got[0])
+    # two shares of half-0 hold 20Gi, not 40Gi: half-1 still fits, the whole GPU does not
+    got = a.allocate(claims=[claim(req(klass="half"))], node=NODE, state=state)
+    assert got is not None and picked(got[0]) == [("r", "n1", "gpu-0-half-1")]
+    assert a.allocate(claims=[claim(req(klass="whole"))], node=NODE, state=state) is None

@@ -106,6 +106,8 @@ class _Dev:
     node_selector: NodeSelector | None
     #: minimum amount any allocation consumes, for capacities where it is positive
     min_use: tuple[tuple[str, Number], ...]
+    #: ``consumesCounters`` flattened: (counter set, counter, amount)
+    counters: tuple[tuple[str, str, Number], ...] = ()
     cel: CelDevice | None = None
     match: dict[int, bool] = field(default_factory=dict)
     attr_cache: dict[str, tuple[str, Any] | None] = field(default_factory=dict)
@@ -183,6 +185,8 @@ class _Pool:
 class _NodeView:
     devices: tuple[_Dev, ...]
     incomplete_pools: tuple[str, ...]
+    #: per pool ("driver/pool") with shared counters: (counter set, counter) → total
+    counters: dict[str, dict[tuple[str, str], Number]] = field(default_factory=dict)
 
 
 _EMPTY_VIEW = _NodeView((), ())
@@ -252,6 +256,8 @@ class _Pick:
     dev: _Dev
     use: _Use | None
     constraints: list[_Constraint]
+    #: whether this pick took the device's shared counters
+    counters: bool = False
 
 
 class Allocator:
@@ -338,6 +344,11 @@ class Allocator:
                     node_name=src.get("nodeName") or None,
                     node_selector=src.get("nodeSelector"),
                     min_use=min_use,
+                    counters=tuple(
+                        (cc["counterSet"], name, parse_amount(c["value"]).value)
+                        for cc in d.get("consumesCounters") or ()
+                        for name, c in (cc.get("counters") or {}).items()
+                    ),
                 )
             )
         return out
@@ -376,15 +387,24 @@ class Allocator:
                 pool.slices.append(entry)
         devices: list[_Dev] = []
         incomplete: list[str] = []
+        counters: dict[str, dict[tuple[str, str], Number]] = {}
         for pid in sorted(pools):
             pool = pools[pid]
             if pool.incomplete:
                 incomplete.append(f"{pid[0]}/{pid[1]}")
                 continue
             pool.slices.sort(key=lambda e: e[0])
-            for _, _, devs in pool.slices:
+            for _, sl, devs in pool.slices:
                 devices.extend(devs)
-        v = _NodeView(tuple(devices), tuple(incomplete)) if devices or incomplete else _EMPTY_VIEW
+                for cs in sl["spec"].get("sharedCounters") or ():
+                    totals = counters.setdefault(f"{pid[0]}/{pid[1]}", {})
+                    for cname, c in (cs.get("counters") or {}).items():
+                        totals[(cs["name"], cname)] = parse_amount(c["value"]).value
+        v = (
+            _NodeView(tuple(devices), tuple(incomplete), counters)
+            if devices or incomplete
+            else _EMPTY_VIEW
+        )
         self._views[name] = v
         return v
 
@@ -594,7 +614,12 @@ class Allocator:
             if len(reqs) == 1 and len(reqs[0]) == 1:
                 r = reqs[0][0]
                 devices = claims[0]["spec"].get("devices") or {}
-                if r.count == 1 and not r.mode_all and not devices.get("constraints"):
+                if (
+                    r.count == 1
+                    and not r.mode_all
+                    and not devices.get("constraints")
+                    and not view.counters
+                ):
                     pick = self._first_fit(claims[0], r, view, state)
                     return None if pick is None else [_result(claims[0], reqs, [pick])]
         picks = _Search(self, view, state, [claims[i] for i in todo], requests).run()
@@ -673,6 +698,9 @@ class _Search:
         self.picks: list[_Pick] = []
         self.per_claim = [0] * len(claims)
         self.all_devices: dict[int, list[_Dev] | None] = {}
+        self.view = view
+        self.counter_free: dict[str, dict[tuple[str, str], Number]] = {}
+        self.inflight_shares: dict[str, int] = {}
 
     def run(self) -> list[_Pick] | None:
         if self._request(0, 0):
@@ -773,12 +801,20 @@ class _Search:
                         return False
         elif r.cap_requests and not self.alloc._fits_whole(d, r):
             return False
+        took_counters = False
+        # A shared device consumes its counters once, with its first share.
+        if d.counters and not (multi and (key in state.shared or self.inflight_shares.get(key))):
+            if not self._take_counters(d):
+                return False
+            took_counters = True
         added: list[_Constraint] = []
         for c in self.constraints[ci]:
             if c.applies(r):
                 if not c.add(d):
                     for a in added:
                         a.values.pop()
+                    if took_counters:
+                        self._give_counters(d)
                     return False
                 added.append(c)
         if not admin:
@@ -788,15 +824,54 @@ class _Search:
                     agg[name] = agg.get(name, 0) + amount
             elif not multi:
                 self.allocating.add(key)
+        if multi:
+            self.inflight_shares[key] = self.inflight_shares.get(key, 0) + 1
         self.per_claim[ci] += 1
-        self.picks.append(_Pick(ci, r, d, use, added))
+        self.picks.append(_Pick(ci, r, d, use, added, took_counters))
         return True
+
+    def _free(self, pool_key: str) -> dict[tuple[str, str], Number]:
+        """Shared counters of a pool left after the devices the ledger holds."""
+        free = self.counter_free.get(pool_key)
+        if free is None:
+            free = dict(self.view.counters.get(pool_key, {}))
+            state = self.state
+            for d in self.view.devices:
+                if (
+                    d.counters
+                    and f"{d.driver}/{d.pool}" == pool_key
+                    and (d.key in state.exclusive or d.key in state.shared)
+                ):
+                    for cs, name, amount in d.counters:
+                        if (cs, name) in free:
+                            free[(cs, name)] -= amount
+            self.counter_free[pool_key] = free
+        return free
+
+    def _take_counters(self, d: _Dev) -> bool:
+        free = self._free(f"{d.driver}/{d.pool}")
+        for cs, name, amount in d.counters:
+            left = free.get((cs, name))
+            if left is None or left < amount:
+                return False
+        for cs, name, amount in d.counters:
+            free[(cs, name)] -= amount
+        return True
+
+    def _give_counters(self, d: _Dev) -> None:
+        free = self.counter_free[f"{d.driver}/{d.pool}"]
+        for cs, name, amount in d.counters:
+            free[(cs, name)] += amount
 
     def _undo(self) -> None:
         p = self.picks.pop()
         self.per_claim[p.claim] -= 1
         for c in p.constraints:
             c.values.pop()
+        if p.counters:
+            self._give_counters(p.dev)
+        if p.dev.multi:
+            self.inflight_shares[p.dev.key] -= 1
         if not p.req.admin:
             key = p.dev.key
             if p.use is not None:

@@ -101,6 +101,26 @@ class DeviceTaint(TypedDict, total=False):
     timeAdded: str
 
 
+class Counter(TypedDict):
+    """A counter amount."""
+
+    value: str
+
+
+class CounterSet(TypedDict):
+    """``spec.sharedCounters[]`` (DRAPartitionableDevices)."""
+
+    name: str
+    counters: dict[str, Counter]
+
+
+class DeviceCounterConsumption(TypedDict):
+    """``devices[].consumesCounters[]``: what the device takes from a pool counter set."""
+
+    counterSet: str
+    counters: dict[str, Counter]
+
+
 class Device(TypedDict, total=False):
     """``spec.devices[]`` (flat in v1: no ``basic`` wrapper)."""
 
@@ -108,6 +128,7 @@ class Device(TypedDict, total=False):
     attributes: dict[str, DeviceAttribute]
     capacity: dict[str, DeviceCapacity]
     allowMultipleAllocations: bool
+    consumesCounters: list[DeviceCounterConsumption]
     taints: list[DeviceTaint]
     nodeName: str
     nodeSelector: NodeSelector
@@ -132,6 +153,7 @@ class ResourceSliceSpec(TypedDict, total=False):
     allNodes: bool
     perDeviceNodeSelection: bool
     devices: list[Device]
+    sharedCounters: list[CounterSet]
 
 
 class ResourceSlice(TypedDict, total=False):
