@@ -269,6 +269,12 @@ class Allocator:
     ``perDeviceNodeSelection``). Node views are cached by node name: a node's labels are
     assumed not to change during the Allocator's life.
 
+    Checked per device, in upstream's order: not held whole (unless ``adminAccess``), class
+    then request selectors, device taints against the request's tolerations, capacity
+    (consumable capacity for multi-allocatable devices, a lower bound otherwise), the pool's
+    shared counters (partitionable devices), then the claim's constraints. Not modelled:
+    binding conditions (such pools are not ordered last) and DeviceTaintRules.
+
     Raises QuantityError (an InputError) for an invalid capacity quantity in a slice.
     """
 
