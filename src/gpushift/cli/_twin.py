@@ -1,4 +1,4 @@
-"""`gpushift twin serve` and `gpushift twin export`."""
+"""`gpushift twin serve`, `gpushift twin check-invariants` and `gpushift twin export`."""
 
 from __future__ import annotations
 
@@ -21,6 +21,12 @@ bearer token; both go into the kubeconfig written to --kubeconfig-out, so
 `KUBECONFIG=FILE kubectl get nodes` works. With --state, objects are loaded from FILE at start
 and saved back (atomically) on exit. Fault flags make clients' retry paths testable; they are
 seeded (--seed) so a run can be repeated. Stop with Ctrl-C.
+
+With --nodes FILE or --example NAME the twin behaves like a cluster: nodes from the
+inventory, and in-process controllers, scheduler, kubelets, device plugins, the DRA driver,
+GFD and dcgm-exporter acting on a virtual clock that runs --time-scale times faster than
+wall time. It then also serves /twin/v1/violations and a Prometheus API
+(/api/v1/query, /api/v1/query_range) with DCGM series.
 """
 
 _SERVE_EPILOG = (
@@ -34,6 +40,19 @@ Reads a running twin through --kubeconfig, or a saved --state file.
 """
 
 _EXPORT_EPILOG = "Exit codes: 0 written, 1 the twin could not be reached, 2 bad input."
+
+
+_CHECK_HELP = """Report the invariant violations a running cluster twin has recorded.
+
+DualAdvertiser: a node advertised nvidia.com/gpu through the device plugin while the DRA
+driver published its GPUs. DoubleAllocation: a card held tenants of both ledgers, or more
+than its ledger allows. Each line: reason, node, active or resolved, message.
+"""
+
+_CHECK_EPILOG = (
+    "Exit codes: 0 none recorded, 1 violations recorded (active or resolved), 2 bad input "
+    "(an unreadable kubeconfig), 3 the twin could not be reached."
+)
 
 
 def _codes(text: str) -> tuple[int, ...]:
@@ -93,6 +112,32 @@ def register(app: typer.Typer) -> None:
         access_log: Annotated[
             bool, typer.Option(help="Log method, path and status of every request.")
         ] = False,
+        nodes: Annotated[
+            Path | None,
+            typer.Option(
+                "--nodes",
+                help="Run the cluster's agents on the nodes of this inventory file "
+                "(docs/inventory.md).",
+            ),
+        ] = None,
+        example: Annotated[
+            str | None, typer.Option(help="Run the agents on an embedded inventory: homelab.")
+        ] = None,
+        time_scale: Annotated[
+            float, typer.Option(help="Cluster seconds per wall second for the agents.")
+        ] = 1.0,
+        pod_start_delay: Annotated[
+            float, typer.Option(help="Cluster seconds from binding to Running.")
+        ] = 2.0,
+        plugin_register_delay: Annotated[
+            float, typer.Option(help="Cluster seconds from device-plugin Running to registered.")
+        ] = 1.0,
+        slice_publish_delay: Annotated[
+            float, typer.Option(help="Cluster seconds from DRA plugin Running to its slice.")
+        ] = 1.0,
+        device_plugin_grace: Annotated[
+            float, typer.Option(help="Kubelet endpointStopGracePeriod, cluster seconds.")
+        ] = 300.0,
     ) -> None:
         from gpushift import twin as t
 
@@ -115,6 +160,23 @@ def register(app: typer.Typer) -> None:
         token = t.new_token()
         certificate = t.self_signed([host]) if tls else None
         server = t.TwinServer(store, token=token, faults=t.Faults(faults), access_log=access_log)
+        cluster = None
+        if nodes is not None or example is not None:
+            from gpushift.twin import cluster as tc
+
+            if nodes is not None and example is not None:
+                raise UsageError("give at most one of --nodes and --example")
+            if time_scale <= 0:
+                raise UsageError(f"--time-scale must be positive, got {time_scale}")
+            inventory = tc.load(nodes) if nodes is not None else tc.example(str(example))
+            delays = tc.Delays(
+                pod_start=pod_start_delay,
+                plugin_register=plugin_register_delay,
+                slice_publish=slice_publish_delay,
+                device_plugin_grace=device_plugin_grace,
+            )
+            cluster = tc.Cluster(store, inventory, time_scale=time_scale, delays=delays)
+            cluster.token = token
         if access_log:
             logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
         try:
@@ -149,16 +211,45 @@ def register(app: typer.Typer) -> None:
 
             try:
                 await t.serve_forever(
-                    server, host=host, port=port, certificate=certificate, on_ready=ready, stop=stop
+                    server,
+                    host=host,
+                    port=port,
+                    certificate=certificate,
+                    on_ready=ready,
+                    stop=stop,
+                    routes=cluster.routes if cluster is not None else None,
                 )
             except OSError as err:
                 raise InputError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
 
+        if cluster is not None:
+            cluster.start()
         try:
             asyncio.run(main())
         finally:
+            if cluster is not None:
+                cluster.stop()
             if state is not None:
                 t.save(store, state)
+
+    @twin.command("check-invariants", help=_CHECK_HELP, epilog=_CHECK_EPILOG)
+    def check_invariants(
+        kubeconfig: Annotated[Path, typer.Option(help="Kubeconfig of a running twin.")],
+    ) -> None:
+        from gpushift.twin.cluster import fetch_violations
+
+        try:
+            record = fetch_violations(kubeconfig)
+        except OSError as err:
+            print(f"gpushift: error: cannot reach the twin: {err}", file=sys.stderr)
+            raise typer.Exit(3) from None
+        items = record.get("items") or []
+        for v in items:
+            state = "active" if v.get("active") else f"resolved {v.get('resolved')}"
+            print(f"{v.get('reason')}\t{v.get('node')}\t{state}\t{v.get('message')}")
+        if not items:
+            print("no invariant violations recorded")
+        raise typer.Exit(1 if items else 0)
 
     @twin.command("export", help=_EXPORT_HELP, epilog=_EXPORT_EPILOG)
     def export(

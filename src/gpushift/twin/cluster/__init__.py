@@ -10,6 +10,7 @@ the DRA driver publishes ResourceSlices) while clients drive it through the API:
 
 from __future__ import annotations
 
+from gpushift.twin.cluster._client import fetch_violations
 from gpushift.twin.cluster._clock import VirtualClock
 from gpushift.twin.cluster._context import Delays
 from gpushift.twin.cluster._controllers import Cluster, run_cluster
@@ -39,6 +40,7 @@ __all__ = [
     "VirtualClock",
     "Violation",
     "example",
+    "fetch_violations",
     "from_text",
     "load",
     "run_cluster",
