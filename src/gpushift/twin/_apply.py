@@ -240,6 +240,16 @@ def to_fields_v1(paths: Iterable[Path]) -> dict[str, Any]:
     return emit(_trie(paths), False)
 
 
+def _holds(fields: dict[str, Any], path: Path) -> bool:
+    """Whether FieldsV1 ``fields`` owns exactly ``path``, read without decoding it."""
+    node: Any = fields
+    for element in path:
+        node = node.get(element) if isinstance(node, dict) else None
+        if node is None:
+            return False
+    return isinstance(node, dict) and (not node or "." in node)
+
+
 def from_fields_v1(fields: Any, prefix: Path = ()) -> set[Path]:
     """The paths a FieldsV1 object holds; the inverse of ``to_fields_v1``."""
     out: set[Path] = set()
@@ -542,9 +552,33 @@ class _Entry:
     manager: str
     operation: str
     api_version: str
-    fields: set[Path]
+    decoded: set[Path] | None = None
     time: str | None = None
     subresource: str = ""
+    #: The stored FieldsV1, kept so that an entry a write does not touch is neither
+    #: decoded nor re-encoded (most writes touch one entry of several).
+    raw: dict[str, Any] | None = None
+
+    @property
+    def fields(self) -> set[Path]:
+        if self.decoded is None:
+            self.decoded = from_fields_v1(self.raw or {})
+        return self.decoded
+
+    @fields.setter
+    def fields(self, value: set[Path]) -> None:
+        self.decoded = value
+        self.raw = None
+
+    def discard(self, paths: set[Path]) -> None:
+        """Drop ``paths`` from this entry, decoding it only if it holds one of them."""
+        if self.decoded is None and not any(_holds(self.raw or {}, p) for p in paths):
+            return
+        if self.fields & paths:
+            self.fields = self.fields - paths
+
+    def empty(self) -> bool:
+        return not self.raw if self.decoded is None else not self.decoded
 
     @property
     def identity(self) -> tuple[str, str, str, str]:
@@ -567,7 +601,7 @@ class _Entry:
             "operation": self.operation,
             "apiVersion": self.api_version,
             "fieldsType": "FieldsV1",
-            "fieldsV1": to_fields_v1(self.fields),
+            "fieldsV1": self.raw if self.raw is not None else to_fields_v1(self.fields),
         }
         if self.time is not None:
             entry["time"] = self.time
@@ -593,7 +627,7 @@ def _decode(raw: Any) -> list[_Entry]:
                 manager=str(item["manager"]),
                 operation=str(item.get("operation") or "Update"),
                 api_version=str(item.get("apiVersion") or ""),
-                fields=from_fields_v1(item.get("fieldsV1") or {}),
+                raw=item.get("fieldsV1") if isinstance(item.get("fieldsV1"), dict) else {},
                 time=item.get("time"),
                 subresource=str(item.get("subresource") or ""),
             )
@@ -603,7 +637,7 @@ def _decode(raw: Any) -> list[_Entry]:
 
 def _encode(entries: list[_Entry]) -> list[ManagedFieldsEntry]:
     """sortEncodedManagedFields: operation, then time, manager, apiVersion, subresource."""
-    kept = [e for e in entries if e.fields]
+    kept = [e for e in entries if not e.empty()]
     kept.sort(key=lambda e: (e.operation, e.time or "", e.manager, e.api_version, e.subresource))
     return [e.encode() for e in kept]
 
@@ -657,7 +691,7 @@ def _cap_updaters(entries: list[_Entry]) -> list[_Entry]:
             bucket = _Entry(_ANCIENT, "Update", version, set(first.fields), first.time)
             buckets[version] = bucket
             drop.append(first)
-        bucket.fields |= entry.fields
+        bucket.fields = bucket.fields | entry.fields
         bucket.time = entry.time
         drop.append(entry)
         excess -= 1
@@ -792,8 +826,7 @@ def server_side_apply(
             ]
         )
     for entry in others:
-        entry.fields -= changed
-        entry.fields -= comparison.removed
+        entry.discard(changed | comparison.removed)
 
     if manager == _KUBECTL:
         _sync_last_applied(live_body, merged, applied)
@@ -884,8 +917,7 @@ def update_managed_fields(
 
     changed = comparison.changed()
     for entry in entries:
-        entry.fields -= changed
-        entry.fields -= comparison.removed
+        entry.discard(changed | comparison.removed)
     version = str(new.get("apiVersion") or (kind.api_version if kind else ""))
     this = _Entry(manager, operation, version, set(), None, subresource or "")
     previous = next((e for e in entries if e.identity == this.identity), None)
@@ -893,6 +925,6 @@ def update_managed_fields(
         if previous is None:
             entries.append(this)
             previous = this
-        previous.fields |= changed
+        previous.fields = previous.fields | changed
         previous.time = now
     return _set_managed(out, _cap_updaters(entries))
