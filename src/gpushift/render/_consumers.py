@@ -8,10 +8,12 @@ through the DeviceClass's extendedResourceName (bridging).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from itertools import groupby
 from typing import Any
 
 from gpushift.render import _common as c
+from gpushift.render._bodies import FluxKustomization
 from gpushift.render._config import (
     GPU_DEVICE_CLASS,
     Allocator,
@@ -140,7 +142,7 @@ def _pod_placement(cfg: GpushiftConfig) -> dict[str, Any]:
     return out
 
 
-def _consumer_ks(*, cfg: GpushiftConfig, consumer: Consumer) -> dict[str, Any]:
+def _consumer_ks(*, cfg: GpushiftConfig, consumer: Consumer) -> FluxKustomization:
     return flux_kustomization(
         cfg=cfg,
         name=consumer.name,
@@ -170,7 +172,7 @@ def _render_app_template(*, cfg: GpushiftConfig, files: Files, consumer: Consume
         "controllers": {consumer.name: controller},
         "defaultPodOptions": _pod_placement(cfg),
     }
-    app: dict[str, list[dict[str, Any]]] = {
+    app: dict[str, list[Mapping[str, Any]]] = {
         "ocirepository.yaml": [oci_repository(name=consumer.name, chart=cfg.charts.app_template)],
         "helmrelease.yaml": [helm_release(name=consumer.name, values=values)],
     }

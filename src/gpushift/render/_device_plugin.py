@@ -5,6 +5,7 @@ The values mirror the documented Talos setup of the standalone chart.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from gpushift.render import _common as c
@@ -24,7 +25,7 @@ def render(cfg: GpushiftConfig) -> Files:
     """nvidia-device-plugin (with NFD and GFD) and, if enabled, dcgm-exporter."""
     ns = cfg.cluster.gpu_namespace
     files = Files()
-    app: dict[str, list[dict[str, Any]]] = {
+    app: dict[str, list[Mapping[str, Any]]] = {
         "ocirepository.yaml": [
             oci_repository(name=c.DEVICE_PLUGIN, chart=cfg.charts.device_plugin)
         ],
@@ -99,7 +100,7 @@ def _render_dcgm(*, cfg: GpushiftConfig, files: Files) -> None:
     if cfg.cluster.gpu_nodes.tolerations:
         values["tolerations"] = c.tolerations(cfg)
     values["serviceMonitor"] = {"enabled": cfg.observability.service_monitor}
-    app: dict[str, list[dict[str, Any]]] = {
+    app: dict[str, list[Mapping[str, Any]]] = {
         "ocirepository.yaml": [
             oci_repository(name=c.DCGM_EXPORTER, chart=cfg.charts.dcgm_exporter)
         ],

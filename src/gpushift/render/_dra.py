@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from gpushift.render import _common as c
@@ -21,7 +22,7 @@ from gpushift.render._yamlout import Note
 def render(cfg: GpushiftConfig) -> Files:
     """The DRA driver: OCIRepository, HelmRelease and a ks.yaml that waits for gpu-operator."""
     ns = cfg.cluster.gpu_namespace
-    app: dict[str, list[dict[str, Any]]] = {
+    app: dict[str, list[Mapping[str, Any]]] = {
         "ocirepository.yaml": [oci_repository(name=c.DRA_DRIVER, chart=cfg.charts.dra_driver)],
         "helmrelease.yaml": [helm_release(name=c.DRA_DRIVER, values=_values(cfg))],
     }

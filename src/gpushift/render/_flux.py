@@ -7,11 +7,18 @@ OCIRepository of its chart and its HelmRelease.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from gpushift._kinds import by_kind
+from gpushift.render._bodies import (
+    FluxKustomization,
+    FluxKustomizationSpec,
+    HelmReleaseSpec,
+    KustomizeFile,
+    OCIRepository,
+)
 from gpushift.render._config import Chart, GpushiftConfig
 from gpushift.render._yamlout import Note, dump_documents
 
@@ -32,7 +39,9 @@ class Files:
 
     files: dict[str, str] = field(default_factory=dict)
 
-    def add(self, path: str, docs: Sequence[dict[str, Any]], *, header: str | None = None) -> None:
+    def add(
+        self, path: str, docs: Sequence[Mapping[str, Any]], *, header: str | None = None
+    ) -> None:
         """Render ``docs`` into ``path``. Raises ValueError if the path was already written."""
         if path in self.files:
             raise ValueError(f"{path} rendered twice")
@@ -51,7 +60,7 @@ def api_version(kind: str) -> str:
     return by_kind(kind).api_version
 
 
-def oci_repository(*, name: str, chart: Chart) -> dict[str, Any]:
+def oci_repository(*, name: str, chart: Chart) -> OCIRepository:
     """An OCIRepository that pulls ``chart`` as a Helm chart artifact."""
     return {
         "apiVersion": api_version("OCIRepository"),
@@ -70,7 +79,7 @@ def helm_release(
     *, name: str, values: dict[str, Any], timeout: str | None = None
 ) -> dict[str, Any]:
     """A HelmRelease of the chart in the OCIRepository of the same name."""
-    spec: dict[str, Any] = {"interval": "1h"}
+    spec: HelmReleaseSpec = {"interval": "1h"}
     if timeout is not None:
         spec["timeout"] = timeout
     spec["chartRef"] = {"kind": "OCIRepository", "name": name}
@@ -96,7 +105,7 @@ def flux_kustomization(
     health_note: str | None = None,
     force_note: str | None = None,
     wait: bool = False,
-) -> dict[str, Any]:
+) -> FluxKustomization:
     """A Flux Kustomization applying ``<apps>/<path>`` into ``namespace``.
 
     ``health_checks`` names HelmReleases in ``namespace`` the Kustomization waits for, so
@@ -104,7 +113,7 @@ def flux_kustomization(
     ``force_note`` turns on ``force`` (recreate on immutable-field changes) with that comment.
     """
     src = cfg.cluster.source
-    spec: dict[str, Any] = {
+    spec: FluxKustomizationSpec = {
         "targetNamespace": namespace,
         "commonMetadata": {"labels": {"app.kubernetes.io/name": name}},
     }
@@ -147,9 +156,9 @@ def flux_kustomization(
     }
 
 
-def kustomization(resources: Sequence[str], *, namespace: str | None = None) -> dict[str, Any]:
+def kustomization(resources: Sequence[str], *, namespace: str | None = None) -> KustomizeFile:
     """A kustomize ``kustomization.yaml`` listing ``resources`` (paths relative to it)."""
-    out: dict[str, Any] = {
+    out: KustomizeFile = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
     }
@@ -185,8 +194,8 @@ def component(
     *,
     namespace: str,
     name: str,
-    app: dict[str, list[dict[str, Any]]],
-    ks: list[dict[str, Any]],
+    app: Mapping[str, Sequence[Mapping[str, Any]]],
+    ks: Sequence[Mapping[str, Any]],
     app_dir: str = "app",
 ) -> None:
     """Write one component: ``<ns>/<name>/ks.yaml`` and ``<ns>/<name>/<app_dir>/…``.

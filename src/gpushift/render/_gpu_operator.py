@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from gpushift.render import _common as c
@@ -34,7 +35,7 @@ def render(cfg: GpushiftConfig) -> Files:
     """
     ns = cfg.cluster.gpu_namespace
     dra = cfg.allocator is Allocator.DRA
-    app: dict[str, list[dict[str, Any]]] = {
+    app: dict[str, list[Mapping[str, Any]]] = {
         "ocirepository.yaml": [oci_repository(name=c.GPU_OPERATOR, chart=cfg.charts.gpu_operator)],
         "helmrelease.yaml": [helm_release(name=c.GPU_OPERATOR, values=_values(cfg))],
     }
@@ -45,7 +46,7 @@ def render(cfg: GpushiftConfig) -> Files:
     if cfg.cluster.runtime_class_name and not cfg.installs_runtime_class:
         app["runtimeclass.yaml"] = [c.runtime_class(cfg.cluster.runtime_class_name)]
     if dra and cfg.observability.dcgm_exporter:
-        app["dcgm-exporter-rbac.yaml"] = _dcgm_dra_rbac(ns)
+        app["dcgm-exporter-rbac.yaml"] = [*_dcgm_dra_rbac(ns)]
     health_note = (
         "The DRA driver's Kustomization depends on this one; checking the HelmRelease makes "
         'that mean "the operator reconciled with devicePlugin off", not merely "applied".'
