@@ -89,9 +89,7 @@ def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 20.0) ->
     raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
 
 
-def start(
-    inventory: Inventory | str, tmp: Path, *, time_scale: float = 100.0
-) -> Iterator[Driver]:
+def start(inventory: Inventory | str, tmp: Path, *, time_scale: float = 100.0) -> Iterator[Driver]:
     inv = from_text(inventory) if isinstance(inventory, str) else inventory
     with run_cluster(inv, time_scale=time_scale, tls=True) as (twin, cluster):
         yield Driver(twin, cluster, tmp / "kubectl-cache")

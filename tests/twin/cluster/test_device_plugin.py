@@ -2,75 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-DEVICE_PLUGIN = """\
-apiVersion: v1
-kind: Namespace
-metadata: {name: nvidia-device-plugin}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: time-slicing-config, namespace: nvidia-device-plugin}
-data:
-  any: |
-    version: v1
-    sharing:
-      timeSlicing:
-        resources:
-        - name: nvidia.com/gpu
-          replicas: 5
----
-# The standalone chart's DaemonSet with a config: config-manager sidecar plus the plugin.
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: nvidia-device-plugin, namespace: nvidia-device-plugin}
-spec:
-  selector: {matchLabels: {app.kubernetes.io/name: nvidia-device-plugin}}
-  template:
-    metadata: {labels: {app.kubernetes.io/name: nvidia-device-plugin}}
-    spec:
-      priorityClassName: system-node-critical
-      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
-      affinity:
-        nodeAffinity:
-          requiredDuringSchedulingIgnoredDuringExecution:
-            nodeSelectorTerms:
-            - matchExpressions: [{key: nvidia.com/gpu.present, operator: In, values: ["true"]}]
-      containers:
-      - name: nvidia-device-plugin-sidecar
-        image: nvcr.io/nvidia/k8s-device-plugin:v0.17.1
-        command: [config-manager]
-        env:
-        - {name: DEFAULT_CONFIG, value: any}
-        - {name: CONFIG_FILE_SRCDIR, value: /available-configs}
-        - {name: CONFIG_FILE_DST, value: /config/config.yaml}
-      - name: nvidia-device-plugin-ctr
-        image: nvcr.io/nvidia/k8s-device-plugin:v0.17.1
-        command: [nvidia-device-plugin]
-        env: [{name: CONFIG_FILE, value: /config/config.yaml}]
-      volumes:
-      - name: available-configs
-        configMap: {name: time-slicing-config}
-      - name: config
-        emptyDir: {}
-"""
+MANIFESTS = Path(__file__).resolve().parent / "manifests"
 
-GPU_APP = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {name}, namespace: default}}
-spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: {name}}}}}
-  template:
-    metadata: {{labels: {{app: {name}}}}}
-    spec:
-      containers:
-      - name: app
-        image: ghcr.io/example/{name}:1
-        resources: {{limits: {{nvidia.com/gpu: 1}}}}
-"""
+DEVICE_PLUGIN = (MANIFESTS / "device-plugin.yaml").read_text()
+
+GPU_APP = (MANIFESTS / "gpu-app.yaml").read_text()
 
 
 def _gpu(node: dict[str, Any], part: str) -> str | None:
@@ -110,11 +49,11 @@ def test_time_slicing_registers_cards_times_replicas_and_the_16th_pod_waits(
         "15 Running, 1 Pending",
         lambda: _phases(d, "gpu-app") == ["Pending"] + ["Running"] * 15,
     )
-    pending = [
+    pending = next(
         p
         for p in d.get("pods", "-n", "default", "-l", "app=gpu-app")["items"]
         if p["status"]["phase"] == "Pending"
-    ][0]
+    )
     cond = {c["type"]: c for c in pending["status"]["conditions"]}["PodScheduled"]
     message = (
         "0/3 nodes are available: 3 Insufficient nvidia.com/gpu. preemption: 0/3 nodes are "
@@ -122,7 +61,10 @@ def test_time_slicing_registers_cards_times_replicas_and_the_16th_pod_waits(
     )
     assert (cond["status"], cond["reason"], cond["message"]) == ("False", "Unschedulable", message)
     events = d.get(
-        "events", "-n", "default", "--field-selector",
+        "events",
+        "-n",
+        "default",
+        "--field-selector",
         f"involvedObject.name={pending['metadata']['name']}",
     )["items"]
     assert [(e["type"], e["reason"], e["message"]) for e in events] == [
@@ -139,16 +81,17 @@ def test_removing_the_plugin_zeroes_allocatable_at_once_and_capacity_after_the_g
         "registration",
         lambda: all(_gpu(n, "allocatable") == "5" for n in d.get("nodes")["items"]),
     )
-    d.kubectl("delete", "daemonset", "-n", "nvidia-device-plugin", "nvidia-device-plugin",
-              "--wait=false")
+    d.kubectl(
+        "delete", "daemonset", "-n", "nvidia-device-plugin", "nvidia-device-plugin", "--wait=false"
+    )
     # Allocatable drops when the plugin disconnects; capacity waits 5 minutes (3 s here).
     first = d.wait_for(
         "allocatable 0",
-        lambda: [
-            (_gpu(n, "capacity"), _gpu(n, "allocatable")) for n in d.get("nodes")["items"]
-        ]
-        if all(_gpu(n, "allocatable") == "0" for n in d.get("nodes")["items"])
-        else None,
+        lambda: (
+            [(_gpu(n, "capacity"), _gpu(n, "allocatable")) for n in d.get("nodes")["items"]]
+            if all(_gpu(n, "allocatable") == "0" for n in d.get("nodes")["items"])
+            else None
+        ),
         timeout=2.5,
     )
     assert first == [("5", "0")] * 3
@@ -175,8 +118,9 @@ def test_a_pod_bound_past_the_ledger_is_rejected_as_the_kubelet_does(three_nodes
         "registration",
         lambda: all(_gpu(n, "allocatable") == "5" for n in d.get("nodes")["items"]),
     )
-    d.kubectl("delete", "daemonset", "-n", "nvidia-device-plugin", "nvidia-device-plugin",
-              "--wait=false")
+    d.kubectl(
+        "delete", "daemonset", "-n", "nvidia-device-plugin", "nvidia-device-plugin", "--wait=false"
+    )
     d.wait_for(
         "allocatable 0",
         lambda: all(_gpu(n, "allocatable") == "0" for n in d.get("nodes")["items"]),
@@ -195,8 +139,9 @@ spec:
 """)
     pod = d.wait_for(
         "rejection",
-        lambda: (p := d.get("pod", "-n", "default", "pinned"))["status"].get("phase") == "Failed"
-        and p,
+        lambda: (
+            (p := d.get("pod", "-n", "default", "pinned"))["status"].get("phase") == "Failed" and p
+        ),
     )
     assert pod["status"]["reason"] == "UnexpectedAdmissionError"
     assert pod["status"]["message"] == (

@@ -2,80 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+MANIFESTS = Path(__file__).resolve().parent / "manifests"
+
 # The chart's DeviceClass for full GPUs (templates/deviceclass-gpu.yaml, resource.k8s.io/v1).
-DEVICE_CLASS = """\
-apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata: {name: gpu.nvidia.com}
-spec:
-  extendedResourceName: nvidia.com/gpu
-  selectors:
-  - cel: {expression: "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"}
-"""
+DEVICE_CLASS = (MANIFESTS / "device-class.yaml").read_text()
 
-KUBELET_PLUGIN = """\
-apiVersion: v1
-kind: Namespace
-metadata: {{name: nvidia-dra-driver-gpu}}
----
-# templates/kubeletplugin.yaml as rendered with featureGates.ConsumableShares and
-# consumableShares={shares}.
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {{name: dra-driver-nvidia-gpu-kubelet-plugin, namespace: nvidia-dra-driver-gpu}}
-spec:
-  selector: {{matchLabels: {{dra-driver-nvidia-gpu-component: kubelet-plugin}}}}
-  template:
-    metadata: {{labels: {{dra-driver-nvidia-gpu-component: kubelet-plugin}}}}
-    spec:
-      priorityClassName: system-node-critical
-      tolerations: [{{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}}]
-      affinity:
-        nodeAffinity:
-          requiredDuringSchedulingIgnoredDuringExecution:
-            nodeSelectorTerms:
-            - matchExpressions: [{{key: feature.node.kubernetes.io/pci-10de.present, operator: In, values: ["true"]}}]
-            - matchExpressions: [{{key: nvidia.com/gpu.present, operator: In, values: ["true"]}}]
-      containers:
-      - name: gpus
-        image: registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.5.0
-        command: [bash, -c]
-        args: ["exec gpu-kubelet-plugin -v $(LOG_VERBOSITY)"]
-        env:
-        - {{name: LOG_VERBOSITY, value: "4"}}
-        - {{name: NVIDIA_DRIVER_ROOT, value: /}}
-        - {{name: CONSUMABLE_SHARES, value: "{shares}"}}
-        - {{name: FEATURE_GATES, value: "ConsumableShares={gate},"}}
-"""
+KUBELET_PLUGIN = (MANIFESTS / "kubelet-plugin.yaml").read_text()
 
-CLAIM_APP = """\
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: shared-gpu, namespace: default}
-spec:
-  spec:
-    devices:
-      requests:
-      - name: gpu
-        exactly: {deviceClassName: gpu.nvidia.com}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: claimer, namespace: default}
-spec:
-  replicas: 6
-  selector: {matchLabels: {app: claimer}}
-  template:
-    metadata: {labels: {app: claimer}}
-    spec:
-      resourceClaims: [{name: gpu, resourceClaimTemplateName: shared-gpu}]
-      containers:
-      - name: app
-        image: ghcr.io/example/claimer:1
-        resources: {claims: [{name: gpu}]}
-"""
+CLAIM_APP = (MANIFESTS / "claim-app.yaml").read_text()
 
 
 def test_consumable_shares_publish_one_slice_per_node_and_claims_get_share_ids(
@@ -108,8 +45,13 @@ def test_consumable_shares_publish_one_slice_per_node_and_claims_get_share_ids(
     d.apply(CLAIM_APP)
     d.wait_for(
         "six Running claimers",
-        lambda: [p["status"].get("phase") for p in
-                 d.get("pods", "-n", "default", "-l", "app=claimer")["items"]] == ["Running"] * 6,
+        lambda: (
+            [
+                p["status"].get("phase")
+                for p in d.get("pods", "-n", "default", "-l", "app=claimer")["items"]
+            ]
+            == ["Running"] * 6
+        ),
     )
     pods = d.get("pods", "-n", "default", "-l", "app=claimer")["items"]
     claims = {c["metadata"]["name"]: c for c in d.get("resourceclaims", "-n", "default")["items"]}
@@ -122,7 +64,10 @@ def test_consumable_shares_publish_one_slice_per_node_and_claims_get_share_ids(
         assert claim["metadata"]["generateName"] == f"{pod['metadata']['name']}-gpu-"
         owner = claim["metadata"]["ownerReferences"][0]
         assert (owner["kind"], owner["name"], owner["uid"]) == (
-            "Pod", pod["metadata"]["name"], pod["metadata"]["uid"])
+            "Pod",
+            pod["metadata"]["name"],
+            pod["metadata"]["uid"],
+        )
         assert claim["metadata"]["annotations"]["resource.kubernetes.io/pod-claim-name"] == "gpu"
         assert claim["status"]["reservedFor"] == [
             {"resource": "pods", "name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]}
@@ -144,9 +89,15 @@ def test_the_plugin_exits_without_the_gate_and_its_slice_goes_with_it(three_node
     d.apply(KUBELET_PLUGIN.format(shares=5, gate="false"))
     pod = d.wait_for(
         "a crashing plugin",
-        lambda: next((p for p in d.get("pods", "-n", "nvidia-dra-driver-gpu")["items"]
-                      if p["status"].get("containerStatuses")
-                      and "waiting" in p["status"]["containerStatuses"][0]["state"]), None),
+        lambda: next(
+            (
+                p
+                for p in d.get("pods", "-n", "nvidia-dra-driver-gpu")["items"]
+                if p["status"].get("containerStatuses")
+                and "waiting" in p["status"]["containerStatuses"][0]["state"]
+            ),
+            None,
+        ),
     )
     status = pod["status"]["containerStatuses"][0]
     assert status["state"]["waiting"]["reason"] == "CrashLoopBackOff"
@@ -160,6 +111,12 @@ def test_the_plugin_exits_without_the_gate_and_its_slice_goes_with_it(three_node
     device = d.get("resourceslices")["items"][0]["spec"]["devices"][0]
     assert "allowMultipleAllocations" not in device
     assert device["capacity"] == {"memory": {"value": "23034Mi"}}
-    d.kubectl("delete", "daemonset", "-n", "nvidia-dra-driver-gpu",
-              "dra-driver-nvidia-gpu-kubelet-plugin", "--wait=false")
+    d.kubectl(
+        "delete",
+        "daemonset",
+        "-n",
+        "nvidia-dra-driver-gpu",
+        "dra-driver-nvidia-gpu-kubelet-plugin",
+        "--wait=false",
+    )
     d.wait_for("slices withdrawn", lambda: not d.get("resourceslices")["items"])
