@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -700,3 +704,84 @@ def test_owned_fields_always_exist_and_applies_take_effect(
             for key in entry["fieldsV1"].get("f:data", {}):
                 if key != ".":
                     assert key[2:] in live["data"], (entry["manager"], key)
+
+
+# --- the real kubectl's server-side apply, against the twin ------------------------------
+
+_KUBECTL = shutil.which("kubectl")
+
+_MANIFEST = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: default}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers: [{{name: web, image: "nginx:1"}}]
+"""
+
+
+@pytest.mark.skipif(_KUBECTL is None, reason="kubectl is not installed")
+def test_kubectl_server_side_apply_conflicts_force_and_upgrade(tmp_path: Path) -> None:
+    from gpushift.twin import run_twin  # the server is only needed here
+
+    assert _KUBECTL is not None
+    with run_twin(tls=True) as twin:
+
+        def kubectl(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [_KUBECTL, "--cache-dir", str(tmp_path), *args],
+                input=stdin,
+                capture_output=True,
+                text=True,
+                env={**os.environ, "KUBECONFIG": str(twin.kubeconfig)},
+                timeout=60,
+            )
+
+        def managers(name: str) -> dict[str, str]:
+            obj = json.loads(
+                kubectl("get", f"deploy/{name}", "-o", "json", "--show-managed-fields").stdout
+            )
+            return {e["manager"]: e["operation"] for e in obj["metadata"]["managedFields"]}
+
+        assert (
+            kubectl("apply", "-f", "-", stdin=_MANIFEST.format(name="a", replicas=2)).returncode
+            == 0
+        )
+        changed = _MANIFEST.format(name="a", replicas=3)
+        refused = kubectl(
+            "apply", "--server-side", "--field-manager=flux", "-f", "-", stdin=changed
+        )
+        assert refused.returncode == 1
+        assert (
+            'Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using '
+            "apps/v1: .spec.replicas"
+        ) in refused.stderr
+        forced = kubectl(
+            "apply",
+            "--server-side",
+            "--field-manager=flux",
+            "--force-conflicts",
+            "-f",
+            "-",
+            stdin=changed,
+        )
+        assert forced.returncode == 0, forced.stderr
+        assert managers("a") == {"flux": "Apply", "kubectl-client-side-apply": "Update"}
+
+        # kubectl's own manager takes over fields still matching the client-side annotation.
+        assert (
+            kubectl("apply", "-f", "-", stdin=_MANIFEST.format(name="b", replicas=2)).returncode
+            == 0
+        )
+        upgraded = kubectl(
+            "apply", "--server-side", "-f", "-", stdin=_MANIFEST.format(name="b", replicas=5)
+        )
+        assert upgraded.returncode == 0, upgraded.stderr
+        live = json.loads(kubectl("get", "deploy/b", "-o", "json").stdout)
+        assert live["spec"]["replicas"] == 5
+        annotation = live["metadata"]["annotations"][LAST_APPLIED_ANNOTATION]
+        assert json.loads(annotation)["spec"]["replicas"] == 5

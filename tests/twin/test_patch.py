@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import copy
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -572,3 +577,76 @@ def test_strategic_merge_keeps_one_item_per_key(
     for container in merged:
         if container["name"] in patched:
             assert container["image"] == patched[container["name"]]
+
+
+# --- the real kubectl's client-side apply, against the twin ------------------------------
+
+_KUBECTL = shutil.which("kubectl")
+
+_BEFORE = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default, labels: {app: web, tier: a}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      tolerations: [{key: a, operator: Exists}]
+      containers:
+      - {name: web, image: "nginx:1", env: [{name: A, value: "1"}, {name: B, value: "2"}]}
+      - {name: old, image: busybox}
+"""
+
+# "old" removed, "side" added in front, env B and the tolerations and label "tier" dropped.
+_AFTER = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default, labels: {app: web}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - {name: side, image: envoy}
+      - {name: web, image: "nginx:2", env: [{name: A, value: "1"}]}
+"""
+
+
+@pytest.mark.skipif(_KUBECTL is None, reason="kubectl is not installed")
+def test_kubectl_apply_three_way_patch_reaches_the_manifest(tmp_path: Path) -> None:
+    from gpushift.twin import run_twin  # the server is only needed here
+
+    assert _KUBECTL is not None
+    with run_twin(tls=True) as twin:
+
+        def kubectl(*args: str, stdin: str | None = None) -> str:
+            done = subprocess.run(
+                [_KUBECTL, "--cache-dir", str(tmp_path), *args],
+                input=stdin,
+                capture_output=True,
+                text=True,
+                env={**os.environ, "KUBECONFIG": str(twin.kubeconfig)},
+                timeout=60,
+            )
+            assert done.returncode == 0, done.stderr
+            return done.stdout
+
+        kubectl("apply", "-f", "-", stdin=_BEFORE)
+        kubectl("scale", "deployment/web", "--replicas=4")
+        kubectl("apply", "-f", "-", stdin=_AFTER)
+        live = json.loads(kubectl("get", "deployment/web", "-o", "json"))
+    # kubectl's patch sets replicas back (it is in the manifest), deletes "old" and env B
+    # with $patch: delete, orders containers with $setElementOrder, and nulls the rest.
+    assert live["spec"]["replicas"] == 2
+    assert live["metadata"]["labels"] == {"app": "web"}
+    pod_spec = live["spec"]["template"]["spec"]
+    assert "tolerations" not in pod_spec
+    assert [(c["name"], c["image"]) for c in pod_spec["containers"]] == [
+        ("side", "envoy"),
+        ("web", "nginx:2"),
+    ]
+    assert pod_spec["containers"][1]["env"] == [{"name": "A", "value": "1"}]
