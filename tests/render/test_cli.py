@@ -127,6 +127,23 @@ def test_diff_prints_the_migration(capsys: Capture) -> None:
     assert "+    gpuResourcesEnabledOverride: true\n" in stdout
 
 
+def test_diff_to_another_sharing_mode(capsys: Capture) -> None:
+    code, stdout, err = run(
+        capsys,
+        "render",
+        "--example",
+        "homelab",
+        "--diff",
+        "--to",
+        "dra",
+        "--to-sharing",
+        "unlimited",
+    )
+    assert (code, err) == (0, "")
+    assert "+    consumableShares: unlimited\n" in stdout
+    assert "-            replicas: 5\n" in stdout
+
+
 def test_diff_default_from_is_the_configs_allocator(capsys: Capture) -> None:
     explicit = run(
         capsys,

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
 from gpushift.render import Allocator, diff_trees, load_example, render_tree, with_overrides
 
 
@@ -57,3 +63,24 @@ def test_operator_to_dra_is_the_migration_pull_request() -> None:
     isvc = diff.split(f"diff --git a/{apps}/ai/llmkube/models/llama-nvidia.yaml")[1]
     isvc = isvc.split("diff --git")[0]
     assert "-    gpu: 1" not in isvc
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_git_apply_turns_one_tree_into_the_other(tmp_path: Path) -> None:
+    base = load_example("homelab")
+    before = render_tree(with_overrides(base, allocator=Allocator.GPU_OPERATOR))
+    after = render_tree(with_overrides(base, allocator=Allocator.DRA, sharing="unlimited"))
+    for rel, text in before.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    patch = tmp_path / "pr.diff"
+    patch.write_text(diff_trees(before, after), encoding="utf-8")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "apply", "pr.diff"], check=True)
+    patch.unlink()
+    result = {
+        str(p.relative_to(tmp_path)): p.read_text(encoding="utf-8")
+        for p in tmp_path.rglob("*")
+        if p.is_file() and ".git" not in p.relative_to(tmp_path).parts
+    }
+    assert result == after

@@ -27,7 +27,8 @@ _HELP = """Render the GPU stack and its consumers as a Flux tree from one gpushi
 Each component gets an OCIRepository, a HelmRelease, a Flux Kustomization (ks.yaml) and a
 kustomization.yaml, under the config's apps path. --allocator and --sharing override the
 config. With --diff, nothing is written: the unified diff between the trees for two allocators
-(--from, default the config's, and --to) is printed, which is the pull request to review.
+(--from, default the config's, and --to; --sharing for both sides, --to-sharing for the second)
+is printed, which is the pull request to review.
 """
 
 _EPILOG = (
@@ -70,6 +71,10 @@ def register(app: typer.Typer) -> None:
         to_allocator: Annotated[
             AllocatorName | None, typer.Option("--to", help="--diff: the allocator after.")
         ] = None,
+        to_sharing: Annotated[
+            str | None,
+            typer.Option("--to-sharing", help="--diff: sharing after (default: as before)."),
+        ] = None,
         schema: Annotated[
             bool, typer.Option("--schema", help="Print the config's JSON Schema and exit.")
         ] = False,
@@ -94,13 +99,14 @@ def register(app: typer.Typer) -> None:
                 sharing=shares,
                 display="--from",
             )
+            after_shares = r.parse_sharing(to_sharing) if to_sharing is not None else shares
             after = r.with_overrides(
-                base, allocator=r.Allocator(to_allocator), sharing=shares, display="--to"
+                base, allocator=r.Allocator(to_allocator), sharing=after_shares, display="--to"
             )
             typer.echo(r.diff_trees(r.render_tree(before), r.render_tree(after)), nl=False)
             return
-        if from_allocator is not None or to_allocator is not None:
-            raise UsageError("--from and --to only apply with --diff")
+        if from_allocator is not None or to_allocator is not None or to_sharing is not None:
+            raise UsageError("--from, --to and --to-sharing only apply with --diff")
         if out is None:
             raise UsageError("--out DIR is required (or --diff to compare allocators)")
         cfg = base
