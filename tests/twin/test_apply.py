@@ -785,3 +785,12 @@ def test_kubectl_server_side_apply_conflicts_force_and_upgrade(tmp_path: Path) -
         assert live["spec"]["replicas"] == 5
         annotation = live["metadata"]["annotations"][LAST_APPLIED_ANNOTATION]
         assert json.loads(annotation)["spec"]["replicas"] == 5
+
+
+def test_apply_never_changes_its_inputs() -> None:
+    live = _csa_live(2, 2)
+    applied = _deploy(4)
+    before = (copy.deepcopy(live), copy.deepcopy(applied))
+    server_side_apply(live, applied, manager="kubectl", force=False, kind=DEPLOY, now="T")
+    update_managed_fields(live, applied, manager="x", operation="Update", now="T")
+    assert (live, applied) == before

@@ -753,7 +753,8 @@ def server_side_apply(
 ) -> dict[str, Any]:
     """Apply ``applied`` (an apply configuration) to ``live`` (None when creating).
 
-    Returns the new object with ``metadata.managedFields`` updated: ``manager`` owns exactly
+    Returns the new object (sharing untouched subtrees with ``live``, which is never
+    changed) with ``metadata.managedFields`` updated: ``manager`` owns exactly
     the fields of ``applied`` (an ``Apply`` entry stamped ``now`` when the object changed);
     fields it applied last time and no longer applies are removed unless another manager
     owns them; a manager that loses all its fields loses its entry. Writes to the main
@@ -816,8 +817,11 @@ def server_side_apply(
     changed = comparison.changed()
 
     conflicts = [(e, p) for e in others for p in e.fields & changed]
-    upgrade = manager == _KUBECTL and _upgradable(live_body, conflicts, spec)
-    if conflicts and not force and not upgrade:
+    if (
+        conflicts
+        and not force
+        and not (manager == _KUBECTL and _upgradable(live_body, conflicts, spec))
+    ):
         raise ApplyConflict(
             [
                 {"manager": e.describe(), "field": path_string(p)}
@@ -865,8 +869,12 @@ def _sync_last_applied(live_body: dict[str, Any], merged: Any, applied: dict[str
         config_annotations.pop(LAST_APPLIED_ANNOTATION, None)
         if not config_annotations:
             config["metadata"].pop("annotations")
+    # The merged object shares untouched subtrees with the live one: copy before writing.
     metadata = merged.setdefault("metadata", {})
-    metadata.setdefault("annotations", {})[LAST_APPLIED_ANNOTATION] = _json(config)
+    metadata["annotations"] = {
+        **(metadata.get("annotations") or {}),
+        LAST_APPLIED_ANNOTATION: _json(config),
+    }
 
 
 # --- update -----------------------------------------------------------------------------
