@@ -640,3 +640,23 @@ def test_custom_resource_without_columns_prints_name_and_age() -> None:
     table = to_table(by_kind("Model"), [obj], now=NOW)
     assert _header(table) == [("Name", "string", 0), ("Age", "date", 0)]
     assert table["rows"][0]["cells"] == ["m", "2d2h"]
+
+
+@pytest.mark.parametrize(
+    ("subsets", "text"),
+    [
+        ([], "<none>"),
+        (
+            [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 80}, {"port": 443}]}],
+            "10.0.0.1:80,10.0.0.1:443",
+        ),
+        ([{"addresses": [{"ip": "10.0.0.1"}, {"ip": "10.0.0.2"}]}], "10.0.0.1,10.0.0.2"),
+        (
+            [{"addresses": [{"ip": f"10.0.0.{i}"} for i in range(1, 6)], "ports": [{"port": 53}]}],
+            "10.0.0.1:53,10.0.0.2:53,10.0.0.3:53 + 2 more...",
+        ),
+        ([{"addresses": [{"ip": "fd00::1"}], "ports": [{"port": 80}]}], "[fd00::1]:80"),
+    ],
+)
+def test_endpoints_cells(subsets: list[dict[str, Any]], text: str) -> None:
+    assert _cells("Endpoints", {"metadata": {"name": "svc"}, "subsets": subsets})[1] == text

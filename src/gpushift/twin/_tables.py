@@ -662,6 +662,30 @@ def _serviceaccount_cells(obj: Obj, now: datetime) -> list[Any]:
     return [_name(obj), len(_list(obj, "secrets")), _age(obj, now)]
 
 
+def _endpoints_cells(obj: Obj, now: datetime) -> list[Any]:
+    # formatEndpoints: up to three addresses, then "+ N more...".
+    shown: list[str] = []
+    count = 0
+    for subset in _list(obj, "subsets"):
+        addresses = [str(_get(a, "ip") or "") for a in _list(subset, "addresses")]
+        ports = _list(subset, "ports")
+        pairs = (
+            [(ip, None) for ip in addresses]
+            if not ports
+            else [(ip, _int(_get(p, "port"))) for p in ports for ip in addresses]
+        )
+        count += len(pairs)
+        for ip, port in pairs:
+            if len(shown) < 3:
+                host = f"[{ip}]" if ":" in ip and port is not None else ip
+                shown.append(host if port is None else f"{host}:{port}")
+    if not _list(obj, "subsets"):
+        text = "<none>"
+    else:
+        text = ",".join(shown) + (f" + {count - 3} more..." if count > 3 else "")
+    return [_name(obj), text, _age(obj, now)]
+
+
 def _lease_cells(obj: Obj, now: datetime) -> list[Any]:
     return [_name(obj), str(_get(obj, "spec", "holderIdentity") or ""), _age(obj, now)]
 
@@ -866,6 +890,9 @@ _PRINTERS: dict[tuple[str, str], _Printer] = {
             _AGE,
         ),
         _serviceaccount_cells,
+    ),
+    ("", "Endpoints"): _Printer(
+        (_NAME, _col("Endpoints", "Endpoints of this service"), _AGE), _endpoints_cells
     ),
     ("coordination.k8s.io", "Lease"): _Printer(
         (_NAME, _col("Holder", "The holder of the lease"), _AGE), _lease_cells
