@@ -227,3 +227,22 @@ def test_check_passes_the_variant_tree(
     report = json.loads(capsys.readouterr().out)
     assert [f for f in report["findings"] if f["severity"] != "info"] == []
     assert code == 0
+
+
+def test_rerun_in_fresh_processes_is_byte_identical(tmp_path: Path) -> None:
+    import os
+    import sys
+
+    trees = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"out-{seed}"
+        subprocess.run(
+            [sys.executable, "-m", "gpushift", "render", "--example", "homelab"]
+            + ["--allocator", "dra", "--sharing", "5", "--out", str(out)],
+            check=True,
+            capture_output=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )
+        trees.append({p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()})
+    assert trees[0] == trees[1]
+    assert len(trees[0]) > 40
