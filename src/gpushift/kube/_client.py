@@ -291,52 +291,27 @@ class Kube:
         namespace: str | None = None,
         until: Callable[[Obj], bool],
         timeout: float = 60.0,
+        poll: float = 0.5,
     ) -> Obj:
-        """Block until the object satisfies ``until``; returns it.
+        """Block until the object satisfies ``until``, reading it every ``poll`` seconds (as
+        the flux CLI polls readiness); returns it.
 
         Raises:
-            KubeError: the object was deleted, or ``timeout`` seconds passed (code 0, reason
-                ``Timeout``).
+            KubeError: NotFound when the object is gone, or ``timeout`` seconds passed (code 0,
+                reason ``Timeout``).
         """
         deadline = time.monotonic() + timeout
-        obj = self.get(ref, name=name, namespace=namespace)
-        if until(obj):
-            return obj
-        rv = obj["metadata"].get("resourceVersion")
         while True:
+            obj = self.get(ref, name=name, namespace=namespace)
+            if until(obj):
+                return obj
             left = deadline - time.monotonic()
             if left <= 0:
-                break
-            try:
-                for event, cur in self.watch(
-                    ref,
-                    namespace=namespace,
-                    fields={"metadata.name": name},
-                    resource_version=rv,
-                    server_timeout=max(1, int(min(left, 30))),
-                ):
-                    if event == "DELETED":
-                        raise KubeError(
-                            f"{ref.describe(name, namespace)} was deleted",
-                            code=404,
-                            reason="NotFound",
-                        )
-                    rv = cur["metadata"].get("resourceVersion", rv)
-                    if until(cur):
-                        return cur
-                    if time.monotonic() >= deadline:
-                        break
-            except lightkube.ApiError as err:
-                if int(err.status.code or 0) != 410:
-                    raise _kube_error(err) from None
-                obj = self.get(ref, name=name, namespace=namespace)
-                if until(obj):
-                    return obj
-                rv = obj["metadata"].get("resourceVersion")
-        raise KubeError(
-            f"timed out after {timeout:g}s waiting for {ref.describe(name, namespace)}",
-            reason="Timeout",
-        )
+                raise KubeError(
+                    f"timed out after {timeout:g}s waiting for {ref.describe(name, namespace)}",
+                    reason="Timeout",
+                )
+            self._sleep(min(poll, left))
 
     # --- writes ------------------------------------------------------------------------------
 
