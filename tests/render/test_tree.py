@@ -234,11 +234,12 @@ def test_rerun_in_fresh_processes_is_byte_identical(tmp_path: Path) -> None:
     import sys
 
     trees = []
+    base = [sys.executable, "-m", "gpushift", "render", "--example", "homelab"]
+    render_dra_5 = [*base, "--allocator", "dra", "--sharing", "5"]
     for seed in ("1", "2"):
         out = tmp_path / f"out-{seed}"
         subprocess.run(
-            [sys.executable, "-m", "gpushift", "render", "--example", "homelab"]
-            + ["--allocator", "dra", "--sharing", "5", "--out", str(out)],
+            [*render_dra_5, "--out", str(out)],
             check=True,
             capture_output=True,
             env={**os.environ, "PYTHONHASHSEED": seed},
