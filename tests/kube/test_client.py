@@ -164,8 +164,7 @@ def test_watch_streams_a_change_from_a_version(twin: Twin, client: Kube) -> None
             by_kind("ConfigMap"), {"metadata": {"name": "later", "namespace": "default"}}
         ),
     ).start()
-    for event, obj in client.watch(CM, namespace="default", resource_version=rv):
-        break
+    event, obj = next(iter(client.watch(CM, namespace="default", resource_version=rv)))
     assert (event, obj["metadata"]["name"]) == ("ADDED", "later")
 
 
