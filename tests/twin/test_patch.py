@@ -650,3 +650,25 @@ def test_kubectl_apply_three_way_patch_reaches_the_manifest(tmp_path: Path) -> N
         ("web", "nginx:2"),
     ]
     assert pod_spec["containers"][1]["env"] == [{"name": "A", "value": "1"}]
+
+
+_patch_items = st.lists(
+    st.one_of(
+        st.fixed_dictionaries({"name": st.sampled_from(["a", "b", "c", "d"]), "image": _scalars}),
+        st.sampled_from(["a", "b", "c", "d"]).map(lambda n: {"name": n, "$patch": "delete"}),
+    ),
+    max_size=4,
+    unique_by=lambda c: c["name"],
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(_containers, _patch_items)
+def test_strategic_merge_is_idempotent(
+    live: list[dict[str, Any]], items: list[dict[str, Any]]
+) -> None:
+    patch = {"spec": {"containers": items}}
+    once = strategic_merge_patch(_pod(containers=live), patch, kind=POD)
+    assert strategic_merge_patch(once, patch, kind=POD) == once
+    deleted = {i["name"] for i in items if "$patch" in i}
+    assert not deleted & {c["name"] for c in once["spec"]["containers"]}
