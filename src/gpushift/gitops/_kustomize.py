@@ -10,11 +10,11 @@ often list files they do not contain.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
-from pathlib import PurePosixPath
+from dataclasses import dataclass, field
 from typing import Any
 
 import jsonpatch
@@ -63,13 +63,14 @@ class Tree:
         return rel in self.texts
 
 
+@functools.lru_cache(maxsize=65536)
 def norm(base: str, ref: str) -> str:
     """``ref`` resolved against directory ``base`` (both relative to the root), normalised.
 
     Returns a path starting with ``..`` when it leaves the root.
     """
-    parts: list[str] = [] if base in ("", ".") else base.split("/")
-    for p in PurePosixPath(ref).parts:
+    parts: list[str] = [] if base in ("", ".") or ref.startswith("/") else base.split("/")
+    for p in ref.split("/"):
         if p in (".", ""):
             continue
         if p == "..":
@@ -77,8 +78,6 @@ def norm(base: str, ref: str) -> str:
                 parts.pop()
             else:
                 parts.append("..")
-        elif p == "/":
-            parts = []
         else:
             parts.append(p)
     return "/".join(parts) if parts else "."
@@ -282,7 +281,7 @@ class Builder:
                 # it to set the namespace named after the directory (apps/<namespace>/).
                 namespace = directory.rsplit("/", 1)[-1]
         if isinstance(namespace, str) and namespace:
-            items = [replace(i, namespace=namespace) for i in items]
+            items = [Item(i.doc, i.data, namespace, i.generated) for i in items]
         return items
 
     def _generate(self, directory: str, k: dict[str, Any]) -> list[Item]:
@@ -379,7 +378,9 @@ class Builder:
         for patch, target in patches:
             for n, item in enumerate(out):
                 if _targets(item.data, patch, target):
-                    out[n] = replace(item, data=_apply(item.data, patch))
+                    out[n] = Item(
+                        item.doc, _apply(item.data, patch), item.namespace, item.generated
+                    )
         return out
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import gc
+import os
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -131,18 +133,39 @@ def _root_of(paths: Sequence[str | Path]) -> Path:
     return first
 
 
+def _find_files(root: Path, paths: Sequence[str | Path]) -> Iterator[tuple[str, Path]]:
+    """YAML and JSON files under ``paths`` as (path relative to ``root``, path), sorted.
+
+    ``.git`` directories are skipped.
+    """
+    base = str(root)
+    found: dict[str, Path] = {}
+    for raw in paths:
+        p = Path(raw).resolve()
+        if p.is_file():
+            found[p.relative_to(root).as_posix()] = p
+            continue
+        for dirpath, dirnames, filenames in os.walk(p):
+            dirnames[:] = [d for d in dirnames if d != ".git"]
+            rel_dir = dirpath[len(base) + 1 :].replace(os.sep, "/")
+            for name in filenames:
+                if name.endswith(_yaml.YAML_SUFFIXES):
+                    rel = f"{rel_dir}/{name}" if rel_dir else name
+                    found[rel] = Path(dirpath, name)
+    for rel in sorted(found):
+        yield rel, found[rel]
+
+
 def _read_tree(
     root: Path, paths: Sequence[str | Path]
 ) -> tuple[Tree, list[YamlError], dict[str, Path]]:
-    files = _yaml.find_files([Path(p).resolve() for p in paths])
     docs: dict[str, list[Doc]] = {}
     texts: dict[str, str] = {}
     kustomizations: dict[str, dict[str, Any]] = {}
     errors: list[YamlError] = []
     real: dict[str, Path] = {}
     dirs: set[str] = set()
-    for f in files:
-        rel = f.relative_to(root).as_posix()
+    for rel, f in _find_files(root, paths):
         real[rel] = f
         up = parent(rel)
         while up not in dirs:
@@ -196,6 +219,18 @@ def load_repo(paths: Sequence[str | Path]) -> Repo:
 
     Raises InputError when a path does not exist.
     """
+    # Millions of parsed objects stay alive until the model is built; cyclic-GC passes over
+    # them cost more than the reading itself, and nothing built here forms a cycle.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _load(paths)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _load(paths: Sequence[str | Path]) -> Repo:
     root = _root_of(paths)
     tree, errors, real = _read_tree(root, paths)
 
@@ -537,30 +572,54 @@ def _talos_check(state: _State, doc: Doc) -> None:
         state.talos.append(TalosEvidence("Talos image factory schematic", src))
 
 
+def _label_keys(value: Any) -> Iterator[str]:
+    """Label keys a nodeSelector or affinity selects on (nodeSelector keys, matchExpressions)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k == "key" and isinstance(v, str):
+                yield v
+            elif isinstance(v, (dict, list)):
+                yield from _label_keys(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _label_keys(v)
+
+
 def _talos_from_labels(
     state: _State, objects: Iterable[Obj], workloads: Iterable[Workload]
 ) -> None:
     for w in workloads:
         if not w.active:
             continue
-        for opt in ("nodeSelector", "affinity"):
-            value = w.pod.options.get(opt)
-            if value is not None and _TALOS_LABEL in repr(value):
-                state.talos.append(
-                    TalosEvidence(f"Talos extension label in {opt}", w.pod.option_source(opt))
-                )
-                return
-    for o in objects:
-        if (
-            o.active
-            and o.kind == "HelmRelease"
-            and chart_identity(str(o.name)) != "app-template"
-            and _TALOS_LABEL in repr(o.body.get("spec"))
-        ):
+        selector = w.pod.options.get("nodeSelector")
+        keys = list(selector) if isinstance(selector, dict) else []
+        keys.extend(_label_keys(w.pod.options.get("affinity")))
+        if any(str(k).startswith(_TALOS_LABEL) for k in keys):
+            opt = (
+                "nodeSelector"
+                if any(str(k).startswith(_TALOS_LABEL) for k in (selector or ()))
+                else "affinity"
+            )
             state.talos.append(
-                TalosEvidence("Talos extension label", o.source.child(("spec", "values")))
+                TalosEvidence(f"Talos extension label in {opt}", w.pod.option_source(opt))
             )
             return
+    for o in objects:
+        if o.active and o.kind == "HelmRelease" and _is_gpu_stack(o):
+            values = _dict(o.body.get("spec")).get("values")
+            if any(str(k).startswith(_TALOS_LABEL) for k in _label_keys(values)):
+                state.talos.append(
+                    TalosEvidence("Talos extension label", o.source.child(("spec", "values")))
+                )
+                return
+
+
+def _is_gpu_stack(o: Obj) -> bool:
+    return chart_identity(o.name) in (
+        "gpu-operator",
+        "nvidia-device-plugin",
+        "dra-driver-nvidia-gpu",
+    )
 
 
 # -- HelmReleases -------------------------------------------------------------------------

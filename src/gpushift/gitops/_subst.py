@@ -72,25 +72,48 @@ def substitute_tree(data: Any, variables: Mapping[str, str]) -> Any:
 
 
 def _walk(data: Any, fn: Callable[[str], str]) -> Any:
-    if isinstance(data, str):
+    # Hot path on large repositories: type checks by identity, no call for plain scalars.
+    t = type(data)
+    if t is str:
         if "${" not in data:
             return data
         out = fn(data)
         return _retype(out) if out != data and "\n" not in out else out
-    if isinstance(data, dict):
-        changed = False
-        new: dict[Any, Any] = {}
+    if t is dict:
+        new: dict[Any, Any] | None = None
         for k, v in data.items():
-            nk = _walk(k, fn) if isinstance(k, str) and "${" in k else k
-            nv = _walk(v, fn)
-            changed = changed or nk is not k or nv is not v
-            new[nk] = nv
-        return new if changed else data
-    if isinstance(data, list):
-        items = [_walk(v, fn) for v in data]
-        if any(a is not b for a, b in zip(items, data, strict=True)):
-            return items
-        return data
+            tv = type(v)
+            if tv is str:
+                nv = v if "${" not in v else _walk(v, fn)
+            elif tv is dict or tv is list:
+                nv = _walk(v, fn)
+            else:
+                nv = v
+            nk = _walk(k, fn) if type(k) is str and "${" in k else k
+            if new is None and (nv is not v or nk is not k):
+                new = {}
+                for k2, v2 in data.items():
+                    if k2 == k:
+                        break
+                    new[k2] = v2
+            if new is not None:
+                new[nk] = nv
+        return data if new is None else new
+    if t is list:
+        items: list[Any] | None = None
+        for i, v in enumerate(data):
+            tv = type(v)
+            if tv is str:
+                nv = v if "${" not in v else _walk(v, fn)
+            elif tv is dict or tv is list:
+                nv = _walk(v, fn)
+            else:
+                nv = v
+            if items is None and nv is not v:
+                items = list(data[:i])
+            if items is not None:
+                items.append(nv)
+        return data if items is None else items
     return data
 
 
