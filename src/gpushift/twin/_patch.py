@@ -147,8 +147,9 @@ def merge_patch(obj: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     """Apply an RFC 7386 JSON merge patch to ``obj``.
 
     Objects merge key by key, ``null`` deletes a key, anything else (lists included) replaces.
-    Returns the patched copy; subtrees the patch does not touch are shared with ``obj``. Raises ``PatchError`` (400, "Invalid JSON Patch", as
-    evanphx/json-patch words it) when ``patch`` is not an object.
+    Returns the patched copy; subtrees the patch does not touch are shared with ``obj``.
+    Raises ``PatchError`` (400, "Invalid JSON Patch", as evanphx/json-patch words it) when
+    ``patch`` is not an object.
     """
     if not isinstance(patch, dict):
         raise PatchError("Invalid JSON Patch", code=400)
