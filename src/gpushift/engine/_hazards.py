@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpushift.engine._ledger import GPU_RESOURCE
-from gpushift.engine._scheduler import NVIDIA_DRIVER, Outcome, iter_results
+from gpushift.engine._scheduler import NVIDIA_DRIVER, Outcome
 
 DUAL_ADVERTISER = "DualAdvertiser"
 DOUBLE_ALLOCATION = "DoubleAllocation"
@@ -55,22 +55,28 @@ def dra_tenants(
     ``pools`` maps (driver, pool) to the node whose slice publishes it.
     """
     out: dict[tuple[str, int], list[DraTenant]] = {}
+    cards: dict[str, int | None] = {}
     for claim in outcome.claims:
+        status = claim.get("status")
+        if not status:
+            continue
+        alloc = status.get("allocation")
+        if not alloc:
+            continue
         meta = claim["metadata"]
-        name = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-        pods = [
-            f"{meta.get('namespace', '')}/{r.get('name', '')}"
-            for r in (claim.get("status") or {}).get("reservedFor") or []
-        ]
-        for r in iter_results(claim):
+        ns = meta.get("namespace", "")
+        name = f"{ns}/{meta.get('name', '')}"
+        pods = [f"{ns}/{r.get('name', '')}" for r in status.get("reservedFor") or ()]
+        for r in (alloc.get("devices") or {}).get("results") or ():
             if r.get("driver") != NVIDIA_DRIVER:
                 continue
-            node = pools.get((str(r.get("driver")), str(r.get("pool"))))
-            card = card_of(str(r.get("device", "")))
+            node = pools.get((NVIDIA_DRIVER, str(r.get("pool"))))
+            device = str(r.get("device", ""))
+            card = cards[device] if device in cards else cards.setdefault(device, card_of(device))
             if node is None or card is None:
                 continue
             out.setdefault((node, card), []).append(
-                DraTenant(name, bool(r.get("shareID")), dict(r.get("consumedCapacity") or {}), pods)
+                DraTenant(name, "shareID" in r, r.get("consumedCapacity") or {}, pods)
             )
     return out
 
@@ -87,11 +93,19 @@ def node_pools(slices: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
     return out
 
 
-def find(outcome: Outcome, slices: list[dict[str, Any]]) -> list[Hazard]:
-    """Every hazard of the outcome, nodes in name order, cards in index order."""
+def find(
+    outcome: Outcome,
+    slices: list[dict[str, Any]],
+    tenants: dict[tuple[str, int], list[DraTenant]] | None = None,
+) -> list[Hazard]:
+    """Every hazard of the outcome, nodes in name order, cards in index order.
+
+    ``tenants`` is ``dra_tenants(outcome, node_pools(slices))`` if already computed.
+    """
     pools = node_pools(slices)
     dra_nodes = {node for (driver, _), node in pools.items() if driver == NVIDIA_DRIVER}
-    tenants = dra_tenants(outcome, pools)
+    if tenants is None:
+        tenants = dra_tenants(outcome, pools)
     by_node: dict[str, set[int]] = {}
     for n, c in tenants:
         by_node.setdefault(n, set()).add(c)

@@ -12,7 +12,7 @@ from typing import Any
 
 from gpushift import _quantity
 from gpushift.engine._allocator import device_key
-from gpushift.engine._hazards import card_of, dra_tenants, node_pools
+from gpushift.engine._hazards import card_of
 from gpushift.engine._ledger import GPU_RESOURCE
 from gpushift.engine._scheduler import NVIDIA_DRIVER, PodInfo, iter_results
 from gpushift.engine._simulation import Simulation
@@ -75,15 +75,23 @@ def placement(pod: PodInfo) -> Placement:
     return Placement(pod.key, node, via, tuple(cards), "; ".join(shares) or "-")
 
 
-def _fmt(name: str, v: Fraction | int) -> str:
-    return _quantity.format_quantity(Fraction(v), binary=name == "memory")
+def _fmt(name: str, v: Fraction | int | str) -> str:
+    q = _quantity.parse(v) if isinstance(v, str) else Fraction(v)
+    return _quantity.format_quantity(q, binary=name == "memory")
 
 
 def card_rows(sim: Simulation) -> list[list[str]]:
     """One row per (node, card, ledger): who holds the card and how much is used."""
     outcome = sim.outcome
-    pools = node_pools(sim.inputs.slices)
-    tenants = dra_tenants(outcome, pools)
+    tenants = sim.tenants
+    formatted: dict[tuple[str, Any], str] = {}
+
+    def fmt(name: str, v: Any) -> str:
+        text = formatted.get((name, v))
+        if text is None:
+            text = formatted[(name, v)] = _fmt(name, v)
+        return text
+
     capacities: dict[tuple[str, int], tuple[str, dict[str, Any]]] = {}
     for s in sim.inputs.slices:
         spec = s.get("spec") or {}
@@ -116,10 +124,8 @@ def card_rows(sim: Simulation) -> list[list[str]]:
                     for cname, cap in sorted(
                         (dev.get("capacity") or {}).items(), key=lambda kv: kv[0] != "shares"
                     ):
-                        total = _quantity.parse(cap["value"])
-                        parts.append(
-                            f"{cname} {_fmt(cname, agg.get(cname, 0))}/{_fmt(cname, total)}"
-                        )
+                        total = fmt(cname, cap["value"])
+                        parts.append(f"{cname} {fmt(cname, agg.get(cname, 0))}/{total}")
                     used = ", ".join(parts) or f"{len(dra)} shares"
                 else:
                     used = "whole device" if dra else "free"

@@ -15,6 +15,8 @@ class Simulation:
     inputs: Inputs
     outcome: _scheduler.Outcome
     hazards: list[_hazards.Hazard]
+    #: DRA allocations of NVIDIA full GPUs by (node, card), shared by hazards and reports.
+    tenants: dict[tuple[str, int], list[_hazards.DraTenant]]
 
     @property
     def pending(self) -> list[_scheduler.PodInfo]:
@@ -34,4 +36,5 @@ def simulate(inputs: Inputs) -> Simulation:
     compile or fails at run time.
     """
     outcome = _scheduler.schedule(inputs)
-    return Simulation(inputs, outcome, _hazards.find(outcome, inputs.slices))
+    tenants = _hazards.dra_tenants(outcome, _hazards.node_pools(inputs.slices))
+    return Simulation(inputs, outcome, _hazards.find(outcome, inputs.slices, tenants), tenants)
