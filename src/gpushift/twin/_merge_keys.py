@@ -23,6 +23,26 @@ from typing import Any, TypeAlias
 
 from gpushift._kinds import Kind
 
+__all__ = [
+    "ATOMIC_LIST",
+    "ATOMIC_STRUCT",
+    "DEDUCED",
+    "SCALAR",
+    "UNKNOWN",
+    "FreeMap",
+    "ListOf",
+    "Scalar",
+    "Struct",
+    "TypeSpec",
+    "child_type",
+    "from_openapi",
+    "is_atomic",
+    "is_entry",
+    "item_type",
+    "list_type",
+    "root_type",
+]
+
 
 @dataclass(frozen=True, slots=True)
 class Struct:
