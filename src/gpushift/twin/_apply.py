@@ -34,7 +34,10 @@ __all__ = [
     "ApplyConflict",
     "Conflict",
     "ManagedFieldsEntry",
+    "from_fields_v1",
+    "path_string",
     "server_side_apply",
+    "to_fields_v1",
     "update_managed_fields",
 ]
 

@@ -31,6 +31,7 @@ __all__ = [
     "MAX_JSON_PATCH_OPERATIONS",
     "UNSUPPORTED_PATCH_MESSAGE",
     "PatchError",
+    "clone",
     "json_patch",
     "merge_patch",
     "strategic_merge_patch",

@@ -17,6 +17,7 @@ from typing import Any, NotRequired, TypedDict
 from gpushift._kinds import Kind
 
 __all__ = [
+    "JsonPathError",
     "Table",
     "TableColumnDefinition",
     "TableRow",
