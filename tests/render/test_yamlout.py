@@ -36,7 +36,7 @@ VALUES = st.recursive(
 )
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(st.dictionaries(KEYS, VALUES, min_size=1, max_size=5))
 def test_round_trip(doc: dict[str, Any]) -> None:
     assert yaml.safe_load(dump_documents([doc])) == doc
@@ -71,6 +71,13 @@ def test_comment_above_nested_key_and_sequence_item_key() -> None:
         "      # why a\n"
         '      value: "true"\n'
     )
+
+
+def test_keys_that_look_like_other_types_are_quoted() -> None:
+    doc = {"NO": 1, "true": 2, "5": 3, "null": None, "plain": "yes"}
+    text = dump_documents([doc])
+    assert text == '---\n"NO": 1\n"true": 2\n"5": 3\n"null":\nplain: "yes"\n'
+    assert yaml.safe_load(text) == doc
 
 
 def test_block_and_multiple_documents() -> None:

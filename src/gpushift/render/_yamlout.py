@@ -70,6 +70,9 @@ def _convert(value: Any, *, column: int) -> Any:
             comment = None
             if isinstance(raw, Note):
                 comment, raw = raw.comment, raw.value
+            if isinstance(key, str) and _needs_quotes(key):
+                # A key such as "true" or "NO" would otherwise read back as a boolean.
+                key = DoubleQuotedScalarString(key)
             out[key] = _convert(raw, column=_child_column(raw, column=column))
             if comment:
                 out.yaml_set_comment_before_after_key(
