@@ -470,3 +470,29 @@ def test_rendered_consumable_shares_are_what_the_kubelet_plugin_accepts(
         v = values(docs, tree_for("dra", sharing, **extra), path)
         assert parse_consumable_shares(v["consumableShares"]) == sharing
         assert v["featureGates"] == {"ConsumableShares": True}
+
+
+def test_observability_off(tree_for: TreeFor, docs: Docs) -> None:
+    off = {"dcgmExporter": False, "serviceMonitor": False}
+    tree = tree_for("dra", 5, observability=off)
+    op = values(docs, tree, "gpu-operator/gpu-operator/app/helmrelease.yaml")
+    assert op["dcgmExporter"] == {"enabled": False}
+    assert "kubernetes/apps/gpu-operator/gpu-operator/app/dcgm-exporter-rbac.yaml" not in tree
+    plugin = tree_for("device-plugin", 5, observability=off)
+    assert not any("/dcgm-exporter/" in p for p in plugin)
+    no_monitor = tree_for("gpu-operator", 5, observability={"serviceMonitor": False})
+    op = values(docs, no_monitor, "gpu-operator/gpu-operator/app/helmrelease.yaml")
+    assert op["dcgmExporter"] == {"enabled": True, "serviceMonitor": {"enabled": False}}
+
+
+def test_cdi_off_and_no_runtime_class(
+    tree_for: TreeFor, docs: Docs, homelab_data: dict[str, Any]
+) -> None:
+    cluster = homelab_data["cluster"]
+    cluster["cdi"] = False
+    cluster["runtimeClassName"] = None
+    tree = tree_for("gpu-operator", 5, cluster=cluster)
+    op = values(docs, tree, "gpu-operator/gpu-operator/app/helmrelease.yaml")
+    assert op["cdi"] == {"enabled": False, "default": False}
+    assert not any(p.endswith("runtimeclass.yaml") for p in tree)
+    assert not any("runtimeClassName" in text for text in tree.values())
