@@ -100,10 +100,11 @@ def _go_json(obj: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def name_hash(kind: str, name: str, data: dict[str, Any]) -> str:
+def name_hash(kind: str, data: dict[str, Any]) -> str:
     """kustomize's content hash suffix for a generated ConfigMap or Secret."""
-    # sigs.k8s.io/kustomize/api/hasher: encodeConfigMap / encodeSecret
-    body: dict[str, Any] = {"kind": kind, "name": name}
+    # sigs.k8s.io/kustomize/api/hasher: encodeConfigMap / encodeSecret. The generator hashes
+    # before it names the object, so "name" is empty (matches kubectl kustomize v5.5).
+    body: dict[str, Any] = {"kind": kind, "name": ""}
     if kind == "Secret":
         body["type"] = data.get("type", "Opaque")
         body["data"] = data.get("data", {})
@@ -343,7 +344,7 @@ class Builder:
             body["data"] = data
         disable = own.get("disableNameSuffixHash", options.get("disableNameSuffixHash", False))
         if not disable:
-            meta["name"] = f"{gen['name']}-{name_hash(kind, str(gen['name']), body)}"
+            meta["name"] = f"{gen['name']}-{name_hash(kind, body)}"
         kfile = self._kustomization_file(directory)
         doc = Doc(kfile, 0, 1, body, (key, i))
         return Item(doc, body, generated=True)

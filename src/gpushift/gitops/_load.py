@@ -925,7 +925,7 @@ def _time_slicing(
                         namespace=o.namespace,
                         form="generator" if o.generated else "configmap",
                         active=o.active,
-                        source=o.source.child(("data", key)),
+                        source=o.source if o.generated else o.source.child(("data", key)),
                     )
                 )
     pointers: list[DevicePluginConfig] = []
@@ -1018,7 +1018,7 @@ def _all_keys(
                     namespace=o.namespace,
                     form="generator" if o.generated else "configmap",
                     active=o.active,
-                    source=o.source.child(("data", key)),
+                    source=o.source if o.generated else o.source.child(("data", key)),
                 )
                 configs.append(cfg)
                 out.append(cfg)

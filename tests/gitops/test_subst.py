@@ -1,0 +1,92 @@
+"""Flux post-build substitution: examples and properties against an independent model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpushift.gitops._subst import substitute, substitute_tree
+
+NAMES = st.from_regex(r"[_A-Za-z][_A-Za-z0-9]{0,8}", fullmatch=True)
+# Literal text that cannot start or end a variable form.
+LITERAL = st.text(alphabet=st.characters(blacklist_characters="${}"), max_size=8)
+VALUE = st.text(alphabet=st.characters(blacklist_characters="${}\\"), max_size=8)
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+    op: str | None  # None, ":-", "-", ":=", "="
+    default: str
+    escaped: bool
+
+    def text(self) -> str:
+        body = self.name if self.op is None else f"{self.name}{self.op}{self.default}"
+        return ("$" if self.escaped else "") + "${" + body + "}"
+
+    def expected(self, env: dict[str, str]) -> str:
+        # Written from the Flux docs: unset -> "", ":-" also covers empty, "$$" escapes.
+        if self.escaped:
+            return self.text()[1:]
+        value = env.get(self.name)
+        if self.op is None:
+            return value or ""
+        if self.op.startswith(":"):
+            return value if value else self.default
+        return value if value is not None else self.default
+
+
+VARS = st.builds(
+    Var,
+    name=NAMES,
+    op=st.sampled_from([None, ":-", "-", ":=", "="]),
+    default=LITERAL,
+    escaped=st.booleans(),
+)
+SEGMENTS = st.lists(st.one_of(LITERAL, VARS), max_size=6)
+ENVS = st.dictionaries(NAMES, VALUE, max_size=4)
+
+
+@given(SEGMENTS, ENVS)
+def test_matches_the_documented_semantics(segments: list[str | Var], env: dict[str, str]) -> None:
+    text = "".join(s if isinstance(s, str) else s.text() for s in segments)
+    want = "".join(s if isinstance(s, str) else s.expected(env) for s in segments)
+    assert substitute(text, env) == want
+
+
+@given(st.text(alphabet=st.characters(blacklist_characters="$")), ENVS)
+def test_text_without_dollar_is_unchanged(text: str, env: dict[str, str]) -> None:
+    assert substitute(text, env) == text
+
+
+@given(NAMES, VALUE)
+def test_plain_dollar_form_is_left_alone(name: str, value: str) -> None:
+    assert substitute(f"${name}", {name: value}) == f"${name}"
+
+
+def test_examples_from_fixture_repositories() -> None:
+    text = "${CR_LAN_CIDR:-0.0.0.0/0},${GH_LAN_CIDR:-0.0.0.0/0}"
+    assert substitute(text, {}) == "0.0.0.0/0,0.0.0.0/0"
+    assert substitute(text, {"CR_LAN_CIDR": "10.0.0.0/8"}) == "10.0.0.0/8,0.0.0.0/0"
+    assert substitute('"${TIMEZONE}"', {}) == '""'
+    assert substitute("{{ .Release.Name }}.${SECRET_DOMAIN}", {"SECRET_DOMAIN": "x.io"}) == (
+        "{{ .Release.Name }}.x.io"
+    )
+
+
+def test_tree_retypes_like_flux_and_does_not_copy_untouched_parts() -> None:
+    untouched = {"image": {"repository": "r", "tag": "1"}}
+    data = {"spec": {"replicas": "${N}", "name": "app-${N}", "flag": "${ON}"}, "keep": untouched}
+    out = substitute_tree(data, {"N": "3", "ON": "true"})
+    assert out["spec"] == {"replicas": 3, "name": "app-3", "flag": True}
+    assert out["keep"] is untouched
+    assert data["spec"]["replicas"] == "${N}"  # the input is not modified
+    same = {"a": ["x", {"b": "y"}]}
+    assert substitute_tree(same, {"N": "1"}) is same
+
+
+def test_tree_substitutes_keys_and_list_items() -> None:
+    out = substitute_tree({"${K}": ["${V}", "plain"]}, {"K": "key", "V": "value"})
+    assert out == {"key": ["value", "plain"]}
