@@ -395,9 +395,9 @@ def test_values_from_then_inline_and_lines(tmp_path: Path) -> None:
     assert hr.value("resources", "gpus", "enabled") is True  # chart default
     assert not hr.is_set("resources") and hr.is_set("nvidiaDriverRoot")
     assert [v.found for v in hr.values_from] == [True, True, False]
-    assert hr.line_of("consumableShares") == 11  # inline, the later layer
+    assert hr.line_of("consumableShares") == 12  # inline, the later layer
     assert hr.line_of("featureGates", "ConsumableShares") == 5  # the ConfigMap's data key
-    assert hr.line_of("resources", "gpus", "enabled") == 10  # default: spec.values
+    assert hr.line_of("resources", "gpus", "enabled") == 11  # default: spec.values
     assert summarize(r).sharing.to_dict() == {"mode": "consumable-shares", "replicas": 5}
 
 
