@@ -13,6 +13,7 @@ DRA: a Running ``dra-driver-nvidia-gpu`` kubelet-plugin pod publishes the node's
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,15 +140,7 @@ def device_plugin_config(
         if key is None:
             # NVIDIA/k8s-device-plugin cmd/config-manager: no label and no default.
             return None, "unable to select a config: no default config and no node label"
-        parsed: TimeSlicingConfig = parse_device_plugin_config(
-            data[key],
-            config_map=str(ref.get("name")),
-            key=key,
-            namespace=ns,
-            form="configmap",
-            active=True,
-            source=Source(f"ConfigMap/{ns}/{ref.get('name')}", 0, 0, Path(".")),
-        )
+        parsed = _parse_config(str(data[key]), ns, str(ref.get("name")), key)
         if parsed.error:
             return None, f"unable to load config: {parsed.error}"
         replicas = 1
@@ -159,6 +152,20 @@ def device_plugin_config(
             GPU + ".shared" if renamed else GPU, replicas, parsed.strategy, renamed
         ), None
     return PluginConfig(GPU, 1, "none", False), None
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_config(text: str, namespace: str, name: str, key: str) -> TimeSlicingConfig:
+    # Every kubelet reads the same few configs on every pass; parse each text once.
+    return parse_device_plugin_config(
+        text,
+        config_map=name,
+        key=key,
+        namespace=namespace,
+        form="configmap",
+        active=True,
+        source=Source(f"ConfigMap/{namespace}/{name}", 0, 0, Path(".")),
+    )
 
 
 def dra_mode(main: Obj) -> tuple[ConsumableShares, str | None]:
