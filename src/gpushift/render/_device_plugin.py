@@ -1,4 +1,4 @@
-"""The standalone nvidia-device-plugin and dcgm-exporter components (allocator ``device-plugin``).
+"""The standalone nvidia-device-plugin component (allocator ``device-plugin``).
 
 The values mirror the documented Talos setup of the standalone chart.
 """
@@ -12,7 +12,6 @@ from gpushift.render import _common as c
 from gpushift.render._config import GpushiftConfig
 from gpushift.render._flux import (
     Files,
-    Ref,
     component,
     flux_kustomization,
     helm_release,
@@ -22,7 +21,8 @@ from gpushift.render._yamlout import Note
 
 
 def render(cfg: GpushiftConfig) -> Files:
-    """nvidia-device-plugin (with NFD and GFD) and, if enabled, dcgm-exporter."""
+    """nvidia-device-plugin (with NFD and GFD): OCIRepository, HelmRelease, ks.yaml and the
+    RuntimeClass its pods and the consumers name."""
     ns = cfg.cluster.gpu_namespace
     files = Files()
     app: dict[str, list[Mapping[str, Any]]] = {
@@ -42,8 +42,6 @@ def render(cfg: GpushiftConfig) -> Files:
         health_note="Consumers depend on this Kustomization; wait for the release, not the apply.",
     )
     component(files, namespace=ns, name=c.DEVICE_PLUGIN, app=app, ks=[ks])
-    if cfg.observability.dcgm_exporter:
-        _render_dcgm(cfg=cfg, files=files)
     return files
 
 
@@ -85,32 +83,3 @@ def _plugin_values(cfg: GpushiftConfig) -> dict[str, Any]:
             "default).",
         )
     return values
-
-
-def _render_dcgm(*, cfg: GpushiftConfig, files: Files) -> None:
-    ns = cfg.cluster.gpu_namespace
-    values: dict[str, Any] = {}
-    if cfg.cluster.runtime_class_name:
-        values["runtimeClassName"] = Note(
-            cfg.cluster.runtime_class_name,
-            "Sees every GPU through the nvidia runtime. It must not request nvidia.com/gpu: "
-            "that would take one of the shares workloads are meant to have.",
-        )
-    values["affinity"] = c.gpu_node_affinity(cfg)
-    if cfg.cluster.gpu_nodes.tolerations:
-        values["tolerations"] = c.tolerations(cfg)
-    values["serviceMonitor"] = {"enabled": cfg.observability.service_monitor}
-    app: dict[str, list[Mapping[str, Any]]] = {
-        "ocirepository.yaml": [
-            oci_repository(name=c.DCGM_EXPORTER, chart=cfg.charts.dcgm_exporter)
-        ],
-        "helmrelease.yaml": [helm_release(name=c.DCGM_EXPORTER, values=values)],
-    }
-    ks = flux_kustomization(
-        cfg=cfg,
-        name=c.DCGM_EXPORTER,
-        namespace=ns,
-        path=f"{ns}/{c.DCGM_EXPORTER}/app",
-        depends_on=[Ref(c.DEVICE_PLUGIN)],
-    )
-    component(files, namespace=ns, name=c.DCGM_EXPORTER, app=app, ks=[ks])

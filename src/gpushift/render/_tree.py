@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpushift.render import _consumers, _device_plugin, _dra, _gpu_operator
+from gpushift.render import _consumers, _dcgm_exporter, _device_plugin, _dra, _gpu_operator
 from gpushift.render._config import Allocator, GpushiftConfig
 from gpushift.render._flux import Files, apps_path, kustomization, namespace_object
 
@@ -16,6 +16,8 @@ def render_tree(config: GpushiftConfig) -> dict[str, str]:
     files = Files()
     if config.allocator is Allocator.DEVICE_PLUGIN:
         files.update(_device_plugin.render(config))
+        if config.observability.dcgm_exporter:
+            files.update(_dcgm_exporter.render(config))
     else:
         files.update(_gpu_operator.render(config))
     if config.allocator is Allocator.DRA:
