@@ -613,3 +613,45 @@ def test_both_allocators(tmp_path: Path) -> None:
         },
     )
     assert summarize(load_repo([tmp_path])).allocator == "both"
+
+
+def test_gpu_cluster_stack_is_dra_without_bridging(tmp_path: Path) -> None:
+    op = """
+        apiVersion: helm.toolkit.fluxcd.io/v2
+        kind: HelmRelease
+        metadata: {name: gpu-operator, namespace: gpu}
+        spec:
+          chart: {spec: {chart: gpu-operator, version: v26.7.0}}
+          values:
+            devicePlugin: {enabled: false}
+            clusterPolicy: {deployCR: false}
+            gpuCluster: {deployCR: true}
+            draDriver:
+              gpus:
+                kubeletPlugin:
+                  env: [{name: CONSUMABLE_SHARES, value: "6"}]
+        """
+    write(tmp_path, {"op.yaml": op})
+    r = load_repo([tmp_path])
+    s = summarize(r)
+    assert s.allocator == "dra"
+    assert s.sharing.to_dict() == {"mode": "consumable-shares", "replicas": 6}
+    (cls,) = r.device_classes
+    assert cls.name == "gpu.nvidia.com" and cls.extended_resource_name is None
+
+
+def test_device_plugin_applied_as_a_manifest(tmp_path: Path) -> None:
+    ds = """
+        apiVersion: apps/v1
+        kind: DaemonSet
+        metadata: {name: nvidia-device-plugin-daemonset, namespace: kube-system}
+        spec:
+          template:
+            spec:
+              containers:
+                - {name: nvidia-device-plugin-ctr, image: nvcr.io/nvidia/k8s-device-plugin:v0.17.0}
+        """
+    write(tmp_path, {"ds.yaml": ds, "pod.yaml": POD.format(name="p", ns="a")})
+    s = summarize(load_repo([tmp_path]))
+    assert s.allocator == "device-plugin"
+    assert [(c.name, c.request) for c in s.consumers] == [("p", "extended")]

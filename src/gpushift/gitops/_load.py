@@ -706,7 +706,8 @@ def _helm_release(state: _State, obj: Obj) -> HelmRelease:
         text = _data_of(found.body).get(key)
         if text is None:
             continue
-        src = found.source.child(("data", key) if kind == "ConfigMap" else ("stringData", key))
+        field_name = "data" if key in _dict(found.body.get("data")) else "stringData"
+        src = found.source.child((field_name, key))
         if target is not None:
             layers.append(ValueLayer(_set_path(target, text), src, False))
             continue
@@ -872,6 +873,17 @@ def _device_classes(
             active=o.active,
         )
     for hr in releases:
+        if hr.chart == "gpu-operator" and hr.value("gpuCluster", "deployCR") is True:
+            # The GPUCluster stack's gpu.nvidia.com class has no extendedResourceName.
+            yield DeviceClass(
+                name="gpu.nvidia.com",
+                extended_resource_name=None,
+                selectors=(_selector("gpu.nvidia.com", "gpu"),),
+                source=hr.source,
+                active=hr.active,
+                rendered_by=hr,
+            )
+            continue
         if hr.chart != "dra-driver-nvidia-gpu":
             continue
         enabled = hr.value("resources", "gpus", "enabled")

@@ -47,21 +47,32 @@ def device_plugin_active(repo: Repo) -> bool:
         if truthy(hr.value("devicePlugin", "enabled"), default=True):
             return True
     for w in repo.workloads:
+        # A device plugin applied as a plain manifest (nvidia-device-plugin-daemonset, or the
+        # static nvidia-device-plugin.yml whose container is nvidia-device-plugin-ctr).
         if w.active and w.kind == "DaemonSet" and w.origin_kind == "manifest":
-            images = " ".join(str(c.resources) for c in w.pod.containers)
-            if "device-plugin" in w.name and "nvidia" in (w.name + images):
+            names = [w.name, *(c.name for c in w.pod.containers)]
+            if any(n.startswith("nvidia-device-plugin") for n in names):
                 return True
     return False
 
 
 def dra_releases(repo: Repo) -> tuple[HelmRelease, ...]:
-    """Active DRA driver releases with GPU allocation on (``resources.gpus.enabled``,
-    default true)."""
-    return tuple(
+    """Active releases that run the DRA driver with GPU allocation on.
+
+    The DRA chart counts unless ``resources.gpus.enabled`` (default true) is false;
+    gpu-operator counts when it deploys its GPUCluster stack (``gpuCluster.deployCR``).
+    """
+    charts = tuple(
         hr
         for hr in repo.releases("dra-driver-nvidia-gpu")
         if truthy(hr.value("resources", "gpus", "enabled"), default=True)
     )
+    operators = tuple(
+        hr
+        for hr in repo.releases("gpu-operator")
+        if truthy(hr.value("gpuCluster", "deployCR"), default=False)
+    )
+    return charts + operators
 
 
 def _allocator(dp: bool, dra: bool) -> Allocator:
@@ -73,7 +84,19 @@ def _allocator(dp: bool, dra: bool) -> Allocator:
 
 
 def _dra_sharing(hr: HelmRelease) -> Sharing:
-    raw = hr.value("consumableShares")
+    if hr.chart == "gpu-operator":
+        # GPUCluster has no consumableShares value; it takes CONSUMABLE_SHARES as plugin env.
+        env = hr.value("draDriver", "gpus", "kubeletPlugin", "env")
+        raw: Any = next(
+            (
+                e.get("value")
+                for e in env or []
+                if isinstance(e, dict) and e.get("name") == "CONSUMABLE_SHARES"
+            ),
+            None,
+        )
+    else:
+        raw = hr.value("consumableShares")
     text = "" if raw is None else str(raw).strip()
     if text in ("", "disabled"):
         return Sharing("exclusive")
