@@ -6,6 +6,12 @@ loose manifest) that nothing in the tree includes, unless a kustomization file n
 in its parent directory leaves it out: that is how an app is switched off (its ``ks.yaml``
 removed or commented out of the parent ``kustomization.yaml``). A tree without any Flux
 Kustomization is one cluster: everything in it is deployed.
+
+Partial trees lack whatever sets some namespaces (the cluster root's patches, a shared
+``transformers`` directory). A namespaced object without one takes the namespace of the
+Flux Kustomization that deploys it, when that is known; a ``transformers`` entry missing
+from the tree is taken to set the namespace named after its directory (``apps/<namespace>``),
+as home-ops layouts do. Otherwise the namespace stays unknown (None).
 """
 
 from __future__ import annotations

@@ -85,8 +85,10 @@ class KsRef:
 class Obj:
     """One Kubernetes object found in the repository (after kustomize and Flux substitution).
 
-    ``namespace`` is the effective namespace (kustomize ``namespace`` and Flux
-    ``targetNamespace`` applied) or None for cluster-scoped or unknown. ``active`` is True
+    ``namespace`` is the effective namespace (Flux ``targetNamespace``, else kustomize
+    ``namespace``, else the object's own, else the deploying Kustomization's namespace) or
+    None: cluster-scoped, or unknown in a partial tree (rules should not compare an unknown
+    namespace). ``active`` is True
     when a Flux root reaches the object (or the tree has no Flux root). ``kustomization``
     is the Flux Kustomization that deploys it. ``generated`` is True for objects made by a
     kustomize configMapGenerator/secretGenerator; their ``source`` is the generator entry.
@@ -371,7 +373,9 @@ class PodSpec:
 class Workload:
     """Something that runs pods, with the pod spec it renders.
 
-    ``kind`` is the rendered kind (Deployment, StatefulSet, DaemonSet, Pod, Job, CronJob);
+    ``kind`` is the rendered kind (Deployment, StatefulSet, DaemonSet, Pod, Job, CronJob) and
+    ``name`` the rendered name (app-template: the release name for a single or same-named
+    controller, else ``<release>-<controller>``; llmkube: the InferenceService name);
     ``origin`` is the object that produces it (a HelmRelease for app-template and
     dcgm-exporter charts, an InferenceService for llmkube, the manifest itself otherwise).
     ``monitoring`` is True for GPU metrics exporters. ``replicas`` is the pod count when
