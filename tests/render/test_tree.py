@@ -9,6 +9,7 @@ import json
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -149,29 +150,33 @@ def test_every_kustomization_builds(
     render_combo: Callable[[tuple[str, Any]], Tree], tmp_path: Path
 ) -> None:
     # Identical folders recur across combinations; build each distinct one once.
-    seen: set[str] = set()
+    jobs: dict[str, tuple[str, Tree]] = {}
     trees = [(combo, render_combo(combo)) for combo in [*ALLOWED, MEMORY_MEDIA_ONLY]]
     trees += [(combo, variant_tree(*combo)) for combo in VARIANT_COMBOS]
     for combo, tree in trees:
         for folder, inputs in _kustomize_inputs(tree):
             digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
-            if digest in seen:
-                continue
-            seen.add(digest)
-            root = write(inputs, tmp_path / digest[:16])
-            out = subprocess.run(
-                ["kubectl", "kustomize", str(root)], capture_output=True, text=True, check=False
-            )
-            assert out.returncode == 0, f"{combo} {folder}: {out.stderr}"
-            built = list(yaml.safe_load_all(out.stdout))
-            # kustomize emits every object of every listed file, nothing dropped.
-            listed = yaml.safe_load(inputs["kustomization.yaml"])["resources"]
-            expected = sum(
-                len([d for d in yaml.safe_load_all(inputs[r.removeprefix("./")]) if d])
-                for r in listed
-            )
-            assert len(built) == expected, f"{combo} {folder}"
-    assert len(seen) > 20
+            jobs.setdefault(digest, (f"{combo} {folder}", inputs))
+
+    def build(digest: str) -> subprocess.CompletedProcess[str]:
+        root = write(jobs[digest][1], tmp_path / digest[:16])
+        return subprocess.run(
+            ["kubectl", "kustomize", str(root)], capture_output=True, text=True, check=False
+        )
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = dict(zip(jobs, pool.map(build, jobs), strict=True))
+    for digest, out in results.items():
+        where, inputs = jobs[digest]
+        assert out.returncode == 0, f"{where}: {out.stderr}"
+        built = list(yaml.safe_load_all(out.stdout))
+        # kustomize emits every object of every listed file, nothing dropped.
+        listed = yaml.safe_load(inputs["kustomization.yaml"])["resources"]
+        expected = sum(
+            len([d for d in yaml.safe_load_all(inputs[r.removeprefix("./")]) if d]) for r in listed
+        )
+        assert len(built) == expected, where
+    assert len(jobs) > 20
 
 
 # --- gpushift check --------------------------------------------------------------------------
