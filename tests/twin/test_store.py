@@ -306,3 +306,30 @@ def test_event_kinds_from_two_groups_are_separate(store: Store) -> None:
     assert new is not None
     store.create(core, {"metadata": {"name": "e", "namespace": "default"}})
     assert store.objects(new) == []
+
+
+def test_selector_watch_sees_objects_enter_and_leave(store: Store) -> None:
+    from gpushift.twin._selectors import compile_fields, parse_fields
+
+    seen: list[tuple[str, str]] = []
+    on_node = compile_fields(parse_fields("spec.nodeName=n1"), POD)
+    store.watch(
+        POD, deliver=lambda e: seen.append((e.type, e.obj["metadata"]["name"])), fields=on_node
+    )
+    store.create(POD, {"metadata": {"name": "p", "namespace": "default"}, "spec": {}})
+
+    def bind(node: str) -> None:
+        store.update(
+            POD, name="p", namespace="default", mutate=lambda o: {**o, "spec": {"nodeName": node}}
+        )
+
+    bind("n1")  # starts matching: ADDED
+    store.update(
+        POD,
+        name="p",
+        namespace="default",
+        mutate=lambda o: {**o, "metadata": {**o["metadata"], "labels": {"a": "b"}}},
+    )
+    bind("n2")  # stops matching: DELETED
+    bind("n3")  # still not matching: nothing
+    assert seen == [("ADDED", "p"), ("MODIFIED", "p"), ("DELETED", "p")]

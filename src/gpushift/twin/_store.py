@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import builtins
+import dataclasses
 import json
 import random
 import re
@@ -111,13 +112,15 @@ class Resource:
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One change: ``obj`` is the stored object after it (before it, for DELETED)."""
+    """One change: ``obj`` is the stored object after it (before it, for DELETED); ``old`` is
+    the object before a MODIFIED change."""
 
     type: EventType
     kind: Kind
     obj: Obj
     raw: bytes
     rv: int
+    old: Obj | None = None
 
     @property
     def namespace(self) -> str | None:
@@ -143,14 +146,37 @@ class Watcher:
     deliver: Callable[[Event], None]
     _store: Store | None = field(default=None, repr=False)
 
-    def wants(self, event: Event) -> bool:
-        """Whether ``event`` passes this watcher's namespace and selectors."""
-        if self.namespace is not None and event.namespace != self.namespace:
+    def matches(self, obj: Obj) -> bool:
+        """Whether ``obj`` passes this watcher's namespace and selectors."""
+        meta = obj["metadata"]
+        if self.namespace is not None and meta.get("namespace") != self.namespace:
             return False
-        meta = event.obj["metadata"]
         if self.labels and not match_labels(self.labels, meta.get("labels")):
             return False
-        return self.fields is None or self.fields(event.obj)
+        return self.fields is None or self.fields(obj)
+
+    def wants(self, event: Event) -> bool:
+        """Whether ``event``'s object passes this watcher's namespace and selectors."""
+        return self.matches(event.obj)
+
+    def translate(self, event: Event) -> Event | None:
+        """The event as this watcher sees it, or None.
+
+        With selectors, a change that makes an object start matching arrives as ADDED and one
+        that makes it stop matching as DELETED (k8s.io/apiserver/pkg/storage/cacher
+        ``watchCacheEvent`` filtering).
+        """
+        now = self.matches(event.obj)
+        if event.type != "MODIFIED" or event.old is None:
+            return event if now else None
+        before = self.matches(event.old)
+        if now and before:
+            return event
+        if now:
+            return dataclasses.replace(event, type="ADDED")
+        if before:
+            return dataclasses.replace(event, type="DELETED")
+        return None
 
     def cancel(self) -> None:
         """Stop receiving events (idempotent)."""
@@ -618,7 +644,7 @@ class Store:
         if old is None:
             self._by_uid[uid] = (key, skey)
         self._index_owners(uid, old, new)
-        self._emit(Event("ADDED" if old is None else "MODIFIED", kind, new, raw, rv))
+        self._emit(Event("ADDED" if old is None else "MODIFIED", kind, new, raw, rv, old))
         self._collect(kind, new)
         return json.loads(raw)  # type: ignore[no-any-return]
 
@@ -1049,8 +1075,9 @@ class Store:
         self._history.append(event)
         for key in ((event.kind.group, event.kind.plural), None):
             for watcher in self._watchers.get(key, ()):
-                if watcher.wants(event):
-                    watcher.deliver(event)
+                seen = watcher.translate(event)
+                if seen is not None:
+                    watcher.deliver(seen)
 
     def watch(
         self,
@@ -1112,8 +1139,9 @@ class Store:
                         and (event.kind.group, event.kind.plural) != watcher.key
                     ):
                         continue
-                    if watcher.wants(event):
-                        deliver(event)
+                    seen = watcher.translate(event)
+                    if seen is not None:
+                        deliver(seen)
             self._watchers.setdefault(watcher.key, []).append(watcher)
             return watcher
 
