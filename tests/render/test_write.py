@@ -84,3 +84,23 @@ def test_an_unwritable_parent_changes_nothing(tmp_path: Path) -> None:
         assert list(parent.iterdir()) == []
     finally:
         parent.chmod(0o700)
+
+
+def test_an_interrupted_write_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out"
+    calls = 0
+    real_write = Path.write_text
+
+    def interrupt_second_file(self: Path, *args: object, **kwargs: object) -> int:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise KeyboardInterrupt
+        return real_write(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "write_text", interrupt_second_file)
+    with pytest.raises(KeyboardInterrupt):
+        write_tree(FILES, out, force=False)
+    assert list(tmp_path.iterdir()) == []

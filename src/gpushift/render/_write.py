@@ -44,6 +44,10 @@ def write_tree(files: Mapping[str, str], out: str | os.PathLike[str], *, force: 
     except OSError as err:
         shutil.rmtree(staging, ignore_errors=True)
         raise InputError(f"cannot write the rendered tree: {err}", path=str(target)) from None
+    except BaseException:
+        # Interrupted (Ctrl-C): leave no staging directory behind either.
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     return target
 
 
