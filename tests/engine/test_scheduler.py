@@ -329,6 +329,8 @@ def test_template_claims_are_created_like_the_resourceclaim_controller() -> None
     assert meta["generateName"] == "web-gpu-"
     assert meta["name"].startswith("web-gpu-") and len(meta["name"]) == len("web-gpu-") + 5
     assert meta["annotations"] == {"resource.kubernetes.io/pod-claim-name": "gpu"}
+    # Allocated by the scheduler, so protected by its finalizer.
+    assert meta["finalizers"] == ["resource.kubernetes.io/delete-protection"]
     assert meta["ownerReferences"] == [
         {
             "apiVersion": "v1",
@@ -513,3 +515,60 @@ def test_topology_spread_do_not_schedule() -> None:
         *(pod(f"p{i}", cpu="1", labels={"app": "x"}, spec=spread) for i in range(3)),
     )
     assert where(sim) == {"p0": "a", "p1": "b", "p2": "c"}
+
+
+def _deployment(replicas: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {
+                    "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+                    **(extra or {}),
+                },
+            },
+        },
+    }
+
+
+def test_default_spreading_applies_to_controller_pods_only() -> None:
+    # a: 64 cpu, b: 4 cpu. Bare pods follow LeastAllocated + BalancedAllocation alone: a
+    # scores 197, 195, 193, 191 against b's 174, so all four go to a. Pods of one Deployment
+    # also get the system default spread (hostname, maxSkew 3, weight 2): with k pods on a
+    # node its raw score is round(k * ln(2 + 2) + 2); normalised, the emptier node gets 100
+    # and a with 1 pod (vs 0) gets 66, with 2 (vs 1) gets 60. Totals: p1 a 197+200 vs
+    # b 174+200; p2 a 195+132 vs b 174+200; p3 a 195+200 vs b 149+200; p4 a 193+120 vs
+    # b 149+200. So a, b, a, b.
+    nodes = [node("a", cpu="64"), node("b", cpu="4")]
+    bare = run(*nodes, *(pod(f"p{i}", cpu="1") for i in range(4)))
+    assert list(where(bare).values()) == ["a", "a", "a", "a"]
+    deployed = run(*nodes, _deployment(4))
+    assert [p.node.name for p in deployed.outcome.pods if p.node] == ["a", "b", "a", "b"]
+
+
+def test_indexed_and_full_scoring_agree_on_default_spreading() -> None:
+    # A preferred node-affinity term that both nodes match scores them equally (100 each)
+    # but sends the pods through full per-node scoring instead of the grouped index.
+    prefer = {
+        "affinity": {
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 1,
+                        "preference": {
+                            "matchExpressions": [
+                                {"key": "kubernetes.io/hostname", "operator": "Exists"}
+                            ]
+                        },
+                    }
+                ]
+            }
+        }
+    }
+    sim = run(node("a", cpu="64"), node("b", cpu="4"), _deployment(4, prefer))
+    assert [p.node.name for p in sim.outcome.pods if p.node] == ["a", "b", "a", "b"]

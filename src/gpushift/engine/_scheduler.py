@@ -20,6 +20,13 @@ What is modelled, and how it differs from a live kube-scheduler:
   one at random).
 * Preemption is not performed; the message reports it as kube-scheduler would when no victim
   helps.
+
+Scale: identical pods (same namespace, labels, priority and spec) form a class. For a class
+whose score depends only on cpu/memory use (and on the system default hostname spread, when no
+node has a zone label), nodes are grouped by those figures, so a pod scores a few groups
+instead of every node; nodes that failed a class's filters are dropped for that class, since
+use only grows during a run. Spread scores are then normalised over the nodes not yet known to
+be infeasible for the class rather than over exactly the feasible ones.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from __future__ import annotations
 import copy
 import math
 from bisect import bisect_left, insort
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from heapq import merge
 from typing import Any, cast
@@ -82,6 +89,10 @@ class NodeInfo:
     gpu: _ledger.GpuLedger = field(default_factory=lambda: _ledger.GpuLedger([]))
     version: int = 0
     min_priority: int = 2**31
+    #: Pods per controller uid, for the default topology spread constraints.
+    owners: dict[str, int] = field(default_factory=dict)
+    #: Matching pods per (namespace, selector), valid while ``version`` is unchanged.
+    counts: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
 
     def usage_key(self) -> tuple[int, ...]:
         """Everything the cpu/memory scores of a node depend on."""
@@ -176,6 +187,7 @@ class _ClassView:
     groups: dict[tuple[int, ...], list[tuple[str, int]]]
     node_key: dict[int, tuple[int, ...]]
     log_pos: int
+    key_of: Callable[[NodeInfo], tuple[int, ...]]
 
     def remove(self, node: NodeInfo, key: tuple[int, ...]) -> None:
         group = self.groups[key]
@@ -204,6 +216,7 @@ class Scheduler:
         }
         self.affinity_pods: list[PodInfo] = []
         self.prefer_no_schedule = False
+        self.zones = False
         self._groups: dict[tuple[int, ...], list[tuple[str, int]]] = {}
         self._static: dict[Any, dict[int, Failure | None]] = {}
         self._dead: dict[Any, dict[int, Failure]] = {}
@@ -230,6 +243,8 @@ class Scheduler:
             taints = list(spec.get("taints") or [])
             if any(t.get("effect") == "PreferNoSchedule" for t in taints):
                 self.prefer_no_schedule = True
+            if ZONE in labels:
+                self.zones = True
             info = NodeInfo(
                 name=name,
                 obj=n,
@@ -559,14 +574,16 @@ class Scheduler:
         pod.message = None
         return True
 
-    def _view(self, key: Any) -> _ClassView:
+    def _view(self, key: Any, key_of: Callable[[NodeInfo], tuple[int, ...]]) -> _ClassView:
         view = self._views.get(key)
         if view is None:
-            view = _ClassView(
-                {k: list(v) for k, v in self._groups.items()},
-                {n.order: n.usage_key() for n in self.nodes},
-                len(self._log),
-            )
+            groups: dict[tuple[int, ...], list[tuple[str, int]]] = {}
+            node_key: dict[int, tuple[int, ...]] = {}
+            for n in self.nodes:  # in name order, so every group list starts sorted
+                k = key_of(n)
+                node_key[n.order] = k
+                groups.setdefault(k, []).append((n.name, n.order))
+            view = _ClassView(groups, node_key, len(self._log), key_of)
             self._views[key] = view
         # Replay the binds since this class last looked, moving changed nodes between groups.
         log = self._log
@@ -577,7 +594,7 @@ class Scheduler:
             if old is None:
                 continue
             node = self.nodes[order]
-            new = node.usage_key()
+            new = view.key_of(node)
             if new != old:
                 view.remove(node, old)
                 view.node_key[order] = new
@@ -589,11 +606,27 @@ class Scheduler:
     ) -> tuple[NodeInfo, list[AllocationResult] | None, _bridging.BridgeClaim | None] | None:
         # Nodes are grouped by everything the cpu/memory scores depend on, so one score per
         # group orders all nodes; a class of identical pods drops nodes that can never fit it.
-        view = self._view(pod.class_key) if pod.class_key is not None else None
+        view = None
+        if pod.class_key is not None:
+            if ctx.spread_default:
+                owner = pod.owner_uid or ""
+                view = self._view(pod.class_key, lambda n: (*n.usage_key(), n.owners.get(owner, 0)))
+            else:
+                view = self._view(pod.class_key, NodeInfo.usage_key)
         groups = view.groups if view is not None else self._groups
+        spread: dict[tuple[int, ...], int] = {}
+        if ctx.spread_default and view is not None:
+            # podtopologyspread scoring for the system default hostname constraint (maxSkew 3)
+            # when no node has a zone label: raw = round(count * ln(nodes + 2) + 2), then
+            # normalised over the nodes not known to be infeasible for this class.
+            weight = math.log(len(view.node_key) + 2)
+            raw = {k: round(k[-1] * weight + 2) for k in groups}
+            hi, lo = (max(raw.values()), min(raw.values())) if raw else (0, 0)
+            spread = {k: 100 if hi == 0 else 100 * (hi + lo - r) // hi for k, r in raw.items()}
         scored: dict[int, list[tuple[int, ...]]] = {}
         for key in groups:
-            scored.setdefault(_resource_score(pod, key), []).append(key)
+            score = _resource_score(pod, key[:6]) + spread.get(key, 0) * _W_SPREAD
+            scored.setdefault(score, []).append(key)
         dead: list[int] = []
         chosen = None
         for score in sorted(scored, reverse=True):
@@ -690,6 +723,8 @@ class Scheduler:
         node.pods.append(pod)
         node.version += 1
         node.min_priority = min(node.min_priority, pod.priority)
+        if pod.owner_uid is not None:
+            node.owners[pod.owner_uid] = node.owners.get(pod.owner_uid, 0) + 1
         self._log.append(node.order)
         if pod.has_affinity_terms:
             self.affinity_pods.append(pod)
@@ -711,6 +746,10 @@ class Scheduler:
             if results is not None and not status.get("allocation") and i < len(results):
                 status["allocation"] = results[i]
                 self.state.add(results[i])
+                # dynamicresources PreBind: an allocated claim is protected from deletion.
+                finalizers = cast(dict[str, Any], claim)["metadata"].setdefault("finalizers", [])
+                if _bridging.FINALIZER not in finalizers:
+                    finalizers.append(_bridging.FINALIZER)
             reserved = status.setdefault("reservedFor", [])
             reserved.append(
                 {"resource": "pods", "name": pod.name, "uid": pod.obj["metadata"]["uid"]}
@@ -813,7 +852,7 @@ class _Context:
             or self.pref_anti
             or self.pref_node
             or explicit
-            or self.spread_default
+            or (self.spread_default and (sched.zones or pod.class_key is None))
             or sched.affinity_pods
             or sched.prefer_no_schedule
         )
@@ -882,13 +921,19 @@ class _Context:
 
     def _count(self, node: NodeInfo, selector: Mapping[str, Any] | None) -> int:
         if selector is None:
-            return sum(1 for p in node.pods if p.owner_uid == self.pod.owner_uid)
+            return node.owners.get(self.pod.owner_uid or "", 0)
         ns = self.pod.namespace
-        return sum(
+        key = (ns, repr(selector))
+        hit = node.counts.get(key)
+        if hit is not None and hit[0] == node.version:
+            return hit[1]
+        n = sum(
             1
             for p in node.pods
             if p.namespace == ns and _filters.match_label_selector(selector, p.labels)
         )
+        node.counts[key] = (node.version, n)
+        return n
 
     def _domain_counts(
         self, c: Mapping[str, Any], constraints: Sequence[Mapping[str, Any]], default: bool
@@ -1024,29 +1069,32 @@ class _Context:
         # interpodaffinity/scoring.go: topology scores from both pods' terms, min-max scaled.
         pod = self.pod
         contributions: list[tuple[str, str, int]] = []
-        for node in self.sched.nodes:
-            for p in node.pods:
-                for weight, term, sign in (
-                    *((w, t, 1) for w, t in self.pref_aff),
-                    *((w, t, -1) for w, t in self.pref_anti),
+        own = [*((w, t, 1) for w, t in self.pref_aff), *((w, t, -1) for w, t in self.pref_anti)]
+        if own:
+            for node in self.sched.nodes:
+                for p in node.pods:
+                    for weight, term, sign in own:
+                        k = str(term.get("topologyKey", ""))
+                        if k in node.labels and _filters.term_matches_pod(
+                            term, pod.namespace, p.namespace, p.labels
+                        ):
+                            contributions.append((k, node.labels[k], sign * weight))
+        for p in self.sched.affinity_pods:
+            if p.node is None:
+                continue
+            labels = p.node.labels
+            # Existing pods' terms about the incoming pod; required affinity counts with
+            # hardPodAffinityWeight 1.
+            for weight, term, sign in (
+                *((1, t, 1) for t in _filters.required_terms(p.spec, "podAffinity")),
+                *((w, t, 1) for w, t in _filters.preferred_terms(p.spec, "podAffinity")),
+                *((w, t, -1) for w, t in _filters.preferred_terms(p.spec, "podAntiAffinity")),
+            ):
+                k = str(term.get("topologyKey", ""))
+                if k in labels and _filters.term_matches_pod(
+                    term, p.namespace, pod.namespace, pod.labels
                 ):
-                    k = str(term.get("topologyKey", ""))
-                    if k in node.labels and _filters.term_matches_pod(
-                        term, pod.namespace, p.namespace, p.labels
-                    ):
-                        contributions.append((k, node.labels[k], sign * weight))
-                if not p.has_affinity_terms:
-                    continue
-                for weight, term, sign in (
-                    *((1, t, 1) for t in _filters.required_terms(p.spec, "podAffinity")),
-                    *((w, t, 1) for w, t in _filters.preferred_terms(p.spec, "podAffinity")),
-                    *((w, t, -1) for w, t in _filters.preferred_terms(p.spec, "podAntiAffinity")),
-                ):
-                    k = str(term.get("topologyKey", ""))
-                    if k in node.labels and _filters.term_matches_pod(
-                        term, p.namespace, pod.namespace, pod.labels
-                    ):
-                        contributions.append((k, node.labels[k], sign * weight))
+                    contributions.append((k, labels[k], sign * weight))
         if not contributions:
             return []
         raw = [sum(w for k, v, w in contributions if n.labels.get(k) == v) for n in feasible]
