@@ -317,10 +317,30 @@ def test_removed_list_item_goes_with_its_fields() -> None:
     assert out["spec"]["template"]["spec"]["containers"][0]["ports"] == [{"containerPort": 443}]
 
 
-def test_unowned_fields_are_left_alone() -> None:
+def test_first_apply_to_an_untracked_object_conflicts_with_before_first_apply() -> None:
+    # skipNonAppliedManager: the fields an object had before anyone applied it belong to
+    # "before-first-apply" (an Update entry), so changing one is a conflict.
     live = _cm({"a": "1", "server": "x"})
-    out = server_side_apply(live, _cm({"a": "2"}), manager="m", force=False, kind=CM, now="T")
-    assert out["data"] == {"a": "2", "server": "x"}
+    with pytest.raises(ApplyConflict) as info:
+        server_side_apply(live, _cm({"a": "2"}), manager="m", force=False, kind=CM, now="T")
+    assert info.value.message == (
+        'Apply failed with 1 conflict: conflict with "before-first-apply" using v1: .data.a'
+    )
+    out = server_side_apply(live, _cm({"a": "2"}), manager="m", force=True, kind=CM, now="T")
+    assert out["data"] == {"a": "2", "server": "x"}, "fields the config omits stay"
+    assert _fields(out, "before-first-apply") == {"f:data": {".": {}, "f:server": {}}}
+    assert _fields(out, "m") == {"f:data": {"f:a": {}}}
+
+
+def test_updates_of_an_untracked_object_stay_untracked() -> None:
+    live = _cm({"a": "1"})
+    new = _cm({"a": "2"})
+    assert (
+        "managedFields"
+        not in update_managed_fields(live, new, manager="m", operation="Update", now="T")[
+            "metadata"
+        ]
+    )
 
 
 # --- apply: endpoints and errors --------------------------------------------------------
@@ -344,7 +364,7 @@ def test_status_subresource_apply_owns_only_status() -> None:
     assert out["spec"]["replicas"] == 2
     assert "labels" not in out["metadata"]
     assert out["status"] == {"readyReplicas": 2}
-    (entry,) = _entries(out)
+    (entry,) = [e for e in _entries(out) if e["manager"] == "ctl"]
     assert entry["subresource"] == "status"
     assert entry["fieldsV1"] == {"f:status": {"f:readyReplicas": {}}}
 

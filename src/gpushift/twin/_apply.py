@@ -45,6 +45,8 @@ LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 
 #: The manager whose apply upgrades from, and keeps in sync, client-side apply's annotation.
 _KUBECTL = "kubectl"
+#: Owner of an untracked object's fields at its first apply (skipNonAppliedManager).
+_BEFORE_FIRST_APPLY = "before-first-apply"
 
 
 class ManagedFieldsEntry(TypedDict):
@@ -767,7 +769,8 @@ def server_side_apply(
     upstream owns them; without it, maps are structs of unknown fields and lists atomic.
 
     Raises ``ApplyConflict`` when another manager owns a field ``applied`` would change and
-    ``force`` is false (with ``force`` the manager takes those fields over). As upstream,
+    ``force`` is false (with ``force`` the manager takes those fields over); on an object
+    without managed fields its current fields belong to ``before-first-apply``. As upstream,
     manager ``kubectl`` may take over fields whose live value still equals the client-side
     apply annotation, and keeps that annotation in step. Raises ``PatchError``: 400 for a
     configuration of another API version or one that sets ``metadata.managedFields``, 422
@@ -796,6 +799,20 @@ def server_side_apply(
             k: v for k, v in config["metadata"].items() if k in ("name", "namespace")
         }
     entries = _decode((live or {}).get("metadata", {}).get("managedFields"))
+    if live is not None and not entries:
+        # skipNonAppliedManager: an object nobody tracked yet gets its current fields
+        # recorded for "before-first-apply", so the first apply can conflict with them.
+        entries = _decode(
+            update_managed_fields(
+                None,
+                live_body,
+                manager=_BEFORE_FIRST_APPLY,
+                operation="Update",
+                now=now,
+                kind=kind,
+                schema=schema,
+            )["metadata"].get("managedFields")
+        )
     this = _Entry(manager, "Apply", kind.api_version, set(), None, subresource or "")
     previous = next((e for e in entries if e.identity == this.identity), None)
     if previous is not None:
@@ -902,7 +919,8 @@ def update_managed_fields(
     and takes them, and the fields it removed, from every other entry. As upstream:
     managed fields sent in ``new`` replace the stored ones (an empty list, or one empty
     entry, clears them), except through a subresource; a write that changes nothing leaves
-    the entries as they were; more than ten Update entries fold the oldest into
+    the entries as they were; an existing object without managed fields stays untracked;
+    more than ten Update entries fold the oldest into
     ``ancient-changes``. ``kind`` defaults to the one ``new`` names; ``schema`` is a custom
     resource's ``openAPIV3Schema`` (its list types and map types), as for
     ``server_side_apply``.
@@ -919,6 +937,10 @@ def update_managed_fields(
     else:
         entries = _decode(sent) or stored
 
+    if old is not None and not entries:
+        # skipNonAppliedManager: fields of an object nobody tracks stay untracked on
+        # update (and a request that clears them keeps them cleared).
+        return _set_managed(out, [])
     old_body = _body(old) if old is not None else _zero(kind, new)
     new_body = _body(new)
     comparison = _compare(old_body, new_body, spec)
