@@ -67,6 +67,7 @@ class Context:
     #: Virtual times at which some agent wants to look again (pruned by the loop).
     wakeups: list[float] = field(default_factory=list)
     _seq: int = 0
+    _stamp: tuple[int, str] = (-1, "")
     _recorded: dict[tuple[str, str, str], str] = field(default_factory=dict)
 
     def now(self) -> float:
@@ -75,7 +76,14 @@ class Context:
 
     def stamp(self, at: float | None = None) -> str:
         """An RFC 3339 timestamp of virtual time ``at`` (now when None)."""
-        return rfc3339(self.clock.now() if at is None else self.clock.at(at))
+        if at is None:
+            # Formatting dominates when thousands of objects change in one pass; timestamps
+            # have whole seconds, so one string per virtual second is enough.
+            now = self.clock.seconds()
+            if int(now) != self._stamp[0]:
+                self._stamp = (int(now), rfc3339(self.clock.at(now)))
+            return self._stamp[1]
+        return rfc3339(self.clock.at(at))
 
     def wake_at(self, at: float) -> None:
         """Ask for another pass at virtual time ``at``."""
@@ -108,7 +116,7 @@ class Context:
         ns = str(meta.get("namespace") or "default")
         key = (str(meta.get("uid", "")), reason, message)
         now = self.clock.now()
-        ts = rfc3339(now)
+        ts = self.stamp()
         existing = self._recorded.get(key)
         if existing is not None:
             try:

@@ -125,7 +125,7 @@ class Cluster:
             pods = ctx.list(kinds.pod)
             _claims.create_claims(ctx, pods)
             _claims.clean_claims(ctx, pods)
-            self.scheduler.sync(ctx.list(kinds.pod))
+            self.scheduler.sync()
             pods = ctx.list(kinds.pod)
             self.kubelet.sync(pods, ctx.list(kinds.node))
             nodes = ctx.list(kinds.node)

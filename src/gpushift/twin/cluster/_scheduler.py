@@ -24,9 +24,14 @@ SCHEDULER = "default-scheduler"
 KUBELET_FINALIZER = "twin.gpushift.io/kubelet"
 
 
-def _loads(obj: Obj) -> Obj:
-    out: Obj = json.loads(json.dumps(obj))
+def _loads(raw: bytes) -> Obj:
+    out: Obj = json.loads(raw)
     return out
+
+
+def _copies(ctx: Context, kind: Any) -> list[Obj]:
+    # Private copies for the engine, which writes into what it is given.
+    return [_loads(raw) for raw in ctx.store.list(kind).raw]
 
 
 def _strip_delegated(pod: Obj) -> None:
@@ -83,9 +88,12 @@ class Scheduler:
         self.epoch = 0
         self._tried: dict[str, int] = {}
 
-    def sync(self, pods: list[Obj]) -> int:
+    def sync(self) -> int:
         """Schedule what can be; returns the number of pods bound."""
         ctx = self.ctx
+        page = ctx.store.list(ctx.kinds.pod)
+        pods = page.objects
+        raws = {id(o): raw for o, raw in zip(page.objects, page.raw, strict=True)}
         templates = {
             (t["metadata"]["namespace"], t["metadata"]["name"])
             for t in ctx.list(ctx.kinds.template)
@@ -107,7 +115,7 @@ class Scheduler:
             return 0
         todo: list[Obj] = []
         for p in pending:
-            copy = _loads(p)
+            copy = _loads(raws[id(p)])
             if _resolve_claim_refs(copy, templates):
                 _without_owner(copy)
                 todo.append(copy)
@@ -115,19 +123,19 @@ class Scheduler:
             return 0
         prebound = []
         for p in bound:
-            copy = _loads(p)
+            copy = _loads(raws[id(p)])
             _resolve_claim_refs(copy, templates)
             _strip_delegated(copy)
             _without_owner(copy)
             prebound.append(copy)
         inputs = Inputs(
-            nodes=[_loads(n) for n in ctx.list(ctx.kinds.node)],
+            nodes=_copies(ctx, ctx.kinds.node),
             pods=[*prebound, *todo],
-            slices=[_loads(s) for s in ctx.list(ctx.kinds.slice)],
-            classes=[_loads(c) for c in ctx.list(ctx.kinds.device_class)],
-            claims=[_loads(c) for c in ctx.list(ctx.kinds.claim)],
-            templates=[_loads(t) for t in ctx.list(ctx.kinds.template)],
-            priority_classes=[_loads(c) for c in ctx.list(ctx.kinds.priority_class)],
+            slices=_copies(ctx, ctx.kinds.slice),
+            classes=_copies(ctx, ctx.kinds.device_class),
+            claims=_copies(ctx, ctx.kinds.claim),
+            templates=_copies(ctx, ctx.kinds.template),
+            priority_classes=_copies(ctx, ctx.kinds.priority_class),
         )
         outcome = schedule(inputs)
         live_claims = {

@@ -1,0 +1,195 @@
+"""Workload controllers through kubectl: rollouts (the Recreate gap), StatefulSet, DaemonSet."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web, namespace: default}}
+spec:
+  replicas: 2
+  strategy: {{type: {strategy}}}
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers:
+      - {{name: app, image: "ghcr.io/example/web:{version}"}}
+"""
+
+
+@contextmanager
+def watch_pods(d: Any, selector: str) -> Iterator[list[tuple[str, str, str]]]:
+    """Record (event type, pod name, image) of every pod change while the block runs."""
+    proc = subprocess.Popen(
+        [
+            "kubectl",
+            "--cache-dir",
+            str(d.cache),
+            "get",
+            "pods",
+            "-n",
+            "default",
+            "-l",
+            selector,
+            "--watch-only",
+            "--output-watch-events",
+            "-o",
+            "json",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "KUBECONFIG": str(d.twin.kubeconfig)},
+    )
+    seen: list[tuple[str, str, str]] = []
+    try:
+        yield seen
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=10)
+        decoder = json.JSONDecoder()
+        pos = 0
+        text = out.strip()
+        while pos < len(text):
+            event, end = decoder.raw_decode(text, pos)
+            pod = event["object"]
+            image = pod["spec"]["containers"][0]["image"]
+            seen.append((event["type"], pod["metadata"]["name"], image))
+            pos = end
+            while pos < len(text) and text[pos].isspace():
+                pos += 1
+
+
+def _rollout(d: Any, strategy: str) -> list[tuple[str, str, str]]:
+    d.apply(DEPLOYMENT.format(strategy=strategy, version=1))
+    d.wait_for("v1 running", lambda: _images(d) == ["ghcr.io/example/web:1"] * 2)
+    with watch_pods(d, "app=web") as seen:
+        import time
+
+        time.sleep(0.5)  # let the watch start before the rollout
+        d.apply(DEPLOYMENT.format(strategy=strategy, version=2))
+        d.wait_for("v2 running", lambda: _images(d) == ["ghcr.io/example/web:2"] * 2)
+        time.sleep(0.3)
+    return seen
+
+
+def _images(d: Any) -> list[str]:
+    pods = d.get("pods", "-n", "default", "-l", "app=web")["items"]
+    return (
+        sorted(
+            p["spec"]["containers"][0]["image"]
+            for p in pods
+            if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
+        )
+        if len(pods) == 2
+        else []
+    )
+
+
+def test_recreate_leaves_a_gap_between_the_old_pods_and_the_new(three_nodes: Any) -> None:
+    seen = _rollout(three_nodes, "Recreate")
+    old_gone = max(
+        i for i, (kind, _, image) in enumerate(seen) if kind == "DELETED" and image.endswith(":1")
+    )
+    new_added = min(
+        i for i, (kind, _, image) in enumerate(seen) if kind == "ADDED" and image.endswith(":2")
+    )
+    # Both old pods are gone before the first new pod exists.
+    assert old_gone < new_added
+    assert sum(1 for kind, _, image in seen if kind == "DELETED" and image.endswith(":1")) == 2
+
+
+def test_rolling_update_surges_before_the_old_pods_go(three_nodes: Any) -> None:
+    seen = _rollout(three_nodes, "RollingUpdate")
+    first_deleted = min(
+        i for i, (kind, _, image) in enumerate(seen) if kind == "DELETED" and image.endswith(":1")
+    )
+    new_added = min(
+        i for i, (kind, _, image) in enumerate(seen) if kind == "ADDED" and image.endswith(":2")
+    )
+    assert new_added < first_deleted
+
+
+def test_daemonset_follows_selector_and_tolerations_and_statefulset_orders(
+    three_nodes: Any,
+) -> None:
+    d = three_nodes
+    d.kubectl("taint", "node", "gpu-2", "dedicated=infra:NoSchedule")
+    d.kubectl("label", "node", "gpu-0", "disk=ssd")
+    d.kubectl("label", "node", "gpu-2", "disk=ssd")
+    d.apply("""\
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: default}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      nodeSelector: {disk: ssd}
+      containers: [{name: agent, image: "ghcr.io/example/agent:1"}]
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: tolerant, namespace: default}
+spec:
+  selector: {matchLabels: {app: tolerant}}
+  template:
+    metadata: {labels: {app: tolerant}}
+    spec:
+      tolerations: [{key: dedicated, operator: Exists}]
+      containers: [{name: agent, image: "ghcr.io/example/agent:1"}]
+""")
+
+    def placed(app: str) -> list[str]:
+        pods = d.get("pods", "-n", "default", "-l", f"app={app}")["items"]
+        return sorted(
+            p["spec"].get("nodeName", "") for p in pods if p["status"].get("phase") == "Running"
+        )
+
+    # gpu-2 carries an untolerated NoSchedule taint: only gpu-0 has both label and no taint.
+    d.wait_for("agent on gpu-0", lambda: placed("agent") == ["gpu-0"])
+    d.wait_for("tolerant everywhere", lambda: placed("tolerant") == ["gpu-0", "gpu-1", "gpu-2"])
+    ds = d.get("daemonset", "-n", "default", "agent")
+    assert ds["status"]["desiredNumberScheduled"] == 1
+
+    d.apply("""\
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: default}
+spec:
+  replicas: 3
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers: [{name: db, image: "ghcr.io/example/db:1"}]
+""")
+    d.wait_for("three db pods", lambda: len(placed("db")) == 3)
+    pods = d.get("pods", "-n", "default", "-l", "app=db")["items"]
+    by_name = {p["metadata"]["name"]: p for p in pods}
+    assert sorted(by_name) == ["db-0", "db-1", "db-2"]
+    # OrderedReady: each ordinal is created only once the previous one is Running and Ready.
+    created = [by_name[f"db-{i}"]["metadata"]["creationTimestamp"] for i in range(3)]
+    started = [
+        by_name[f"db-{i}"]["status"]["containerStatuses"][0]["state"]["running"]["startedAt"]
+        for i in range(3)
+    ]
+    assert started[0] <= created[1] and started[1] <= created[2]
+    assert by_name["db-1"]["spec"]["hostname"] == "db-1"
+    d.kubectl("scale", "statefulset", "-n", "default", "db", "--replicas=1")
+    d.wait_for(
+        "db-0 alone",
+        lambda: (
+            [p["metadata"]["name"] for p in d.get("pods", "-n", "default", "-l", "app=db")["items"]]
+            == ["db-0"]
+        ),
+    )
