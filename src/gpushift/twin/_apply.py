@@ -825,7 +825,9 @@ def server_side_apply(
     config_set = _clean(applied_set, ignored)
     this.fields = config_set
 
-    if previous is not None and previous.fields:
+    # Pruning can only drop what the manager applied before and not now (the expansion
+    # to named parents is monotone), so a config covering the last one skips it.
+    if previous is not None and previous.fields - applied_set:
         owned = _with_named_parents(set().union(applied_set, *(e.fields for e in others)), spec)
         last = _with_named_parents(previous.fields, spec)
         merged_set = _with_named_parents(_field_set(merged, spec), spec)
