@@ -363,3 +363,15 @@ def test_table_output_has_name_column(twin: Twin, cache: Path) -> None:
     out = kubectl(twin, cache, "get", "namespaces").stdout.splitlines()
     assert out[0].split()[0] == "NAME"
     assert "kt" in [line.split()[0] for line in out[1:]]
+
+
+def test_typed_create_commands_send_protobuf(twin: Twin, cache: Path) -> None:
+    assert kubectl(twin, cache, "create", "namespace", "typed").stdout.strip() == (
+        "namespace/typed created"
+    )
+    kubectl(twin, cache, "-n", "typed", "create", "configmap", "c", "--from-literal=a=b")
+    kubectl(twin, cache, "-n", "typed", "create", "secret", "generic", "s", "--from-literal=p=q")
+    assert get_json(twin, cache, "-n", "typed", "configmap", "c")["data"] == {"a": "b"}
+    assert get_json(twin, cache, "-n", "typed", "secret", "s")["data"] == {"p": "cQ=="}
+    ns = get_json(twin, cache, "namespace", "typed")
+    assert ns["spec"] == {"finalizers": ["kubernetes"]} and ns["status"] == {"phase": "Active"}

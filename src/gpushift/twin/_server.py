@@ -19,7 +19,7 @@ import yaml
 from aiohttp import web
 
 from gpushift._kinds import Kind
-from gpushift.twin import _discovery, _openapi, _ops
+from gpushift.twin import _discovery, _openapi, _ops, _protobuf
 from gpushift.twin._auth import check_bearer
 from gpushift.twin._faults import Faults
 from gpushift.twin._selectors import compile_fields, parse_fields, parse_labels
@@ -326,8 +326,17 @@ class TwinServer:
     async def _body(self, request: web.Request) -> Any:
         data = await request.read()
         ctype = request.content_type
+        if ctype == "application/vnd.kubernetes.protobuf":
+            try:
+                return _protobuf.decode(data)
+            except _protobuf.ProtobufError as err:
+                raise ApiError(
+                    415,
+                    "UnsupportedMediaType",
+                    f"the body of the request was in an unknown format - accepted media types "
+                    f"include: application/json, application/yaml ({err})",
+                ) from err
         if "protobuf" in ctype or "cbor" in ctype:
-            # Only JSON and YAML are served; client-go then retries the request as JSON.
             raise ApiError(
                 415,
                 "UnsupportedMediaType",

@@ -584,7 +584,11 @@ class Store:
         new: Obj = {"apiVersion": kind.api_version, "kind": kind.kind, **obj, "metadata": meta}
         new["apiVersion"], new["kind"] = kind.api_version, kind.kind
         if kind.group == "" and kind.plural == "namespaces":
-            new.setdefault("spec", {"finalizers": ["kubernetes"]})
+            # pkg/registry/core/namespace/strategy.go PrepareForCreate
+            spec = dict(new.get("spec") or {})
+            finalizers = [f for f in spec.get("finalizers") or [] if f != "kubernetes"]
+            spec["finalizers"] = [*finalizers, "kubernetes"]
+            new["spec"] = spec
             new["status"] = {"phase": "Active"}
         if "status" in kind.subresources and kind.plural not in ("namespaces", "nodes"):
             # Strategies' PrepareForCreate reset status; it is written through /status.
