@@ -345,11 +345,8 @@ class _Comparison:
 
 
 def _under_any(path: Path, prefixes: FieldSet) -> bool:
-    return any(path[:n] in prefixes for n in range(1, min(len(path), _LONGEST_PREFIX) + 1))
-
-
-#: Ignored and stripped paths are at most this deep.
-_LONGEST_PREFIX = 2
+    # Ignored and stripped paths are at most two deep (``status``, ``metadata.name``).
+    return path[:1] in prefixes or path[:2] in prefixes
 
 
 def _compare(lhs: Any, rhs: Any, spec: TypeSpec) -> _Comparison:
