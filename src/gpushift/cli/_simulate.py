@@ -27,6 +27,13 @@ class OutputFormat(enum.StrEnum):
     YAML = "yaml"
 
 
+class AllocatorChoice(enum.StrEnum):
+    """Which allocator the example's nodes use."""
+
+    DEVICE_PLUGIN = "device-plugin"
+    DRA = "dra"
+
+
 def register(app: typer.Typer) -> None:
     """Add the `simulate` command to the CLI."""
     app.command(name="simulate", epilog=_EPILOG)(simulate)
@@ -51,9 +58,9 @@ def simulate(
         typer.Option("--example", metavar="NAME", help="Use an embedded example: homelab."),
     ] = None,
     allocator: Annotated[
-        str,
-        typer.Option("--allocator", help="With --example: device-plugin or dra."),
-    ] = "dra",
+        AllocatorChoice,
+        typer.Option("--allocator", help="With --example: which allocator serves the GPUs."),
+    ] = AllocatorChoice.DRA,
     sharing: Annotated[
         str,
         typer.Option(
@@ -95,7 +102,7 @@ def simulate(
             text, code = compare_homelab()
             sys.stdout.write(text)
             raise typer.Exit(code)
-        inputs = engine.from_objects(engine.homelab(engine.setup(allocator, sharing)))
+        inputs = engine.from_objects(engine.homelab(engine.setup(allocator.value, sharing)))
     else:
         if compare:
             raise UsageError("--compare needs --example homelab")
