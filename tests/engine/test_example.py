@@ -36,7 +36,7 @@ def app(pod_key: str) -> str:
 
 
 def placements(allocator: str, sharing: str) -> dict[str, str | None]:
-    sim = simulate(from_objects(homelab(setup(allocator, sharing))))
+    sim = simulate(from_objects(homelab(setup(allocator=allocator, sharing=sharing))))
     return {app(p.key): (p.node.name if p.node else None) for p in sim.outcome.pods}
 
 
@@ -49,7 +49,7 @@ def test_everything_fits_with_five_way_sharing() -> None:
 def test_memory_mode_takes_whole_cards_and_leaves_the_model_pending() -> None:
     # consumableShares=memory: a claim without capacity.requests.memory consumes the memory
     # default, the whole 23034Mi card. Three cards, three claims: the first three media pods.
-    sim = simulate(from_objects(homelab(setup("dra", "memory"))))
+    sim = simulate(from_objects(homelab(setup(allocator="dra", sharing="memory"))))
     placed = {app(p.key): (p.node.name if p.node else None) for p in sim.outcome.pods}
     assert placed == {
         "media/jellyfin": "k8s-1",
@@ -79,7 +79,7 @@ def test_model_is_bridged_under_dra() -> None:
     # The llmkube pod only has limits nvidia.com/gpu: 1; no node advertises it, so the
     # gpu.nvidia.com class (extendedResourceName nvidia.com/gpu) serves it through DRA.
     # Its sorted request names are [cpu, memory, nvidia.com/gpu]: the GPU is index 2.
-    sim = simulate(from_objects(homelab(setup("dra", "5"))))
+    sim = simulate(from_objects(homelab(setup(allocator="dra", sharing="5"))))
     model = next(p for p in sim.outcome.pods if p.namespace == "ai")
     assert model.bridge is not None
     status = model.obj["status"]["extendedResourceClaimStatus"]

@@ -102,7 +102,9 @@ def simulate(
             text, code = compare_homelab()
             sys.stdout.write(text)
             raise typer.Exit(code)
-        inputs = engine.from_objects(engine.homelab(engine.setup(allocator.value, sharing)))
+        inputs = engine.from_objects(
+            engine.homelab(engine.setup(allocator=allocator.value, sharing=sharing))
+        )
     else:
         if compare:
             raise UsageError("--compare needs --example homelab")

@@ -71,7 +71,7 @@ class BridgeClaim:
     mappings: list[dict[str, str]]
 
 
-def claim_name(pod_name: str, seed: str) -> str:
+def claim_name(*, pod_name: str, seed: str) -> str:
     """The generated claim's name: ``<pod>-extended-resources-<5 chars>``."""
     return f"{pod_name}-extended-resources-{stable_suffix(seed)}"
 
@@ -113,7 +113,9 @@ def bridge_claim(
                 if creqs[rname] > init_best.get(rname, (0, "", ""))[0]:
                     init_best[rname] = (creqs[rname], req_name, cname)
                 continue
-            requests.append(_request(req_name, mapping[rname], creqs[rname]))
+            requests.append(
+                _request(name=req_name, device_class=mapping[rname], count=creqs[rname])
+            )
             mappings.append(
                 {"containerName": cname, "resourceName": rname, "requestName": req_name}
             )
@@ -122,7 +124,7 @@ def bridge_claim(
     for rname, (count, req_name, _cname) in init_best.items():
         extra = count - long_lived.get(rname, 0)
         if extra > 0:
-            requests.append(_request(req_name, mapping[rname], extra))
+            requests.append(_request(name=req_name, device_class=mapping[rname], count=extra))
             target = req_name
         else:
             target = first_long[rname]
@@ -133,7 +135,7 @@ def bridge_claim(
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
         "metadata": {
-            "name": claim_name(pod_name, f"{ns}/{pod_name}/extended-resources"),
+            "name": claim_name(pod_name=pod_name, seed=f"{ns}/{pod_name}/extended-resources"),
             "generateName": f"{pod_name}-extended-resources-",
             "namespace": ns,
             "annotations": {EXTENDED_RESOURCE_CLAIM_ANNOTATION: "true"},
@@ -154,7 +156,7 @@ def bridge_claim(
     return BridgeClaim(claim, mappings)
 
 
-def _request(name: str, device_class: str, count: int) -> dict[str, Any]:
+def _request(*, name: str, device_class: str, count: int) -> dict[str, Any]:
     return {
         "name": name,
         "exactly": {

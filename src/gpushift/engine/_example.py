@@ -68,7 +68,7 @@ COMPARE = (
 )
 
 
-def setup(allocator: str, sharing: str) -> Setup:
+def setup(*, allocator: str, sharing: str) -> Setup:
     """Validate an ``--allocator``/``--sharing`` pair. Raises UsageError for a bad one."""
     if allocator not in ("device-plugin", "dra"):
         raise UsageError(f"--allocator must be device-plugin or dra, not {allocator!r}")
@@ -84,7 +84,7 @@ def setup(allocator: str, sharing: str) -> Setup:
     return Setup(allocator, sharing)  # type: ignore[arg-type]
 
 
-def _node(name: str, s: Setup) -> dict[str, Any]:
+def _node(*, name: str, s: Setup) -> dict[str, Any]:
     labels = {
         "kubernetes.io/hostname": name,
         "kubernetes.io/os": "linux",
@@ -113,7 +113,7 @@ def _node(name: str, s: Setup) -> dict[str, Any]:
     }
 
 
-def _media(app: str, containers: Any, s: Setup) -> dict[str, Any]:
+def _media(*, app: str, containers: Any, s: Setup) -> dict[str, Any]:
     specs = []
     for cname, cpu, mem, mem_limit, gpu in containers:
         requests: dict[str, Any] = {"cpu": cpu}
@@ -231,7 +231,7 @@ def _model() -> dict[str, Any]:
 
 def homelab(s: Setup) -> list[dict[str, Any]]:
     """Every object of the example under setup ``s`` (fresh copies on every call)."""
-    objs: list[dict[str, Any]] = [_node(n, s) for n in NODES]
+    objs: list[dict[str, Any]] = [_node(name=n, s=s) for n in NODES]
     if s.allocator == "dra":
         sharing = "disabled" if s.sharing == "exclusive" else s.sharing
         for i, n in enumerate(NODES):
@@ -277,6 +277,6 @@ def homelab(s: Setup) -> list[dict[str, Any]]:
             ),
         }
     )
-    objs.extend(_media(app, containers, s) for app, containers in _MEDIA)
+    objs.extend(_media(app=app, containers=containers, s=s) for app, containers in _MEDIA)
     objs.append(_model())
     return copy.deepcopy(objs)

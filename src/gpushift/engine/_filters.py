@@ -76,7 +76,7 @@ def match_node_selector(
     )
 
 
-def node_matches_pod(spec: Mapping[str, Any], node_name: str, labels: Mapping[str, str]) -> bool:
+def node_matches_pod(spec: Mapping[str, Any], *, node_name: str, labels: Mapping[str, str]) -> bool:
     """NodeAffinity filter: ``spec.nodeSelector`` and required node affinity both hold."""
     for k, v in (spec.get("nodeSelector") or {}).items():
         if labels.get(k) != str(v):
@@ -173,7 +173,7 @@ def preferred_terms(spec: Mapping[str, Any], kind: str) -> list[tuple[int, Mappi
 
 
 def term_matches_pod(
-    term: Mapping[str, Any], owner_namespace: str, namespace: str, labels: Mapping[str, str]
+    term: Mapping[str, Any], *, owner_namespace: str, namespace: str, labels: Mapping[str, str]
 ) -> bool:
     """Whether a pod (``namespace``, ``labels``) is selected by a term of a pod in
     ``owner_namespace``."""

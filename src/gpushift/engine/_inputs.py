@@ -115,7 +115,7 @@ def _check_quantity(
         raise inputs.error(obj, f"invalid quantity at {where}: {err.message}", keys) from None
 
 
-def _check_pod_spec(inputs: Inputs, obj: dict[str, Any], prefix: tuple[str | int, ...]) -> None:
+def _check_pod_spec(inputs: Inputs, obj: dict[str, Any], *, prefix: tuple[str | int, ...]) -> None:
     containers = _require(inputs, obj, [*prefix, "containers"])
     if not isinstance(containers, list):
         raise inputs.error(obj, "spec.containers must be a list", [*prefix, "containers"])
@@ -134,7 +134,9 @@ def _check_pod_spec(inputs: Inputs, obj: dict[str, Any], prefix: tuple[str | int
                     _check_quantity(inputs, obj, raw, [*prefix, group, i, "resources", part, rname])
 
 
-def _check_claim_spec(inputs: Inputs, obj: dict[str, Any], prefix: tuple[str | int, ...]) -> None:
+def _check_claim_spec(
+    inputs: Inputs, obj: dict[str, Any], *, prefix: tuple[str | int, ...]
+) -> None:
     spec: Any = _require(inputs, obj, list(prefix))
     requests = (spec.get("devices") or {}).get("requests") or []
     for i, req in enumerate(requests):
@@ -193,16 +195,16 @@ def _check(inputs: Inputs, obj: dict[str, Any]) -> None:
     if not _meta_name(obj):
         raise inputs.error(obj, "missing required field 'metadata.name'", ["metadata"])
     if kind == "Pod":
-        _check_pod_spec(inputs, obj, ("spec",))
+        _check_pod_spec(inputs, obj, prefix=("spec",))
     elif kind in ("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet"):
         _require(inputs, obj, ["spec", "template", "spec"])
-        _check_pod_spec(inputs, obj, ("spec", "template", "spec"))
+        _check_pod_spec(inputs, obj, prefix=("spec", "template", "spec"))
     elif kind == "ResourceSlice":
         _check_slice(inputs, obj)
     elif kind == "ResourceClaim":
-        _check_claim_spec(inputs, obj, ("spec",))
+        _check_claim_spec(inputs, obj, prefix=("spec",))
     elif kind == "ResourceClaimTemplate":
-        _check_claim_spec(inputs, obj, ("spec", "spec"))
+        _check_claim_spec(inputs, obj, prefix=("spec", "spec"))
     elif kind == "PriorityClass":
         if not isinstance(obj.get("value"), int):
             raise inputs.error(obj, "missing required field 'value'")
@@ -275,7 +277,7 @@ def _daemon_nodes(ds: dict[str, Any], nodes: list[dict[str, Any]]) -> list[str]:
     for n in nodes:
         name = _meta_name(n)
         labels = (n.get("metadata") or {}).get("labels") or {}
-        if not _filters.node_matches_pod(spec, name, labels):
+        if not _filters.node_matches_pod(spec, node_name=name, labels=labels):
             continue
         if _filters.untolerated_taint((n.get("spec") or {}).get("taints") or [], tolerations):
             continue
@@ -320,7 +322,7 @@ def _finish(inputs: Inputs, workloads: list[dict[str, Any]]) -> Inputs:
         elif kind == "StatefulSet":
             pods = _workloads.statefulset_pods(w)
         else:
-            pods = _workloads.daemonset_pods(w, _daemon_nodes(w, inputs.nodes))
+            pods = _workloads.daemonset_pods(w, node_names=_daemon_nodes(w, inputs.nodes))
         origin = inputs.origins[id(w)]
         for p in pods:
             inputs.origins[id(p)] = Origin(origin.path, origin.index, origin.prefix, origin.line)

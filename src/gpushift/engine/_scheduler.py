@@ -158,7 +158,7 @@ class Outcome:
 Failure = tuple[int, list[str]]
 
 
-def _priority(spec: Mapping[str, Any], classes: Mapping[str, int], default: int) -> int:
+def _priority(spec: Mapping[str, Any], *, classes: Mapping[str, int], default: int) -> int:
     if isinstance(spec.get("priority"), int):
         return int(spec["priority"])
     name = spec.get("priorityClassName")
@@ -167,7 +167,7 @@ def _priority(spec: Mapping[str, Any], classes: Mapping[str, int], default: int)
     return default
 
 
-def _pod_claim_generate_name(pod: str, claim: str) -> str:
+def _pod_claim_generate_name(*, pod: str, claim: str) -> str:
     # k8s.io/kubernetes pkg/controller/resourceclaim controller.go handleClaim: both parts are
     # truncated in proportion so that the name plus 5 random characters fits 63 characters.
     generate = f"{pod}-{claim}-"
@@ -324,7 +324,7 @@ class Scheduler:
             name=name,
             labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
             spec=spec,
-            priority=_priority(spec, priorities, default),
+            priority=_priority(spec, classes=priorities, default=default),
             created=str(meta.get("creationTimestamp") or ""),
             order=order,
             requests=dict(requests),
@@ -369,7 +369,7 @@ class Scheduler:
     ) -> dict[str, Any]:
         tspec = template.get("spec") or {}
         tmeta = tspec.get("metadata") or {}
-        generate = _pod_claim_generate_name(pod.name, pc_name)
+        generate = _pod_claim_generate_name(pod=pod.name, claim=pc_name)
         name = generate + stable_suffix(f"{pod.key}/{pc_name}")
         annotations = dict(tmeta.get("annotations") or {})
         annotations[POD_CLAIM_NAME_ANNOTATION] = pc_name
@@ -417,7 +417,7 @@ class Scheduler:
         taint = _filters.untolerated_taint(node.taints, tolerations)
         if taint is not None:
             return UNRESOLVABLE, [_filters.taint_reason(taint)]
-        if not _filters.node_matches_pod(pod.spec, node.name, node.labels):
+        if not _filters.node_matches_pod(pod.spec, node_name=node.name, labels=node.labels):
             return UNRESOLVABLE, [_filters.REASON_NODE_AFFINITY]
         return None
 
@@ -868,7 +868,9 @@ class _Context:
         any_match = False
         for node in self.sched.nodes:
             for p in node.pods:
-                if _filters.term_matches_pod(term, self.pod.namespace, p.namespace, p.labels):
+                if _filters.term_matches_pod(
+                    term, owner_namespace=self.pod.namespace, namespace=p.namespace, labels=p.labels
+                ):
                     any_match = True
                     if key in node.labels:
                         values.add(node.labels[key])
@@ -884,7 +886,9 @@ class _Context:
             self._aff_domains = []
             for t in self.req_aff:
                 values, any_match = self._domains(t)
-                self_match = _filters.term_matches_pod(t, pod.namespace, pod.namespace, pod.labels)
+                self_match = _filters.term_matches_pod(
+                    t, owner_namespace=pod.namespace, namespace=pod.namespace, labels=pod.labels
+                )
                 self._aff_domains.append(
                     (str(t.get("topologyKey", "")), values, any_match or not self_match)
                 )
@@ -897,7 +901,7 @@ class _Context:
                 for t in _filters.required_terms(p.spec, "podAntiAffinity"):
                     k = str(t.get("topologyKey", ""))
                     if k in p.node.labels and _filters.term_matches_pod(
-                        t, p.namespace, pod.namespace, pod.labels
+                        t, owner_namespace=p.namespace, namespace=pod.namespace, labels=pod.labels
                     ):
                         self._existing_anti.append((k, p.node.labels[k]))
         # filtering.go: satisfyPodAffinity; a pod matching its own terms may start a group.
@@ -915,9 +919,9 @@ class _Context:
     # -- PodTopologySpread --
 
     def _eligible(self, node: NodeInfo, constraints: Sequence[Mapping[str, Any]]) -> bool:
-        return _filters.node_matches_pod(self.pod.spec, node.name, node.labels) and all(
-            str(c.get("topologyKey")) in node.labels for c in constraints
-        )
+        return _filters.node_matches_pod(
+            self.pod.spec, node_name=node.name, labels=node.labels
+        ) and all(str(c.get("topologyKey")) in node.labels for c in constraints)
 
     def _count(self, node: NodeInfo, selector: Mapping[str, Any] | None) -> int:
         if selector is None:
@@ -1076,7 +1080,10 @@ class _Context:
                     for weight, term, sign in own:
                         k = str(term.get("topologyKey", ""))
                         if k in node.labels and _filters.term_matches_pod(
-                            term, pod.namespace, p.namespace, p.labels
+                            term,
+                            owner_namespace=pod.namespace,
+                            namespace=p.namespace,
+                            labels=p.labels,
                         ):
                             contributions.append((k, node.labels[k], sign * weight))
         for p in self.sched.affinity_pods:
@@ -1092,7 +1099,7 @@ class _Context:
             ):
                 k = str(term.get("topologyKey", ""))
                 if k in labels and _filters.term_matches_pod(
-                    term, p.namespace, pod.namespace, pod.labels
+                    term, owner_namespace=p.namespace, namespace=pod.namespace, labels=pod.labels
                 ):
                     contributions.append((k, labels[k], sign * weight))
         if not contributions:

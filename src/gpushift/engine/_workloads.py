@@ -47,7 +47,7 @@ def template_hash(template: Mapping[str, Any]) -> str:
     return "".join(ALPHANUMS[ord(c) % len(ALPHANUMS)] for c in s)
 
 
-def _owner(kind: str, api_version: str, name: str, uid: str) -> dict[str, Any]:
+def _owner(*, kind: str, api_version: str, name: str, uid: str) -> dict[str, Any]:
     return {
         "apiVersion": api_version,
         "kind": kind,
@@ -107,7 +107,7 @@ def replicaset_pods(rs: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The pods a ReplicaSet creates: ``<rs>-<5 chars>``, owned by the ReplicaSet."""
     ns, name, uid, created = _meta(rs)
     template = (rs.get("spec") or {}).get("template") or {}
-    owner = _owner("ReplicaSet", "apps/v1", name, uid)
+    owner = _owner(kind="ReplicaSet", api_version="apps/v1", name=name, uid=uid)
     return [
         _pod(
             template=template,
@@ -128,7 +128,7 @@ def deployment_pods(deploy: Mapping[str, Any]) -> list[dict[str, Any]]:
     h = template_hash(template)
     rs_name = f"{name}-{h}"
     rs_uid = stable_uid("ReplicaSet", ns, rs_name)
-    owner = _owner("ReplicaSet", "apps/v1", rs_name, rs_uid)
+    owner = _owner(kind="ReplicaSet", api_version="apps/v1", name=rs_name, uid=rs_uid)
     return [
         _pod(
             template=template,
@@ -146,7 +146,7 @@ def statefulset_pods(sts: Mapping[str, Any]) -> list[dict[str, Any]]:
     """``<sts>-0`` … ``<sts>-<n-1>``, with the labels the StatefulSet controller adds."""
     ns, name, uid, created = _meta(sts)
     template = (sts.get("spec") or {}).get("template") or {}
-    owner = _owner("StatefulSet", "apps/v1", name, uid)
+    owner = _owner(kind="StatefulSet", api_version="apps/v1", name=name, uid=uid)
     pods = []
     for i in range(_replicas(sts)):
         pod_name = f"{name}-{i}"
@@ -177,14 +177,14 @@ _DS_TOLERATIONS: tuple[dict[str, str], ...] = (
 )
 
 
-def daemonset_pods(ds: Mapping[str, Any], node_names: list[str]) -> list[dict[str, Any]]:
+def daemonset_pods(ds: Mapping[str, Any], *, node_names: list[str]) -> list[dict[str, Any]]:
     """One pod per node, pinned by ``matchFields metadata.name`` as the DaemonSet controller does.
 
     The scheduler then decides whether each pod fits its node (selectors, taints, resources).
     """
     ns, name, uid, created = _meta(ds)
     template = (ds.get("spec") or {}).get("template") or {}
-    owner = _owner("DaemonSet", "apps/v1", name, uid)
+    owner = _owner(kind="DaemonSet", api_version="apps/v1", name=name, uid=uid)
     pods = []
     for node in node_names:
         pod = _pod(
