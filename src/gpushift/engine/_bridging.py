@@ -13,6 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpushift.engine import _requests
+from gpushift.engine._core_types import (
+    ContainerExtendedResourceRequest,
+    PodExtendedResourceClaimStatus,
+)
 from gpushift.engine._workloads import stable_suffix
 
 # k8s.io/api resource/v1 types.go constants.
@@ -68,7 +72,7 @@ class BridgeClaim:
     """A generated claim and the pod status that refers to it."""
 
     claim: dict[str, Any]
-    mappings: list[dict[str, str]]
+    mappings: list[ContainerExtendedResourceRequest]
 
 
 def claim_name(*, pod_name: str, seed: str) -> str:
@@ -93,7 +97,7 @@ def bridge_claim(
     pod_name = str(meta.get("name"))
     ns = str(meta.get("namespace") or "default")
     requests: list[dict[str, Any]] = []
-    mappings: list[dict[str, str]] = []
+    mappings: list[ContainerExtendedResourceRequest] = []
     long_lived: dict[str, int] = {}
     first_long: dict[str, str] = {}
     init_best: dict[str, tuple[int, str, str]] = {}
@@ -167,7 +171,7 @@ def _request(*, name: str, device_class: str, count: int) -> dict[str, Any]:
     }
 
 
-def status_entry(bridge: BridgeClaim) -> dict[str, Any]:
+def status_entry(bridge: BridgeClaim) -> PodExtendedResourceClaimStatus:
     """``pod.status.extendedResourceClaimStatus`` for a bound pod."""
     return {
         "requestMappings": bridge.mappings,

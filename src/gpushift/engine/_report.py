@@ -12,6 +12,7 @@ from typing import Any
 
 from gpushift import _quantity
 from gpushift.engine._allocator import device_key
+from gpushift.engine._core_types import Event, KubeList, ObjectReference
 from gpushift.engine._hazards import card_of
 from gpushift.engine._ledger import GPU_RESOURCE
 from gpushift.engine._scheduler import NVIDIA_DRIVER, PodInfo, iter_results
@@ -175,12 +176,13 @@ def _pod_object(pod: PodInfo) -> dict[str, Any]:
     return obj
 
 
-def events(sim: Simulation) -> list[dict[str, Any]]:
+def events(sim: Simulation) -> list[Event]:
     """Hazards as core/v1 Events of type Warning about the node concerned."""
-    out = []
+    out: list[Event] = []
+    by_name = {n.name: n for n in sim.outcome.nodes}
     for h in sim.hazards:
-        node = next((n for n in sim.outcome.nodes if n.name == h.node), None)
-        involved: dict[str, Any] = {"apiVersion": "v1", "kind": "Node", "name": h.node}
+        node = by_name.get(h.node)
+        involved: ObjectReference = {"apiVersion": "v1", "kind": "Node", "name": h.node}
         uid = (node.obj.get("metadata") or {}).get("uid") if node else None
         if uid:
             involved["uid"] = uid
@@ -205,9 +207,9 @@ def events(sim: Simulation) -> list[dict[str, Any]]:
     return out
 
 
-def as_list(sim: Simulation) -> dict[str, Any]:
+def as_list(sim: Simulation) -> KubeList:
     """A ``v1`` List of the pods, every ResourceClaim (generated ones too) and hazard Events."""
-    items: list[dict[str, Any]] = [_pod_object(p) for p in sim.outcome.pods]
+    items: list[Any] = [_pod_object(p) for p in sim.outcome.pods]
     items += sim.outcome.claims
     items += events(sim)
     return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}
