@@ -25,6 +25,7 @@ from gpushift.engine._cel import (
     SelectorError,
     SelectorEvaluationError,
 )
+from gpushift.engine._core_types import Event, KubeList
 from gpushift.engine._example import COMPARE, Setup, homelab, setup
 from gpushift.engine._hazards import DOUBLE_ALLOCATION, DUAL_ADVERTISER, Hazard
 from gpushift.engine._inputs import Inputs, from_objects
@@ -58,10 +59,12 @@ __all__ = [
     "CelSelectorEvaluator",
     "ConsumableShares",
     "ConsumableSharesError",
+    "Event",
     "GpuInfo",
     "GpuLedger",
     "Hazard",
     "Inputs",
+    "KubeList",
     "NodeInfo",
     "Outcome",
     "Placement",
