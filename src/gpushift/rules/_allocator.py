@@ -20,9 +20,9 @@ from gpushift.rules._finding import Finding
 
 # kubernetes-sigs/dra-driver-nvidia-gpu templates/validation.yaml (the install-blocking text).
 _VALIDATION = (
-    "'The default value of 'resources.gpus.enabled == true'. However, when "
+    "\"The default value of 'resources.gpus.enabled == true'. However, when "
     "'resources.gpus.enabled=true' this DRA driver cannot be deployed alongside the standard "
-    "GPU device plugin on the same node.'"
+    'GPU device plugin on the same node."'
 )
 
 
@@ -66,10 +66,9 @@ def _plugin_owners(ctx: Context) -> str:
     parts = []
     for h in ctx.plugin_advertisers:
         if h.chart == "gpu-operator":
+            given = h.is_set("devicePlugin", "enabled")
             how = (
-                "devicePlugin.enabled is true"
-                if h.is_set("devicePlugin", "enabled")
-                else ("devicePlugin.enabled defaults to true")
+                "devicePlugin.enabled is true" if given else "devicePlugin.enabled defaults to true"
             )
             parts.append(f"{name_of(h.obj)} ({how})")
         else:
