@@ -494,6 +494,13 @@ def test_prebound_pods_hold_their_share() -> None:
     assert where(sim) == {"bound": "a", "new": None}
 
 
+def test_a_pod_bound_to_an_unknown_node_is_reported_not_moved() -> None:
+    sim = run(node("a", gpu=1), pod("p", gpu=1, spec={"nodeName": "elsewhere"}))
+    (p,) = sim.pending
+    assert p.obj["spec"]["nodeName"] == "elsewhere"
+    assert p.message == 'bound to node "elsewhere", which is not in the input'
+
+
 def test_topology_spread_do_not_schedule() -> None:
     # maxSkew 1 over hostname. p0: every node has 0 matching pods, LeastAllocated prefers the
     # big node a. p1: a would reach 1 + 1 - min(0) = 2 > 1, so b (b and c tie, name order).

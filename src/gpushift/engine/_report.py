@@ -162,7 +162,7 @@ def human(sim: Simulation) -> str:
 
 def _pod_object(pod: PodInfo) -> dict[str, Any]:
     obj = pod.obj
-    if pod.node is None:
+    if pod.node is None and not pod.prebound:
         status = obj.setdefault("status", {})
         status["phase"] = "Pending"
         status["conditions"] = [

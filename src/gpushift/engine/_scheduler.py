@@ -539,6 +539,11 @@ class Scheduler:
                 node = self.by_name[node_name]
                 _, results, bridge = self._dra(pod, node, self._delegated(pod, node))
                 self._bind(pod, node, results=results, bridge=bridge)
+            elif node_name:
+                # The scheduler never touches a pod that names its node; without that node in
+                # the input nothing can run it.
+                pod.prebound = True
+                pod.message = f'bound to node "{node_name}", which is not in the input'
         queue = sorted(
             (p for p in pods if not p.prebound),
             key=lambda p: (-p.priority, p.created, p.order),
