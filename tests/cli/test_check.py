@@ -9,6 +9,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+import yaml
 
 from gpushift.cli import main
 
@@ -126,7 +127,9 @@ def test_base_outside_git_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixtur
     code, out, err = run(str(tmp_path), "--base", "HEAD", capsys=capsys)
     assert code == 2
     assert out == ""
-    assert err.startswith("gpushift: error: git rev-parse failed")
+    assert err.startswith(
+        "gpushift: error: --base: git rev-parse failed: fatal: not a git repository"
+    )
 
 
 def test_unknown_base_revision_is_exit_2(
@@ -139,4 +142,13 @@ def test_unknown_base_revision_is_exit_2(
     subprocess.run([*git, "commit", "-q", "-m", "x"], cwd=tmp_path, check=True)
     code, _, err = run(str(tmp_path), "--base", "no-such-rev", capsys=capsys)
     assert code == 2
+    assert err.startswith("gpushift: error: --base: unknown git revision 'no-such-rev'")
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_pre_commit_hook_runs_check() -> None:
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    (hook,) = hooks
+    assert hook["id"] == "gpushift-check"
+    assert hook["entry"] == "gpushift check"
+    assert hook["pass_filenames"] is False

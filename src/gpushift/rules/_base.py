@@ -20,7 +20,8 @@ def _git(*args: str, cwd: Path) -> bytes:
         raise InputError("--base needs git, which is not installed") from None
     if done.returncode != 0:
         detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise InputError(f"git {args[0]} failed: {detail[-1] if detail else 'unknown error'}")
+        reason = detail[-1] if detail else "unknown error"
+        raise InputError(f"--base: git {args[0]} failed: {reason}")
     return done.stdout
 
 
@@ -36,7 +37,10 @@ def tree_at(paths: Sequence[str | Path], *, rev: str) -> Iterator[list[Path]]:
     first = Path(paths[0]).resolve()
     anchor = first if first.is_dir() else first.parent
     top = Path(_git("rev-parse", "--show-toplevel", cwd=anchor).decode().strip()).resolve()
-    _git("rev-parse", "--verify", "--quiet", f"{rev}^{{tree}}", cwd=top)
+    try:
+        _git("rev-parse", "--verify", "--quiet", f"{rev}^{{tree}}", cwd=top)
+    except InputError:
+        raise InputError(f"--base: unknown git revision {rev!r} in {top}") from None
     prefixes: list[str] = []
     for raw in paths:
         p = Path(raw).resolve()
