@@ -100,4 +100,9 @@ def test_compare_shows_four_setups_and_the_memory_analysis() -> None:
     assert [len(s.pending) for s in sims] == [0, 0, 4, 0]
     assert "memory: 4 pod(s) Pending." in text
     assert "which is the whole card" in text
-    assert "ai/llama-nvidia" in text.split("memory: 4 pod(s) Pending.")[1]
+    memory_note = text.split("memory: 4 pod(s) Pending.")[1]
+    assert "So the model ai/llama-nvidia-" in memory_note
+    # One line per card, each held whole by the media pod placed there first.
+    for node, app in (("k8s-1", "jellyfin"), ("k8s-2", "plex"), ("k8s-3", "tdarr")):
+        assert f"{node}/gpu-0 held by media/{app}-" in memory_note
+    assert memory_note.count("memory 23034Mi, none requested") == 3

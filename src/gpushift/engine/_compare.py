@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from gpushift import _quantity
-from gpushift.engine._example import COMPARE, Setup, homelab
+from gpushift.engine._example import AI_NAMESPACE, COMPARE, Setup, homelab
 from gpushift.engine._inputs import from_objects
 from gpushift.engine._report import placement, table
 from gpushift.engine._scheduler import PodInfo
@@ -48,7 +48,8 @@ def whole_card_claims(sim: Simulation) -> list[str]:
             for r in (alloc.get("devices") or {}).get("results") or []:
                 used = (r.get("consumedCapacity") or {}).get("memory")
                 if not asked and used and _quantity.parse(used) > 0:
-                    out.append(f"{pod.key} ({used} on {pod.node.name if pod.node else '?'})")
+                    where = f"{pod.node.name if pod.node else '?'}/{r.get('device')}"
+                    out.append(f"{where} held by {pod.key}: memory {used}, none requested")
     return out
 
 
@@ -86,6 +87,12 @@ def compare(setups: tuple[Setup, ...] = COMPARE) -> tuple[str, list[Simulation]]
                 "which is the whole card, so each card takes one claim:"
             )
             lines += [f"    {w}" for w in whole]
+            for pod in sim.pending:
+                if pod.namespace == AI_NAMESPACE:
+                    lines.append(
+                        f"  So the model {pod.key} stays Pending: media pods landed on every "
+                        "card it could use, and each of them holds its card whole."
+                    )
         for pod in sim.pending:
             lines.append(f"  {pod.key}: {pod.message}")
         notes.append("\n".join(lines))
