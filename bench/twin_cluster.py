@@ -82,7 +82,7 @@ def run(nodes: int, *, time_scale: float = 100.0) -> dict[str, float]:
 
         register_s = _wait("registration", registered, 600)
         passes0 = cluster.passes
-        start = time.perf_counter()
+        time.perf_counter()
         store.create(
             by_kind("Deployment"),
             {

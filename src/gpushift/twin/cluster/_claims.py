@@ -8,6 +8,7 @@ an unreserved claim is deallocated, and a generated one deleted.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from gpushift.twin import ApiError
@@ -100,7 +101,7 @@ def create_claims(ctx: Context, pods: list[Obj]) -> None:
                 st["resourceClaimStatuses"] = [*(st.get("resourceClaimStatuses") or []), *added]
                 return cur
 
-            try:
+            with contextlib.suppress(ApiError):
                 ctx.store.update(
                     ctx.kinds.pod,
                     name=pod["metadata"]["name"],
@@ -108,8 +109,6 @@ def create_claims(ctx: Context, pods: list[Obj]) -> None:
                     mutate=mutate,
                     subresource="status",
                 )
-            except ApiError:
-                pass
 
 
 def clean_claims(ctx: Context, pods: list[Obj]) -> None:
@@ -152,10 +151,8 @@ def clean_claims(ctx: Context, pods: list[Obj]) -> None:
                 ]
                 return cur
 
-            try:
+            with contextlib.suppress(ApiError):
                 ctx.store.update(ctx.kinds.claim, name=name, namespace=ns, mutate=release)
-            except ApiError:
-                pass
             continue
 
         def unreserve(cur: Obj, keep: list[Obj] = keep) -> Obj:
@@ -168,9 +165,7 @@ def clean_claims(ctx: Context, pods: list[Obj]) -> None:
                 st.pop("devices", None)
             return cur
 
-        try:
+        with contextlib.suppress(ApiError):
             ctx.store.update(
                 ctx.kinds.claim, name=name, namespace=ns, mutate=unreserve, subresource="status"
             )
-        except ApiError:
-            pass

@@ -20,7 +20,7 @@ from aiohttp import web
 from gpushift.twin import ApiError, Event, Store, Twin, new_store, run_twin
 from gpushift.twin.cluster import _claims, _workloads
 from gpushift.twin.cluster._clock import VirtualClock
-from gpushift.twin.cluster._context import Context, Delays
+from gpushift.twin.cluster._context import Context, Delays, Obj
 from gpushift.twin.cluster._dcgm import Metrics
 from gpushift.twin.cluster._http import routes
 from gpushift.twin.cluster._inventory import Inventory
@@ -84,13 +84,14 @@ class Cluster:
         for i, spec in enumerate(self.inventory.nodes):
             if spec.name not in existing:
                 body = node_object(spec, index=i, now=self.ctx.stamp())
-                status = body.pop("status")
+                status: Obj = body.pop("status")
+
+                def with_status(cur: Obj, status: Obj = status) -> Obj:
+                    return {**cur, "status": status}
+
                 self.store.create(self.ctx.kinds.node, body)
                 self.store.update(
-                    self.ctx.kinds.node,
-                    name=spec.name,
-                    mutate=lambda cur, status=status: {**cur, "status": status},
-                    subresource="status",
+                    self.ctx.kinds.node, name=spec.name, mutate=with_status, subresource="status"
                 )
 
     # -- the loop --
@@ -99,13 +100,17 @@ class Cluster:
         plural = event.kind.plural
         if plural == "events":
             return
-        if plural in _CAPACITY_KINDS or (
-            plural in ("pods", "resourceclaims") and event.type == "DELETED"
-        ):
-            self.scheduler.epoch += 1
-        elif plural == "pods" and (event.obj.get("status") or {}).get("phase") in (
-            "Succeeded",
-            "Failed",
+        if (
+            plural in _CAPACITY_KINDS
+            or (plural in ("pods", "resourceclaims") and event.type == "DELETED")
+            or (
+                plural == "pods"
+                and (event.obj.get("status") or {}).get("phase")
+                in (
+                    "Succeeded",
+                    "Failed",
+                )
+            )
         ):
             self.scheduler.epoch += 1
         self._wake.set()

@@ -1,4 +1,4 @@
-"""GPU feature discovery's node labels (NVIDIA/k8s-device-plugin internal/lm, docs/gpu-feature-discovery).
+"""GPU feature discovery's node labels (NVIDIA/k8s-device-plugin internal/lm).
 
 GFD reads the device plugin's config, so the sharing labels follow the time-slicing config in
 use; nothing removes them when the plugin goes (they stay stale, as upstream's do).

@@ -13,6 +13,7 @@ DRA: a Running ``dra-driver-nvidia-gpu`` kubelet-plugin pod publishes the node's
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -313,7 +314,7 @@ class Kubelet:
             agent = self.agent(name, index)
             mine = by_node.get(name, [])
             self._pods(agent, node, mine)
-            roles = {}
+            roles: dict[str, tuple[Obj, Obj, PodState]] = {}
             for p in mine:
                 st = agent.pods.get(p["metadata"]["uid"])
                 if st is None or not st.started or p["metadata"].get("deletionTimestamp"):
@@ -528,7 +529,7 @@ class Kubelet:
         config = None
         if found is not None and agent.gpus:
             pod, main, st = found
-            config, error = device_plugin_config(
+            config, _error = device_plugin_config(
                 pod, main, node_labels=labels, configmaps=configmaps
             )
             if config is not None and now < st.running_since + ctx.delays.plugin_register:
@@ -547,8 +548,8 @@ class Kubelet:
                     ctx.wake_at(due)
         if config is not None:
             units = len(agent.gpus) * config.replicas
-            ep = agent.endpoints.get(config.resource)
-            if ep is None or ep.stopped_at is not None or ep.units != units:
+            current = agent.endpoints.get(config.resource)
+            if current is None or current.stopped_at is not None or current.units != units:
                 agent.endpoints[config.resource] = Endpoint(units, config.replicas)
                 agent.relayout(config.replicas)
 
@@ -576,10 +577,8 @@ class Kubelet:
             cur["metadata"]["labels"] = {**(cur["metadata"].get("labels") or {}), **want}
             return cur
 
-        try:
+        with contextlib.suppress(ApiError):
             self.ctx.store.update(self.ctx.kinds.node, name=agent.name, mutate=mutate)
-        except ApiError:
-            pass
 
     # -- DRA kubelet plugin --
 
@@ -603,10 +602,8 @@ class Kubelet:
         agent.dra_ready = mode is not None
         if mode is None:
             if published is not None:
-                try:
+                with contextlib.suppress(ApiError):
                     ctx.store.delete(ctx.kinds.slice, name=published["metadata"]["name"])
-                except ApiError:
-                    pass
             agent.slice_mode = None
             return
         generation = int(((published or {}).get("spec") or {}).get("pool", {}).get("generation", 0))
@@ -618,10 +615,8 @@ class Kubelet:
         )
         want["metadata"]["ownerReferences"][0]["uid"] = node["metadata"]["uid"]
         if published is None:
-            try:
+            with contextlib.suppress(ApiError):
                 ctx.store.create(ctx.kinds.slice, want)
-            except ApiError:
-                pass
         elif published.get("spec", {}).get("devices") != want["spec"]["devices"]:
             want["spec"]["pool"]["generation"] = generation + 1
 
@@ -629,10 +624,8 @@ class Kubelet:
                 cur["spec"] = want["spec"]
                 return cur
 
-            try:
+            with contextlib.suppress(ApiError):
                 ctx.store.update(ctx.kinds.slice, name=published["metadata"]["name"], mutate=mutate)
-            except ApiError:
-                pass
         agent.slice_mode = mode
 
     # -- node status --
@@ -660,9 +653,7 @@ class Kubelet:
             }
             return cur
 
-        try:
+        with contextlib.suppress(ApiError):
             self.ctx.store.update(
                 self.ctx.kinds.node, name=agent.name, mutate=mutate, subresource="status"
             )
-        except ApiError:
-            pass

@@ -98,10 +98,10 @@ class Monitor:
             v = Violation(h.reason, h.node, h.card, h.message, now, now)
             self._open[key] = v
             self.records.append(v)
-            node = by_name.get(h.node)
-            if node is not None:
+            subject = by_name.get(h.node)
+            if subject is not None:
                 ctx.event(
-                    node, reason=h.reason, message=h.message, component=COMPONENT, warning=True
+                    subject, reason=h.reason, message=h.message, component=COMPONENT, warning=True
                 )
         for key in [k for k in self._open if k not in current]:
             v = self._open.pop(key)

@@ -6,6 +6,7 @@ Condition types, reasons and Event wording follow k8s.io/kubernetes pkg/kubelet
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Mapping
 from typing import Any
@@ -245,9 +246,7 @@ def release(ctx: Context, pod: Obj, *, finalizer: str) -> None:
         ]
         return cur
 
-    try:
+    with contextlib.suppress(ApiError):
         ctx.store.update(
             ctx.kinds.pod, name=meta["name"], namespace=meta["namespace"], mutate=mutate
         )
-    except ApiError:
-        pass

@@ -5,8 +5,6 @@ Kept in one place so that, once the engine's package exports them, only this mod
 
 from __future__ import annotations
 
-from gpushift.gitops._model import Source, TimeSlicingConfig
-from gpushift.gitops._timeslicing import parse_config as parse_device_plugin_config
 from gpushift.engine._filters import (
     match_label_selector,
     node_matches_pod,
@@ -16,17 +14,19 @@ from gpushift.engine._hazards import find as find_hazards
 from gpushift.engine._ledger import CardLedger, Tenant
 from gpushift.engine._workloads import _DS_TOLERATIONS as DAEMONSET_TOLERATIONS
 from gpushift.engine._workloads import template_hash
+from gpushift.gitops._model import Source, TimeSlicingConfig
+from gpushift.gitops._timeslicing import parse_config as parse_device_plugin_config
 
 __all__ = [
     "DAEMONSET_TOLERATIONS",
     "CardLedger",
     "Source",
-    "TimeSlicingConfig",
-    "parse_device_plugin_config",
     "Tenant",
+    "TimeSlicingConfig",
     "find_hazards",
     "match_label_selector",
     "node_matches_pod",
+    "parse_device_plugin_config",
     "template_hash",
     "untolerated_taint",
 ]

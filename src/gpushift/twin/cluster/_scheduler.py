@@ -51,13 +51,6 @@ def _strip_delegated(pod: Obj) -> None:
                     del res[part][key]
 
 
-def _without_owner(pod: Obj) -> None:
-    # The engine scores the system default topology spread (ScheduleAnyway, by owner) by
-    # walking every bound pod for every pod, which is quadratic in a large rollout. Without
-    # the owner, LeastAllocated and BalancedAllocation still spread equal pods over nodes.
-    pod["metadata"].pop("ownerReferences", None)
-
-
 def _resolve_claim_refs(pod: Obj, templates: set[tuple[str, str]]) -> bool:
     """Point template entries at the generated claims; False while one is still missing."""
     ns = pod["metadata"]["namespace"]
@@ -117,7 +110,6 @@ class Scheduler:
         for p in pending:
             copy = _loads(raws[id(p)])
             if _resolve_claim_refs(copy, templates):
-                _without_owner(copy)
                 todo.append(copy)
         if not todo:
             return 0
@@ -126,7 +118,6 @@ class Scheduler:
             copy = _loads(raws[id(p)])
             _resolve_claim_refs(copy, templates)
             _strip_delegated(copy)
-            _without_owner(copy)
             prebound.append(copy)
         inputs = Inputs(
             nodes=_copies(ctx, ctx.kinds.node),
@@ -255,12 +246,12 @@ class Scheduler:
                 return False
         ext_status = None
         if info.bridge is not None:
-            claim = info.bridge.claim
-            claim["metadata"].setdefault("annotations", {})[EXTENDED_RESOURCE_CLAIM_ANNOTATION] = (
+            bridge: Obj = info.bridge.claim
+            bridge["metadata"].setdefault("annotations", {})[EXTENDED_RESOURCE_CLAIM_ANNOTATION] = (
                 "true"
             )
-            key = (claim["metadata"]["namespace"], claim["metadata"]["name"])
-            if not self._write_claim(claim, live_claims.get(key), uid):
+            key = (bridge["metadata"]["namespace"], bridge["metadata"]["name"])
+            if not self._write_claim(bridge, live_claims.get(key), uid):
                 return False
             ext_status = (info.obj.get("status") or {}).get("extendedResourceClaimStatus")
 

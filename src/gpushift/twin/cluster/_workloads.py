@@ -6,6 +6,7 @@ over every object of its kind, acting on the store directly.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections import defaultdict
 from collections.abc import Iterable
@@ -112,10 +113,8 @@ def _create(ctx: Context, pod: Obj) -> Obj | None:
 
 def _delete(ctx: Context, pod: Obj) -> None:
     meta = pod["metadata"]
-    try:
+    with contextlib.suppress(ApiError):
         ctx.store.delete(ctx.kinds.pod, name=meta["name"], namespace=meta["namespace"])
-    except ApiError:
-        pass
 
 
 def _set_status(ctx: Context, obj: Obj, status: Obj) -> None:
@@ -131,7 +130,7 @@ def _set_status(ctx: Context, obj: Obj, status: Obj) -> None:
         cur["status"] = {**(cur.get("status") or {}), **status}
         return cur
 
-    try:
+    with contextlib.suppress(ApiError):
         ctx.store.update(
             kind,
             name=meta["name"],
@@ -139,8 +138,6 @@ def _set_status(ctx: Context, obj: Obj, status: Obj) -> None:
             mutate=mutate,
             subresource="status",
         )
-    except ApiError:
-        pass
 
 
 def _replicas(obj: Obj) -> int:
@@ -310,8 +307,6 @@ def sync_deployments(ctx: Context, pods: list[Obj]) -> None:
                 _scale(ctx, r, 0, deploy)
             old_pods = [p for r in olds for p in pods_by_rs.get(r["metadata"]["uid"], [])]
             if any(_replicas(r) for r in olds) or old_pods:
-                if new is None:
-                    pass
                 _deploy_status(ctx, deploy, new, olds)
                 continue
             if new is None:
@@ -373,7 +368,7 @@ def _deploy_status(ctx: Context, deploy: Obj, new: Obj | None, olds: list[Obj]) 
     def cond(kind: str, status: str, reason: str, message: str) -> Obj:
         prev = old_conds.get(kind)
         if prev and prev.get("status") == status and prev.get("reason") == reason:
-            return prev
+            return dict(prev)
         return {
             "type": kind,
             "status": status,
@@ -518,7 +513,7 @@ def daemon_should_run(spec: Obj, node: Obj) -> bool:
     """Whether a DaemonSet with pod ``spec`` runs on ``node`` (daemon_controller.go
     NodeShouldRunDaemonPod: selector, affinity, and NoSchedule/NoExecute taints)."""
     meta = node["metadata"]
-    if not node_matches_pod(spec, meta["name"], meta.get("labels") or {}):
+    if not node_matches_pod(spec, node_name=meta["name"], labels=meta.get("labels") or {}):
         return False
     tolerations = [*(spec.get("tolerations") or []), *DAEMONSET_TOLERATIONS]
     taints = [
@@ -593,7 +588,6 @@ def sync_daemonsets(ctx: Context, pods: list[Obj], nodes: list[Obj]) -> None:
             node = _daemon_node(p)
             if node is not None:
                 on_node[node].append(p)
-        selector = spec.get("selector")
         for node in sorted(wanted):
             active = [p for p in on_node.get(node, []) if is_active(p)]
             if not active and not any(
@@ -650,7 +644,6 @@ def sync_daemonsets(ctx: Context, pods: list[Obj], nodes: list[Obj]) -> None:
                 if is_ready(p):
                     unavailable += 1
         ready = sum(1 for p in current if is_ready(p))
-        del selector
         _set_status(
             ctx,
             ds,
