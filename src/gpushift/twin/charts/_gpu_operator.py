@@ -1,0 +1,272 @@
+"""The GPU Operator: its chart (ClusterPolicy and the operator Deployment) and the operands the
+operator renders from the ClusterPolicy (device plugin, GFD, dcgm-exporter, validator,
+RuntimeClass).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gpushift.twin.charts._common import (
+    Obj,
+    Rendered,
+    d,
+    daemonset,
+    env_list,
+    extra_env,
+    get,
+    gpu_toleration,
+    helm_labels,
+)
+from gpushift.twin.charts._device_plugin import PLUGIN_IMAGE, VALIDATOR_IMAGE, operand_daemonset
+
+OPERATOR_IMAGE = "nvcr.io/nvidia/gpu-operator:v25.10.1"
+DCGM_EXPORTER_IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter:4.4.1-4.6.0-ubuntu22.04"
+#: NVIDIA/gpu-operator deployments/gpu-operator/templates/clusterpolicy.yaml
+POLICY_NAME = "cluster-policy"
+#: The ClusterPolicy keys the chart copies from its values (the chart's clusterpolicy.yaml).
+_POLICY_KEYS = (
+    "operator",
+    "daemonsets",
+    "validator",
+    "mig",
+    "psa",
+    "cdi",
+    "driver",
+    "toolkit",
+    "devicePlugin",
+    "dcgm",
+    "dcgmExporter",
+    "gfd",
+    "migManager",
+    "nodeStatusExporter",
+    "gds",
+    "gdrcopy",
+    "hostPaths",
+    "sandboxWorkloads",
+    "vgpuManager",
+    "vfioManager",
+)
+#: NVIDIA/gpu-operator assets/*: operand DaemonSet names.
+DEVICE_PLUGIN = "nvidia-device-plugin-daemonset"
+GFD = "gpu-feature-discovery"
+DCGM_EXPORTER = "nvidia-dcgm-exporter"
+VALIDATOR = "nvidia-operator-validator"
+
+
+def render(*, release: str, namespace: str, values: Mapping[str, Any]) -> Rendered:
+    """The gpu-operator chart: the operator Deployment and (``clusterPolicy.deployCR``) the
+    ClusterPolicy ``cluster-policy`` carrying the operand values."""
+    chart = "gpu-operator"
+    labels = helm_labels(name=chart, release=release, chart=chart, version="v25.10.1")
+    objects: list[Obj] = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "gpu-operator", "namespace": namespace, "labels": labels},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app.kubernetes.io/component": "gpu-operator"}},
+                "template": {
+                    "metadata": {
+                        "labels": {**labels, "app.kubernetes.io/component": "gpu-operator"}
+                    },
+                    "spec": {
+                        "serviceAccountName": "gpu-operator",
+                        "priorityClassName": "system-node-critical",
+                        "containers": [
+                            {
+                                "name": "gpu-operator",
+                                "image": OPERATOR_IMAGE,
+                                "command": ["gpu-operator"],
+                                "args": ["--leader-elect", "--zap-time-encoding=epoch"],
+                                "env": env_list({"OPERATOR_NAMESPACE": namespace}),
+                            }
+                        ],
+                    },
+                },
+            },
+        }
+    ]
+    if get(values, "clusterPolicy", "deployCR", default=True) is not False:
+        spec = {k: values[k] for k in _POLICY_KEYS if isinstance(values.get(k), Mapping)}
+        objects.append(
+            {
+                "apiVersion": "nvidia.com/v1",
+                "kind": "ClusterPolicy",
+                "metadata": {"name": POLICY_NAME, "labels": labels},
+                "spec": spec,
+            }
+        )
+    return Rendered(objects)
+
+
+def _enabled(spec: Mapping[str, Any], key: str, default: bool = True) -> bool:
+    return get(spec, key, "enabled", default=default) is not False
+
+
+def _gfd(namespace: str, spec: Mapping[str, Any], runtime_class: str | None) -> Obj:
+    config = d(get(spec, "devicePlugin", "config", default={}))
+    env = {"GFD_SLEEP_INTERVAL": "60s", "GFD_FAIL_ON_INIT_ERROR": "true"}
+    pod: Obj = {
+        "nodeSelector": {"nvidia.com/gpu.deploy.gpu-feature-discovery": "true"},
+        "tolerations": [gpu_toleration()],
+        "priorityClassName": "system-node-critical",
+        "serviceAccountName": "nvidia-gpu-feature-discovery",
+        "containers": [
+            {
+                "name": "gpu-feature-discovery",
+                "image": PLUGIN_IMAGE,
+                "command": ["gpu-feature-discovery"],
+                "env": [*env_list(env), *extra_env(get(spec, "gfd", "env"))],
+            }
+        ],
+    }
+    if config.get("name"):
+        # handleDevicePluginConfig runs for GFD whether or not the device plugin is enabled.
+        cm = str(config["name"])
+        pod["containers"][0]["env"].append({"name": "CONFIG_FILE", "value": "/config/config.yaml"})
+        pod["containers"][0]["env"].append(
+            {"name": "DEFAULT_CONFIG", "value": str(config.get("default") or "")}
+        )
+        pod["volumes"] = [{"name": "available-configs", "configMap": {"name": cm}}]
+    if runtime_class:
+        pod["runtimeClassName"] = runtime_class
+    return daemonset(
+        name=GFD, namespace=namespace, labels={"app": GFD}, selector={"app": GFD}, pod_spec=pod
+    )
+
+
+def _dcgm_exporter(namespace: str, spec: Mapping[str, Any], runtime_class: str | None) -> Obj:
+    env = {
+        "DCGM_EXPORTER_LISTEN": ":9400",
+        "DCGM_EXPORTER_KUBERNETES": "true",
+        "DCGM_EXPORTER_COLLECTORS": "/etc/dcgm-exporter/dcp-metrics-included.csv",
+    }
+    pod: Obj = {
+        "nodeSelector": {"nvidia.com/gpu.deploy.dcgm-exporter": "true"},
+        "tolerations": [gpu_toleration()],
+        "priorityClassName": "system-node-critical",
+        "serviceAccountName": DCGM_EXPORTER,
+        "containers": [
+            {
+                "name": DCGM_EXPORTER,
+                "image": DCGM_EXPORTER_IMAGE,
+                "env": [*env_list(env), *extra_env(get(spec, "dcgmExporter", "env"))],
+                "ports": [{"name": "metrics", "containerPort": 9400}],
+            }
+        ],
+    }
+    if runtime_class:
+        pod["runtimeClassName"] = runtime_class
+    return daemonset(
+        name=DCGM_EXPORTER,
+        namespace=namespace,
+        labels={"app": DCGM_EXPORTER},
+        selector={"app": DCGM_EXPORTER},
+        pod_spec=pod,
+    )
+
+
+def _validator(namespace: str, spec: Mapping[str, Any], runtime_class: str | None) -> Obj:
+    inits = ["driver-validation", "toolkit-validation", "cuda-validation", "plugin-validation"]
+    if not _enabled(spec, "devicePlugin"):
+        # object_controls.go: the plugin init container goes with the device plugin.
+        inits.remove("plugin-validation")
+    pod: Obj = {
+        "nodeSelector": {"nvidia.com/gpu.deploy.operator-validator": "true"},
+        "tolerations": [gpu_toleration()],
+        "priorityClassName": "system-node-critical",
+        "serviceAccountName": VALIDATOR,
+        "initContainers": [
+            {
+                "name": n,
+                "image": VALIDATOR_IMAGE,
+                "command": ["sh", "-c"],
+                "args": [f"nvidia-validator --component={n.removesuffix('-validation')}"],
+            }
+            for n in inits
+        ],
+        "containers": [
+            {
+                "name": VALIDATOR,
+                "image": VALIDATOR_IMAGE,
+                "command": ["sh", "-c"],
+                "args": ["echo all validations are successful; sleep infinity"],
+            }
+        ],
+    }
+    if runtime_class:
+        pod["runtimeClassName"] = runtime_class
+    return daemonset(
+        name=VALIDATOR,
+        namespace=namespace,
+        labels={"app": VALIDATOR},
+        selector={"app": VALIDATOR},
+        pod_spec=pod,
+    )
+
+
+def operands(
+    *, namespace: str, spec: Mapping[str, Any], service_monitors: bool
+) -> tuple[list[Obj], list[tuple[str, str]]]:
+    """What the operator deploys for a ClusterPolicy ``spec``, and the operand DaemonSets a
+    disabled state deletes (``(kind, name)``).
+
+    The RuntimeClass ``operator.runtimeClass`` comes from the pre-requisites state, which is
+    always on; the ServiceMonitor only when its CRD is served (``service_monitors``).
+    """
+    runtime_class = str(get(spec, "operator", "runtimeClass", default="nvidia") or "") or None
+    want: list[Obj] = []
+    gone: list[tuple[str, str]] = []
+    if runtime_class:
+        want.append(
+            {
+                "apiVersion": "node.k8s.io/v1",
+                "kind": "RuntimeClass",
+                "metadata": {"name": runtime_class},
+                "handler": "nvidia",
+            }
+        )
+    want.append(_validator(namespace, spec, runtime_class))
+    if _enabled(spec, "devicePlugin"):
+        want.append(operand_daemonset(namespace=namespace, spec=spec, runtime_class=runtime_class))
+    else:
+        gone.append(("DaemonSet", DEVICE_PLUGIN))
+    if _enabled(spec, "gfd"):
+        want.append(_gfd(namespace, spec, runtime_class))
+    else:
+        gone.append(("DaemonSet", GFD))
+    if _enabled(spec, "dcgmExporter"):
+        want.append(_dcgm_exporter(namespace, spec, runtime_class))
+        want.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {
+                    "name": DCGM_EXPORTER,
+                    "namespace": namespace,
+                    "labels": {"app": DCGM_EXPORTER},
+                },
+                "spec": {
+                    "selector": {"app": DCGM_EXPORTER},
+                    "ports": [{"name": "gpu-metrics", "port": 9400, "targetPort": 9400}],
+                },
+            }
+        )
+        if service_monitors and get(spec, "dcgmExporter", "serviceMonitor", "enabled"):
+            want.append(
+                {
+                    "apiVersion": "monitoring.coreos.com/v1",
+                    "kind": "ServiceMonitor",
+                    "metadata": {"name": DCGM_EXPORTER, "namespace": namespace},
+                    "spec": {
+                        "selector": {"matchLabels": {"app": DCGM_EXPORTER}},
+                        "endpoints": [{"port": "gpu-metrics", "path": "/metrics"}],
+                    },
+                }
+            )
+    else:
+        gone += [("DaemonSet", DCGM_EXPORTER), ("Service", DCGM_EXPORTER)]
+    return want, gone

@@ -1,0 +1,70 @@
+"""Writing desired objects into the twin's store as a controller does: server-side apply."""
+
+from __future__ import annotations
+
+from gpushift._kinds import Kind, lookup
+from gpushift.twin import ApiError, Store
+from gpushift.twin._ops import server_side_apply  # the same engine the API's PATCH uses
+from gpushift.twin._store import rfc3339
+from gpushift.twin.charts._common import Obj
+
+
+def kind_of(obj: Obj) -> Kind:
+    """The served kind of ``obj``; raises ``ApiError`` 404 when the twin does not serve it."""
+    api, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
+    found = lookup(api, kind)
+    if found is None:
+        group, _, _version = api.rpartition("/")
+        raise ApiError(
+            404,
+            "NotFound",
+            f'no matches for kind "{kind}" in version "{api}"',
+            details={"group": group, "kind": kind},
+        )
+    return found
+
+
+def apply(store: Store, obj: Obj, *, manager: str, force: bool = True) -> Obj:
+    """Server-side apply ``obj`` as ``manager`` (create when missing); returns the stored object.
+
+    Raises ``ApiError`` as the API would (404 for an unserved kind or a missing namespace,
+    409 on a conflict without ``force``, 422 when invalid).
+    """
+    kind = kind_of(obj)
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name", ""))
+    namespace = meta.get("namespace") if kind.namespaced else None
+    if kind.namespaced and not namespace:
+        namespace = "default"
+        obj = {**obj, "metadata": {**meta, "namespace": namespace}}
+    now = rfc3339(store.clock())
+    with store._lock:
+        try:
+            store.get_raw(kind, name=name, namespace=namespace)
+        except ApiError as err:
+            if err.code != 404:
+                raise
+            merged = server_side_apply(None, obj, manager=manager, force=force, kind=kind, now=now)
+            return store.create(
+                kind, merged, namespace=namespace, manager=manager, keep_managed_fields=True
+            )
+        return store.update(
+            kind,
+            name=name,
+            namespace=namespace,
+            managed=False,
+            mutate=lambda live: server_side_apply(
+                live, obj, manager=manager, force=force, kind=kind, now=now
+            ),
+        )
+
+
+def delete(store: Store, kind: Kind, *, name: str, namespace: str | None) -> bool:
+    """Delete one object (background propagation); False when it was already gone."""
+    try:
+        store.delete(kind, name=name, namespace=namespace if kind.namespaced else None)
+    except ApiError as err:
+        if err.code == 404:
+            return False
+        raise
+    return True
