@@ -152,3 +152,29 @@ def test_pre_commit_hook_runs_check() -> None:
     assert hook["id"] == "gpushift-check"
     assert hook["entry"] == "gpushift check"
     assert hook["pass_filenames"] is False
+
+
+def test_info_findings_exit_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A request bridged to DRA is reported as info and does not fail the check."""
+    release = (
+        "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: {name}\n"
+        "spec:\n  chart:\n    spec:\n      chart: {chart}\n  values:\n{values}"
+    )
+    operator_values = (
+        "    devicePlugin:\n      enabled: false\n    dcgmExporter:\n      enabled: false\n"
+    )
+    (tmp_path / "op.yaml").write_text(
+        release.format(name="gpu-operator", chart="gpu-operator", values=operator_values)
+    )
+    (tmp_path / "dra.yaml").write_text(
+        release.format(
+            name="dra",
+            chart="dra-driver-nvidia-gpu",
+            values="    gpuResourcesEnabledOverride: true\n",
+        )
+    )
+    (tmp_path / "app.yaml").write_text(GPU_APP)
+    code, out, _ = run(str(tmp_path), capsys=capsys)
+    assert code == 0
+    assert "info     bridged-extended-resource" in out
+    assert out.endswith("1 info\n")

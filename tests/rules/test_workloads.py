@@ -242,3 +242,13 @@ def test_gpu_cluster_exporter_is_attributed(check: Any, kit: Any) -> None:
         }
     )
     assert "dcgm-dra-attribution" not in kit.ids(found)
+
+
+def test_privileged_tolerating_the_gpu_taint(check: Any, kit: Any) -> None:
+    pod = (
+        "tolerations:\n  - {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}\n"
+        "containers:\n  - name: app\n    image: example\n"
+        "    securityContext:\n      privileged: true\n"
+    )
+    found = check({**plugin(kit), "app.yaml": kit.deployment("app", pod)})
+    assert kit.only(found, "gpu-access-without-allocation") == [("app.yaml", 17)]

@@ -150,7 +150,15 @@ def _node_terms(pod: PodSpec) -> Iterator[tuple[str, tuple[str, ...], str]]:
 
 
 def _on_gpu_nodes(pod: PodSpec) -> bool:
-    return any(key.startswith("nvidia.com/gpu") or "10de" in key for key, _, _ in _node_terms(pod))
+    """Whether the pod is steered to GPU nodes: GPU or NVIDIA PCI (10de) labels, or a
+    toleration for the ``nvidia.com/gpu`` taint."""
+    if any(key.startswith("nvidia.com/gpu") or "10de" in key for key, _, _ in _node_terms(pod)):
+        return True
+    tolerations = pod.options.get("tolerations")
+    return isinstance(tolerations, list) and any(
+        isinstance(t, Mapping) and str(t.get("key", "")).startswith("nvidia.com/gpu")
+        for t in tolerations
+    )
 
 
 def _stale_labels(ctx: Context, w: Workload) -> Iterator[Finding]:
