@@ -101,9 +101,8 @@ class _Parser:
         while self.pos < len(self.text):
             ch = self.text[self.pos]
             if ch == "\\" and self.pos + 1 < len(self.text):
-                nxt = self.text[self.pos + 1]
-                out.append({"n": "\n", "t": "\t"}.get(nxt, nxt))
-                self.pos += 2
+                self.pos += 1
+                out.append(self.escape())
                 continue
             if ch == quote:
                 self.pos += 1
@@ -111,6 +110,33 @@ class _Parser:
             out.append(ch)
             self.pos += 1
         raise self.fail("unterminated quoted string")
+
+    def escape(self) -> str:
+        # Go string-literal escapes, as PromQL strings use (strconv.Unquote).
+        ch = self.text[self.pos]
+        simple = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+        if ch in simple:
+            self.pos += 1
+            return simple[ch]
+        for lead, width, base in (("x", 2, 16), ("u", 4, 16), ("U", 8, 16)):
+            if ch == lead:
+                digits = self.text[self.pos + 1 : self.pos + 1 + width]
+                try:
+                    value = int(digits, base) if len(digits) == width else -1
+                except ValueError:
+                    value = -1
+                if value < 0 or value > 0x10FFFF:
+                    raise self.fail("invalid escape sequence")
+                self.pos += 1 + width
+                return chr(value)
+        if ch in "01234567":
+            digits = self.text[self.pos : self.pos + 3]
+            if len(digits) != 3 or any(d not in "01234567" for d in digits):
+                raise self.fail("invalid escape sequence")
+            self.pos += 3
+            return chr(int(digits, 8))
+        self.pos += 1
+        return ch
 
     def grouping(self) -> tuple[tuple[str, ...], bool] | None:
         for kw in ("by", "without"):
