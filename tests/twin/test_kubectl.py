@@ -375,3 +375,44 @@ def test_typed_create_commands_send_protobuf(twin: Twin, cache: Path) -> None:
     assert get_json(twin, cache, "-n", "typed", "secret", "s")["data"] == {"p": "cQ=="}
     ns = get_json(twin, cache, "namespace", "typed")
     assert ns["spec"] == {"finalizers": ["kubernetes"]} and ns["status"] == {"phase": "Active"}
+
+
+def test_server_side_apply_conflict_then_force(twin: Twin, cache: Path) -> None:
+    kubectl(
+        twin,
+        cache,
+        "apply",
+        "--server-side",
+        "-f",
+        "-",
+        stdin=DEPLOYMENT.format(name="ssa", ns="kt", replicas=1),
+    )
+    other = DEPLOYMENT.format(name="ssa", ns="kt", replicas=6)
+    refused = kubectl(
+        twin,
+        cache,
+        "apply",
+        "--server-side",
+        "--field-manager=other",
+        "-f",
+        "-",
+        stdin=other,
+        check=False,
+    )
+    assert refused.returncode == 1
+    assert refused.stderr.startswith(
+        'error: Apply failed with 1 conflict: conflict with "kubectl": .spec.replicas'
+    )
+    kubectl(
+        twin,
+        cache,
+        "apply",
+        "--server-side",
+        "--field-manager=other",
+        "--force-conflicts",
+        "-f",
+        "-",
+        stdin=other,
+    )
+    dep = get_json(twin, cache, "deployment", "ssa")
+    assert dep["spec"]["replicas"] == 6

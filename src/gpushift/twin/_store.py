@@ -242,8 +242,13 @@ def _qos_class(spec: Obj) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-def _spec_part(obj: Obj) -> Obj:
-    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
+def _spec_part(obj: Obj, with_status: bool = False) -> Obj:
+    skip = (
+        ("metadata", "apiVersion", "kind")
+        if with_status
+        else ("metadata", "status", "apiVersion", "kind")
+    )
+    return {k: v for k, v in obj.items() if k not in skip}
 
 
 class Store:
@@ -839,7 +844,11 @@ class Store:
         new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
         meta["resourceVersion"] = old_meta["resourceVersion"]
         new["metadata"] = meta
-        if "generation" in old_meta and _spec_part(new) != _spec_part(old):
+        # Without a status subresource, status is part of what generation counts.
+        with_status = "status" not in kind.subresources
+        if "generation" in old_meta and _spec_part(new, with_status) != _spec_part(
+            old, with_status
+        ):
             meta["generation"] = int(old_meta["generation"]) + 1
         if managed and manager:
             new = _ops.update_managed_fields(
