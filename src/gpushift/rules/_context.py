@@ -7,7 +7,7 @@ computed once here, so that the rules agree with each other.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,11 +65,6 @@ def _dig(data: Any, keys: Sequence[str | int]) -> Any:
         if cur is _MISSING:
             return _MISSING
     return cur
-
-
-def has_path(data: Any, keys: Sequence[str | int]) -> bool:
-    """Whether ``keys`` lead to a value inside ``data`` (mappings and lists)."""
-    return _dig(data, keys) is not _MISSING
 
 
 def body_at(obj: Obj, keys: Sequence[str | int]) -> Any:
@@ -212,11 +207,6 @@ def is_nvidia_claim(claim: Claim) -> bool:
     if NVIDIA_DRIVER in claim.drivers:
         return True
     return any(r.device_class.endswith("nvidia.com") for r in claim.requests)
-
-
-def names(items: Iterable[HelmRelease]) -> str:
-    """``HelmRelease/ns/a, HelmRelease/ns/b`` for messages."""
-    return ", ".join(name_of(h.obj) for h in items)
 
 
 def option_line(pod: PodSpec, option: str) -> tuple[Source, int]:
