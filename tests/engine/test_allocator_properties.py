@@ -290,3 +290,59 @@ def test_single_device_shortcut_agrees_with_the_full_search(
             assert ra["device"] == rb["device"]
             assert ra.get("consumedCapacity") == rb.get("consumedCapacity")
             state.add(a[0])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    total=st.integers(1, 8),
+    parts=st.lists(st.tuples(st.integers(1, 8), st.booleans()), min_size=1, max_size=5),
+    sequence=st.lists(st.tuples(st.integers(1, 2), st.booleans()), max_size=10),
+)
+def test_shared_counters_are_never_overdrawn(
+    total: int, parts: list[tuple[int, bool]], sequence: list[tuple[int, bool]]
+) -> None:
+    """Partitions drawing on one counter set never take more than the set holds."""
+    devs: list[dict[str, Any]] = []
+    for i, (need, multi) in enumerate(parts):
+        d: dict[str, Any] = {
+            "name": f"p{i}",
+            "consumesCounters": [{"counterSet": "cs", "counters": {"mem": {"value": str(need)}}}],
+        }
+        if multi:
+            d["allowMultipleAllocations"] = True
+            d["capacity"] = {"shares": {"value": "2", "requestPolicy": {"default": "1"}}}
+        devs.append(d)
+    s = {
+        "metadata": {"name": "s"},
+        "spec": {
+            "driver": DRV,
+            "nodeName": "n1",
+            "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+            "sharedCounters": [{"name": "cs", "counters": {"mem": {"value": str(total)}}}],
+            "devices": devs,
+        },
+    }
+    need = {f"p{i}": n for i, (n, _) in enumerate(parts)}
+    alloc = Allocator(slices=[s], classes=[CLASS])
+    state = AllocatedState()
+    held: list[dict[str, Any]] = []
+    for count, release in sequence:
+        c = {
+            "metadata": {"name": "c", "namespace": "ns"},
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {"name": "r", "exactly": {"deviceClassName": "any", "count": count}}
+                    ]
+                }
+            },
+        }
+        got = alloc.allocate(claims=[c], node=NODE, state=state)
+        if got is not None:
+            state.add(got[0])
+            held.append(got[0])
+        if release and held:
+            state.remove(held.pop())
+        # Each distinct device in use draws its counters once, however many shares it has.
+        in_use = {r["device"] for h in held for r in h["devices"]["results"]}
+        assert sum(need[d] for d in in_use) <= total
