@@ -302,3 +302,57 @@ def test_watch_streams_are_dropped_on_schedule() -> None:
         finally:
             conn.close()
         assert 0.25 <= time.monotonic() - start < 5
+
+
+def test_crd_lifecycle_in_discovery(twin: Twin) -> None:
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.test.io"},
+        "spec": {
+            "group": "test.io",
+            "scope": "Cluster",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {
+                        "scale": {
+                            "specReplicasPath": ".spec.size",
+                            "statusReplicasPath": ".status.size",
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    assert (
+        call(twin, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)[0] == 201
+    )
+    _, _, listing = call(twin, "GET", "/apis/test.io/v1")
+    assert [r["name"] for r in listing["resources"]] == ["gadgets", "gadgets/scale"]
+    assert listing["resources"][0]["namespaced"] is False
+    assert (
+        call(
+            twin,
+            "POST",
+            "/apis/test.io/v1/gadgets",
+            {
+                "apiVersion": "test.io/v1",
+                "kind": "Gadget",
+                "metadata": {"name": "g"},
+                "spec": {"size": 2},
+            },
+        )[0]
+        == 201
+    )
+    _, _, scale = call(twin, "GET", "/apis/test.io/v1/gadgets/g/scale")
+    assert scale["spec"] == {"replicas": 2}
+    status, _, _ = call(
+        twin, "DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.test.io"
+    )
+    assert status == 200
+    assert call(twin, "GET", "/apis/test.io/v1")[0] == 404
+    assert call(twin, "GET", "/apis/test.io/v1/gadgets/g")[0] == 404

@@ -7,6 +7,7 @@ Paths, verbs, query parameters and response shapes follow kube-apiserver
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import threading
@@ -743,7 +744,9 @@ class TwinServer:
             if threading.get_ident() == loop_thread:
                 queue.put_nowait(event)
             else:
-                loop.call_soon_threadsafe(queue.put_nowait, event)
+                # A writer on another thread must not fail because this stream's loop is gone.
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(queue.put_nowait, event)
 
         table = _is_table(request.headers.get("Accept", ""))
         bookmarks = q.get("allowWatchBookmarks") in ("true", "1")
