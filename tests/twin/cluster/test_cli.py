@@ -1,4 +1,4 @@
-"""`gpushift twin serve --example homelab` and `gpushift twin check-invariants`, as a user runs them."""
+"""`gpushift twin serve --example homelab` and `twin check-invariants`, as a user runs them."""
 
 from __future__ import annotations
 
