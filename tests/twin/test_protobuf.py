@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpushift.twin._protobuf import ProtobufError, decode
 
@@ -70,3 +72,49 @@ def test_unsupported_kind_and_missing_magic() -> None:
         decode(_envelope(b"apps/v1", b"Deployment", b""))
     with pytest.raises(ProtobufError, match="magic"):
         decode(b"{}")
+
+
+def _long_field(number: int, payload: bytes) -> bytes:
+    # Length as a varint, for payloads of any size.
+    length, out = len(payload), bytearray()
+    while True:
+        byte = length & 0x7F
+        length >>= 7
+        out.append(byte | (0x80 if length else 0))
+        if not length:
+            break
+    return bytes([number << 3 | 2]) + bytes(out) + payload
+
+
+_text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
+_names = st.from_regex(r"[a-z][a-z0-9-]{0,20}", fullmatch=True)
+
+
+@given(
+    name=_names,
+    data=st.dictionaries(_names, _text, max_size=6),
+    labels=st.dictionaries(_names, _names, max_size=4),
+)
+def test_configmaps_decode_to_what_was_encoded(
+    name: str, data: dict[str, str], labels: dict[str, str]
+) -> None:
+    def entry(key: str, value: str) -> bytes:
+        return _long_field(1, key.encode()) + _long_field(2, value.encode())
+
+    meta = _long_field(1, name.encode()) + b"".join(
+        _long_field(11, entry(k, v)) for k, v in labels.items()
+    )
+    raw = _long_field(1, meta) + b"".join(_long_field(2, entry(k, v)) for k, v in data.items())
+    type_meta = _long_field(1, b"v1") + _long_field(2, b"ConfigMap")
+    body = b"k8s\x00" + _long_field(1, type_meta) + _long_field(2, raw)
+    expected_meta: dict[str, object] = {"name": name}
+    if labels:
+        expected_meta["labels"] = labels
+    expected: dict[str, object] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": expected_meta,
+    }
+    if data:
+        expected["data"] = data
+    assert decode(body) == expected

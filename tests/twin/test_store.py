@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpushift._kinds import by_kind, lookup
 from gpushift.twin import ApiError, Event, Store
@@ -333,3 +335,57 @@ def test_selector_watch_sees_objects_enter_and_leave(store: Store) -> None:
     bind("n2")  # stops matching: DELETED
     bind("n3")  # still not matching: nothing
     assert seen == [("ADDED", "p"), ("MODIFIED", "p"), ("DELETED", "p")]
+
+
+_ops = st.lists(
+    st.tuples(
+        st.sampled_from(["create", "update", "delete", "finalize"]),
+        st.sampled_from(["a", "b", "c"]),
+        st.integers(0, 3),
+    ),
+    max_size=25,
+)
+
+
+@given(ops=_ops)
+def test_a_watch_replays_into_the_stored_state(ops: list[tuple[str, str, int]]) -> None:
+    store = Store(namespaces=("default",))
+    seen: dict[str, dict[str, Any]] = {}
+    versions: list[int] = []
+
+    def deliver(e: Event) -> None:
+        versions.append(e.rv)
+        if e.type == "DELETED":
+            seen.pop(e.obj["metadata"]["name"], None)
+        else:
+            seen[e.obj["metadata"]["name"]] = e.obj
+
+    store.watch(CM, deliver=deliver, resource_version="0")
+    for op, name, value in ops:
+        try:
+            if op == "create":
+                meta: dict[str, Any] = {"name": name, "namespace": "default"}
+                if value == 3:
+                    meta["finalizers"] = ["hold"]
+                store.create(CM, {"metadata": meta, "data": {"v": str(value)}})
+            elif op == "update":
+                store.update(
+                    CM,
+                    name=name,
+                    namespace="default",
+                    mutate=lambda o, v=value: {**o, "data": {"v": str(v)}},
+                )
+            elif op == "delete":
+                store.delete(CM, name=name, namespace="default")
+            else:
+                store.update(
+                    CM,
+                    name=name,
+                    namespace="default",
+                    mutate=lambda o: {**o, "metadata": {**o["metadata"], "finalizers": []}},
+                )
+        except ApiError as err:
+            assert err.code in (404, 409)
+    assert versions == sorted(set(versions))
+    stored = {o["metadata"]["name"]: o for o in store.objects(CM)}
+    assert seen == stored
