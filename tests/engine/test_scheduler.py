@@ -579,3 +579,91 @@ def test_indexed_and_full_scoring_agree_on_default_spreading() -> None:
     }
     sim = run(node("a", cpu="64"), node("b", cpu="4"), _deployment(4, prefer))
     assert [p.node.name for p in sim.outcome.pods if p.node] == ["a", "b", "a", "b"]
+
+
+def _prio(name: str, value: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
+
+
+def test_preemption_evicts_the_lower_priority_pod() -> None:
+    # The model (priority -100) holds the only GPU. The media pod (0) does not fit; without
+    # the model it does, and giving the model back makes it fail again: the model is the
+    # victim. Re-queued, the model finds no room and nothing of lower priority to evict.
+    sim = run(
+        node("a", gpu=1),
+        _prio("gpu-preemptible", -100),
+        pod("model", gpu=1, spec={"nodeName": "a", "priorityClassName": "gpu-preemptible"}),
+        pod("media", gpu=1),
+    )
+    assert where(sim) == {"model": None, "media": "a"}
+    assert message(sim, "model") == (
+        "0/1 nodes are available: 1 Insufficient nvidia.com/gpu. "
+        f"preemption: 0/1 nodes are available: 1 {NO_VICTIMS}."
+    )
+    (card,) = sim.outcome.nodes[0].gpu.cards
+    assert [t.pod for t in card.tenants] == ["default/media"]
+
+
+def test_memory_mode_media_pod_takes_the_running_models_card() -> None:
+    # consumableShares=memory, one card. The running model's claim took the whole memory
+    # (no memory request). A media pod with higher priority evicts it; the model's claim is
+    # released and the model stays Pending.
+    objs = _dra_objects("memory")
+    objs += [
+        _prio("gpu-preemptible", -100),
+        pod("model", gpu=1, spec={"nodeName": "n1", "priorityClassName": "gpu-preemptible"}),
+        _claim_pod("media", {"resourceClaimTemplateName": "gpu"}),
+    ]
+    sim = run(*objs)
+    assert where(sim) == {"model": None, "media": "n1"}
+    assert message(sim, "model") == (
+        "0/1 nodes are available: 1 cannot allocate all claims. "
+        f"preemption: 0/1 nodes are available: 1 {NO_VICTIMS}."
+    )
+    allocated = [c for c in sim.outcome.claims if c.get("status", {}).get("allocation")]
+    assert [c["metadata"]["generateName"] for c in allocated] == ["media-gpu-"]
+    assert allocated[0]["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] == {
+        "memory": "24Gi"
+    }
+
+
+def test_preemption_that_would_not_help_reports_the_filter_again() -> None:
+    # Two GPUs: one held at priority 10, one at -1. A priority-5 pod wants both: evicting the
+    # -1 pod frees one, still "Insufficient nvidia.com/gpu", so no preemption happens.
+    sim = run(
+        node("a", gpu=2),
+        _prio("ten", 10),
+        _prio("five", 5),
+        _prio("low", -1),
+        pod("high", gpu=1, spec={"nodeName": "a", "priorityClassName": "ten"}),
+        pod("low", gpu=1, spec={"nodeName": "a", "priorityClassName": "low"}),
+        pod("new", gpu=2, spec={"priorityClassName": "five"}),
+    )
+    assert where(sim) == {"high": "a", "low": "a", "new": None}
+    assert message(sim, "new") == (
+        "0/1 nodes are available: 1 Insufficient nvidia.com/gpu. "
+        "preemption: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+    )
+
+
+def test_preemption_picks_the_node_with_the_least_important_victims() -> None:
+    # a holds a -5 pod, b a -1 pod: the lowest highest-victim priority is on a.
+    sim = run(
+        node("a", gpu=1),
+        node("b", gpu=1),
+        _prio("m5", -5),
+        _prio("m1", -1),
+        pod("on-a", gpu=1, spec={"nodeName": "a", "priorityClassName": "m5"}),
+        pod("on-b", gpu=1, spec={"nodeName": "b", "priorityClassName": "m1"}),
+        pod("new", gpu=1),
+    )
+    assert where(sim) == {"on-a": None, "on-b": "b", "new": "a"}
+    assert message(sim, "on-a") == (
+        "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. "
+        f"preemption: 0/2 nodes are available: 2 {NO_VICTIMS}."
+    )

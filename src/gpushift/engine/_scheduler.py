@@ -18,8 +18,10 @@ What is modelled, and how it differs from a live kube-scheduler:
   default weights. Every feasible node is scored (kube-scheduler may stop at
   ``percentageOfNodesToScore``); ties go to the first node in name order (kube-scheduler picks
   one at random).
-* Preemption is not performed; the message reports it as kube-scheduler would when no victim
-  helps.
+* Preemption (DefaultPreemption): a pod that fits nowhere evicts lower-priority pods from
+  one node when that lets it in; victims return to the queue, as their controllers would
+  recreate them, and the preemptor binds at once (kube-scheduler nominates the node and binds
+  in a later cycle). PodDisruptionBudgets are not modelled.
 
 Scale: identical pods (same namespace, labels, priority and spec) form a class. For a class
 whose score depends only on cpu/memory use (and on the system default hostname spread, when no
@@ -32,6 +34,7 @@ be infeasible for the class rather than over exactly the feasible ones.
 from __future__ import annotations
 
 import copy
+import heapq
 import math
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -181,6 +184,21 @@ def _pod_claim_generate_name(*, pod: str, claim: str) -> str:
 
 
 @dataclass(slots=True)
+class _Held:
+    """What an unbound pod held: its node, claim allocations, extended-resource claim, cards."""
+
+    node: NodeInfo
+    results: list[AllocationResult | None]
+    bridge: _bridging.BridgeClaim | None
+    cards: tuple[list[tuple[str, int]], list[tuple[int, _ledger.Tenant]]]
+
+
+def _queue_key(pod: PodInfo) -> tuple[int, str, int]:
+    # queuesort/priority_sort.go Less: higher priority first, then the earlier timestamp.
+    return (-pod.priority, pod.created, pod.order)
+
+
+@dataclass(slots=True)
 class _ClassView:
     """Nodes grouped by usage key, without those that can never fit one class of pods."""
 
@@ -210,6 +228,8 @@ class Scheduler:
         self.nodes: list[NodeInfo] = []
         self.by_name: dict[str, NodeInfo] = {}
         self.claims: list[dict[str, Any]] = []
+        self._queue: list[tuple[tuple[int, str, int], int]] = []
+        self._by_order: dict[int, PodInfo] = {}
         self.claims_by_key: dict[tuple[str, str], dict[str, Any]] = {}
         self.templates = {
             (t["metadata"]["namespace"], t["metadata"]["name"]): t for t in inputs.templates
@@ -544,12 +564,13 @@ class Scheduler:
                 # the input nothing can run it.
                 pod.prebound = True
                 pod.message = f'bound to node "{node_name}", which is not in the input'
-        queue = sorted(
-            (p for p in pods if not p.prebound),
-            key=lambda p: (-p.priority, p.created, p.order),
-        )
+        self._queue = [(_queue_key(p), p.order) for p in pods if not p.prebound]
+        heapq.heapify(self._queue)
+        self._by_order = {p.order: p for p in pods}
         retry: list[PodInfo] = []
-        for pod in queue:
+        while self._queue:
+            _, order = heapq.heappop(self._queue)
+            pod = self._by_order[order]
             if not self._schedule_one(pod) and _filters.required_terms(pod.spec, "podAffinity"):
                 retry.append(pod)
         progress = True
@@ -571,6 +592,8 @@ class Scheduler:
             return False
         ctx = _Context(self, pod)
         chosen = self._pick_plain(pod, ctx) if ctx.plain else self._pick_scored(pod, ctx)
+        if chosen is None:
+            chosen = self._preempt(pod, ctx)
         if chosen is None:
             pod.message = self._fit_error(pod, ctx)
             return False
@@ -673,7 +696,9 @@ class Scheduler:
     def _fit_error(self, pod: PodInfo, ctx: _Context) -> str:
         # k8s.io/kubernetes pkg/scheduler/framework types.go FitError.Error: reasons counted,
         # formatted "<count> <reason>" and sorted as strings; then DefaultPreemption's message.
-        memo = (pod.class_key, len(self._log)) if pod.class_key is not None else None
+        memo = (
+            (pod.class_key, len(self._log)) if pod.class_key is not None and not ctx.post else None
+        )
         if memo is not None and memo in self._messages:
             return self._messages[memo]
         message = self._fit_error_text(pod, ctx)
@@ -697,12 +722,13 @@ class Scheduler:
             for r in reasons:
                 counts[r] = counts.get(r, 0) + 1
             if code == UNRESOLVABLE:
-                msg = NOT_HELPFUL
-            elif node.min_priority < pod.priority:
-                msg = reasons[0] if reasons else NO_VICTIMS
+                msgs = [NOT_HELPFUL]
+            elif node.order in ctx.post:
+                msgs = ctx.post[node.order][1]
             else:
-                msg = NO_VICTIMS
-            post[msg] = post.get(msg, 0) + 1
+                msgs = [NO_VICTIMS]
+            for msg in msgs:
+                post[msg] = post.get(msg, 0) + 1
         filt = ", ".join(sorted(f"{v} {k}" for k, v in counts.items()))
         pre = ", ".join(sorted(f"{v} {k}" for k, v in post.items()))
         return f"0/{n} nodes are available: {filt}. preemption: 0/{n} nodes are available: {pre}."
@@ -714,8 +740,9 @@ class Scheduler:
         pod: PodInfo,
         node: NodeInfo,
         *,
-        results: list[AllocationResult] | None,
+        results: Sequence[AllocationResult | None] | None,
         bridge: _bridging.BridgeClaim | None,
+        held_cards: tuple[list[tuple[str, int]], list[tuple[int, _ledger.Tenant]]] | None = None,
     ) -> None:
         old_key = node.usage_key()
         delegated = {m["resourceName"] for m in bridge.mappings} if bridge else set()
@@ -736,7 +763,12 @@ class Scheduler:
         pod.node = node
         self._group_remove(node, old_key)
         self._group_add(node)
-        if _ledger.GPU_RESOURCE not in delegated and pod.requests.get(_ledger.GPU_RESOURCE):
+        if held_cards is not None:
+            # Given back after a preemption dry run: the same units on the same cards.
+            pod.gpu_cards, tenants = held_cards
+            for i, tenant in tenants:
+                node.gpu.cards[i].tenants.append(tenant)
+        elif _ledger.GPU_RESOURCE not in delegated and pod.requests.get(_ledger.GPU_RESOURCE):
             self._assign_cards(pod, node)
         claims = [c for _, c in pod.claims]
         if bridge is not None:
@@ -748,9 +780,10 @@ class Scheduler:
             )
         for i, claim in enumerate(claims):
             status = cast(dict[str, Any], claim).setdefault("status", {})
-            if results is not None and not status.get("allocation") and i < len(results):
-                status["allocation"] = results[i]
-                self.state.add(results[i])
+            result = results[i] if results is not None and i < len(results) else None
+            if result is not None and not status.get("allocation"):
+                status["allocation"] = result
+                self.state.add(result)
                 # dynamicresources PreBind: an allocated claim is protected from deletion.
                 finalizers = cast(dict[str, Any], claim)["metadata"].setdefault("finalizers", [])
                 if _bridging.FINALIZER not in finalizers:
@@ -764,6 +797,147 @@ class Scheduler:
         status = pod.obj.setdefault("status", {})
         status.setdefault("phase", "Pending")
         status["conditions"] = [{"type": "PodScheduled", "status": "True"}]
+
+    def _unbind(self, pod: PodInfo) -> _Held:
+        """Take a bound pod off its node, releasing what it holds; returns what to give back."""
+        node = pod.node
+        assert node is not None
+        bridge = pod.bridge
+        old_key = node.usage_key()
+        delegated = {m["resourceName"] for m in bridge.mappings} if bridge else set()
+        for name, amount in pod.requests.items():
+            if name not in delegated:
+                node.requested[name] = node.requested.get(name, 0) - amount
+        node.nz_cpu -= pod.nz_cpu
+        node.nz_mem -= pod.nz_mem
+        node.pods.remove(pod)
+        node.version += 1
+        node.min_priority = min((p.priority for p in node.pods), default=2**31)
+        if pod.owner_uid is not None:
+            node.owners[pod.owner_uid] -= 1
+        self._log.append(node.order)
+        if pod in self.affinity_pods:
+            self.affinity_pods.remove(pod)
+        self._group_remove(node, old_key)
+        self._group_add(node)
+        cards = list(pod.gpu_cards)
+        pod.gpu_cards = []
+        tenants: list[tuple[int, _ledger.Tenant]] = []
+        for card in node.gpu.cards:
+            tenants += [(card.index, t) for t in card.tenants if t.pod == pod.key]
+            card.tenants = [t for t in card.tenants if t.pod != pod.key]
+        claims = [c for _, c in pod.claims]
+        if bridge is not None:
+            claims.append(cast(ResourceClaim, bridge.claim))
+            self.claims = [c for c in self.claims if c is not bridge.claim]
+            pod.bridge = None
+            pod.obj.get("status", {}).pop("extendedResourceClaimStatus", None)
+        released: list[AllocationResult | None] = []
+        uid = pod.obj["metadata"]["uid"]
+        for claim in claims:
+            status = cast(dict[str, Any], claim).setdefault("status", {})
+            reserved = [r for r in status.get("reservedFor") or [] if r.get("uid") != uid]
+            status["reservedFor"] = reserved
+            alloc = None
+            # The resourceclaim controller deallocates a claim nobody reserves any more.
+            if not reserved and status.get("allocation"):
+                alloc = status.pop("allocation")
+                self.state.remove(alloc)
+                del status["reservedFor"]
+            released.append(alloc)
+        pod.node = None
+        pod.obj["spec"].pop("nodeName", None)
+        pod.obj.get("status", {}).pop("conditions", None)
+        self._invalidate(node)
+        return _Held(node, released, bridge, (cards, tenants))
+
+    def _restore(self, pod: PodInfo, held: _Held) -> None:
+        self._bind(pod, held.node, results=held.results, bridge=held.bridge, held_cards=held.cards)
+
+    def _invalidate(self, node: NodeInfo) -> None:
+        # Use fell, so what could not fit this node before may fit now.
+        for dead in self._dead.values():
+            dead.pop(node.order, None)
+        for view in self._views.values():
+            if node.order not in view.node_key:
+                k = view.key_of(node)
+                view.node_key[node.order] = k
+                insort(view.groups.setdefault(k, []), (node.name, node.order))
+
+    def _check(
+        self, pod: PodInfo, node: NodeInfo
+    ) -> tuple[Failure | None, list[AllocationResult] | None, _bridging.BridgeClaim | None]:
+        """Every filter on one node, from the current state and without caches."""
+        ctx = _Context(self, pod)
+        failure = self._static_filter(pod, node)
+        if failure is None:
+            delegated = self._delegated(pod, node)
+            failure = (
+                self._fit(pod, node, delegated)
+                or ctx.spread_filter(node)
+                or ctx.affinity_filter(node)
+            )
+            if failure is None:
+                return self._dra(pod, node, delegated)
+        return failure, None, None
+
+    def _preempt(
+        self, pod: PodInfo, ctx: _Context
+    ) -> tuple[NodeInfo, list[AllocationResult] | None, _bridging.BridgeClaim | None] | None:
+        """DefaultPreemption: evict lower-priority pods from one node if that lets ``pod`` in.
+
+        Per node (defaultpreemption SelectVictimsOnNode): remove every pod of lower priority;
+        if the pod then fits, add them back most important first while it still fits; the
+        rest are victims. The node whose victims have the lowest highest priority, then the
+        lowest priority sum, then the fewest victims, then the first name, is chosen
+        (pickOneNodeForPreemption). Victims go back to the queue, as their controllers would
+        recreate them.
+        """
+        if not any(n.min_priority < pod.priority for n in self.nodes):
+            return None
+        if ctx.all_dead:
+            # Dry runs release pods and so clear the class's cached failures: keep a copy.
+            ctx.failures = dict(self._dead.get(pod.class_key, {}))
+            ctx.all_dead = False
+        failures = ctx.failures
+        candidates: list[tuple[tuple[int, int, int, int], NodeInfo, list[PodInfo]]] = []
+        for node in self.nodes:
+            failure = failures.get(node.order)
+            if failure is None or failure[0] == UNRESOLVABLE:
+                continue
+            lower = [p for p in node.pods if p.priority < pod.priority]
+            if not lower:
+                continue
+            important = sorted(lower, key=lambda p: (-p.priority, p.order))
+            held = {p.order: self._unbind(p) for p in important}
+            dry, _, _ = self._check(pod, node)
+            victims: list[PodInfo] = []
+            if dry is None:
+                for p in important:
+                    self._restore(p, held.pop(p.order))
+                    if self._check(pod, node)[0] is not None:
+                        held[p.order] = self._unbind(p)
+                        victims.append(p)
+            else:
+                ctx.post[node.order] = dry
+            for p in reversed(important):
+                if p.order in held:
+                    self._restore(p, held.pop(p.order))
+            if dry is None and victims:
+                prios = [v.priority for v in victims]
+                key = (max(prios), sum(prios), len(victims), node.order)
+                candidates.append((key, node, victims))
+        if not candidates:
+            return None
+        _, node, victims = min(candidates, key=lambda c: c[0])
+        for v in victims:
+            self._unbind(v)
+            v.message = f"preempted by {pod.key} on {node.name}"
+            heapq.heappush(self._queue, (_queue_key(v), v.order))
+        failure, results, bridge = self._check(pod, node)
+        if failure is not None:
+            return None
+        return node, results, bridge
 
     def _assign_cards(self, pod: PodInfo, node: NodeInfo) -> None:
         shared: list[int] = []
@@ -832,6 +1006,8 @@ class _Context:
         self.pod = pod
         self.failures: dict[int, Failure] = {}
         self.all_dead = False
+        #: Preemption dry-run failures by node (the filter status with victims removed).
+        self.post: dict[int, Failure] = {}
         spec = pod.spec
         self.req_aff = _filters.required_terms(spec, "podAffinity")
         self.req_anti = _filters.required_terms(spec, "podAntiAffinity")
