@@ -65,3 +65,32 @@ def test_any_values_give_findings_not_crashes(
         report = run_check([root])
     assert {f.rule for f in report.findings} <= known
     assert report.exit_code in (0, 1)
+
+
+POD_KEYS = ("runtimeClassName", "nodeSelector", "affinity", "tolerations", "resourceClaims")
+CONTAINER_KEYS = ("resources", "env", "securityContext")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    pod=st.dictionaries(st.sampled_from(POD_KEYS), VALUES, max_size=3),
+    container=st.dictionaries(st.sampled_from(CONTAINER_KEYS), VALUES, max_size=3),
+)
+def test_any_pod_shape_gives_findings_not_crashes(
+    pod: dict[str, Any], container: dict[str, Any]
+) -> None:
+    spec = {**pod, "containers": [{"name": "app", "image": "x", **container}]}
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "app", "namespace": "media"},
+        "spec": {"template": {"spec": spec}},
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "app.json").write_text(json.dumps(body))
+        (root / "dra.json").write_text(
+            release("dra", "dra-driver-nvidia-gpu", {"gpuResourcesEnabledOverride": True})
+        )
+        report = run_check([root])
+    assert {f.rule for f in report.findings} <= {r.id for r in RULES}
