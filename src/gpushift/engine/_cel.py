@@ -19,9 +19,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Protocol
 
-import cel
-from cel import stdlib as cel_stdlib
-
 from gpushift import _quantity
 from gpushift._errors import InputError
 from gpushift.engine._dra_types import DeviceAttribute, DeviceCapacity
@@ -405,17 +402,29 @@ class CelSelectorEvaluator:
     """
 
     def __init__(self) -> None:
-        self._context = cel.Context()
-        cel_stdlib.add_stdlib_to_context(self._context, ["strings", "lists", "sets", "math"])
-        for name, fn in _K8S_FUNCTIONS.items():
-            self._context.add_function(name, fn)
+        self._cel: Any = None
+        self._context: Any = None
         self._compiled: dict[str, _Compiled] = {}
+
+    def _runtime(self) -> Any:
+        # Imported on first use: the `cel` package imports its own CLI (prompt_toolkit, rich),
+        # about half a second that device-plugin-only runs should not pay.
+        if self._cel is None:
+            import cel
+            from cel import stdlib as cel_stdlib
+
+            context = cel.Context()
+            cel_stdlib.add_stdlib_to_context(context, ["strings", "lists", "sets", "math"])
+            for name, fn in _K8S_FUNCTIONS.items():
+                context.add_function(name, fn)
+            self._cel, self._context = cel, context
+        return self._cel
 
     def _compile(self, expression: str) -> _Compiled:
         c = self._compiled.get(expression)
         if c is None:
             try:
-                program = cel.compile(expression)
+                program = self._runtime().compile(expression)
             except (ValueError, RuntimeError) as e:
                 raise SelectorError(expression, _one_line(str(e))) from None
             c = _Compiled(program, _projection(expression), {})
