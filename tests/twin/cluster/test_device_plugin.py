@@ -148,3 +148,36 @@ spec:
         "Pod was rejected: Allocate failed due to requested number of devices unavailable for "
         "nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected"
     )
+
+
+def test_a_resource_no_plugin_registered_fails_admission_as_out_of_it(three_nodes: Any) -> None:
+    d = three_nodes
+    d.apply("""\
+apiVersion: v1
+kind: Pod
+metadata: {name: pinned, namespace: default}
+spec:
+  nodeName: gpu-2
+  containers:
+  - name: app
+    image: ghcr.io/example/app:1
+    resources: {limits: {nvidia.com/gpu: 2}}
+""")
+    pod = d.wait_for(
+        "rejection",
+        lambda: (
+            p
+            if (p := d.get("pod", "-n", "default", "pinned"))["status"].get("phase") == "Failed"
+            else None
+        ),
+    )
+    # k8s.io/kubernetes pkg/kubelet/lifecycle predicate.go: InsufficientResourceError.
+    assert pod["status"]["reason"] == "OutOfnvidia.com/gpu"
+    assert pod["status"]["message"] == (
+        "Pod was rejected: Node didn't have enough resource: nvidia.com/gpu, requested: 2, "
+        "used: 0, capacity: 0"
+    )
+    events = d.get("events", "-n", "default", "--field-selector", "involvedObject.name=pinned")
+    assert [(e["type"], e["reason"]) for e in events["items"]] == [
+        ("Warning", "OutOfnvidia.com/gpu")
+    ]

@@ -120,3 +120,66 @@ def test_the_plugin_exits_without_the_gate_and_its_slice_goes_with_it(three_node
         "--wait=false",
     )
     d.wait_for("slices withdrawn", lambda: not d.get("resourceslices")["items"])
+
+
+def test_bridged_gpu_requests_get_an_extended_resource_claim(three_nodes: Any) -> None:
+    d = three_nodes
+    d.apply(DEVICE_CLASS)
+    d.apply(KUBELET_PLUGIN.format(shares=5, gate="true"))
+    d.wait_for("three slices", lambda: len(d.get("resourceslices")["items"]) == 3)
+    # No device plugin: allocatable nvidia.com/gpu is absent, so the class's
+    # extendedResourceName takes the request (KEP-5004).
+    d.apply("""\
+apiVersion: v1
+kind: Pod
+metadata: {name: bridged, namespace: default}
+spec:
+  containers:
+  - name: app
+    image: ghcr.io/example/app:1
+    resources: {limits: {nvidia.com/gpu: 1}}
+""")
+    pod = d.wait_for(
+        "Running",
+        lambda: (
+            p
+            if (p := d.get("pod", "-n", "default", "bridged"))["status"].get("phase") == "Running"
+            else None
+        ),
+    )
+    status = pod["status"]["extendedResourceClaimStatus"]
+    assert status["requestMappings"] == [
+        {
+            "containerName": "app",
+            "resourceName": "nvidia.com/gpu",
+            "requestName": "container-0-request-0",
+        }
+    ]
+    claim = d.get("resourceclaim", "-n", "default", status["resourceClaimName"])
+    meta = claim["metadata"]
+    assert meta["generateName"] == "bridged-extended-resources-"
+    assert meta["name"].startswith("bridged-extended-resources-")
+    assert meta["annotations"] == {"resource.kubernetes.io/extended-resource-claim": "true"}
+    assert meta["finalizers"] == ["resource.kubernetes.io/delete-protection"]
+    assert (meta["ownerReferences"][0]["kind"], meta["ownerReferences"][0]["uid"]) == (
+        "Pod",
+        pod["metadata"]["uid"],
+    )
+    assert claim["spec"]["devices"]["requests"] == [
+        {
+            "name": "container-0-request-0",
+            "exactly": {
+                "deviceClassName": "gpu.nvidia.com",
+                "allocationMode": "ExactCount",
+                "count": 1,
+            },
+        }
+    ]
+    (result,) = claim["status"]["allocation"]["devices"]["results"]
+    assert (result["request"], result["device"], result["pool"]) == (
+        "container-0-request-0",
+        "gpu-0",
+        pod["spec"]["nodeName"],
+    )
+    d.kubectl("delete", "pod", "-n", "default", "bridged")
+    d.wait_for("claim deleted", lambda: not d.get("resourceclaims", "-n", "default")["items"])
