@@ -17,7 +17,7 @@ from gpushift._kinds import by_kind, lookup
 from gpushift.twin import ApiError, Store
 from gpushift.twin.charts import _gpu_operator, _llmkube
 from gpushift.twin.charts._common import Obj, d
-from gpushift.twin.charts._writes import apply, delete
+from gpushift.twin.charts._writes import apply, delete, served
 
 log = logging.getLogger("gpushift.twin.charts")
 _GPU_PRESENT = "nvidia.com/gpu.present"
@@ -70,7 +70,7 @@ class Operators:
 
     def _cluster_policies(self) -> float | None:
         kind = lookup("nvidia.com/v1", "ClusterPolicy")
-        if kind is None or kind not in self.store.kinds():
+        if kind is None or not served(self.store, kind):
             return None
         due: float | None = None
         now = self.now()
@@ -102,7 +102,7 @@ class Operators:
         want, gone = _gpu_operator.operands(
             namespace=ns,
             spec=d(policy.get("spec")),
-            service_monitors=monitors is not None and monitors in self.store.kinds(),
+            service_monitors=monitors is not None and served(self.store, monitors),
         )
         owner = {
             "apiVersion": "nvidia.com/v1",
@@ -166,7 +166,7 @@ class Operators:
     def _inference_services(self) -> None:
         kind = lookup("inference.llmkube.dev/v1alpha1", "InferenceService")
         model_kind = lookup("inference.llmkube.dev/v1alpha1", "Model")
-        if kind is None or model_kind is None or kind not in self.store.kinds():
+        if kind is None or model_kind is None or not served(self.store, kind):
             return
         for isvc in self.store.list(kind).objects:
             meta = isvc["metadata"]

@@ -24,6 +24,15 @@ def kind_of(obj: Obj) -> Kind:
     return found
 
 
+def served(store: Store, kind: Kind) -> bool:
+    """Whether the store serves ``kind`` (a CRD for it is established)."""
+    try:
+        store.kind_for(kind.group, kind.version, kind.plural)
+    except ApiError:
+        return False
+    return True
+
+
 def apply(store: Store, obj: Obj, *, manager: str, force: bool = True) -> Obj:
     """Server-side apply ``obj`` as ``manager`` (create when missing); returns the stored object.
 

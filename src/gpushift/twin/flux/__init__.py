@@ -1,0 +1,22 @@
+"""Flux inside the twin, so a real GitOps repository runs on it.
+
+source-controller (a GitRepository backed by a local directory or a git ref of a local
+repository; OCIRepository and HelmRepository Ready without network), kustomize-controller
+(build, substitute, apply with field manager ``kustomize-controller``, prune, dependsOn,
+health checks, force) and helm-controller (the chart models of ``gpushift.twin.charts``) run
+on the cluster's virtual clock::
+
+    with run_cluster(example("homelab"), time_scale=200) as (twin, cluster):
+        flux = Flux(twin.store, clock=cluster.clock).start()
+        bootstrap(twin.store, directory=write_example(tmp), path="./kubernetes/apps")
+"""
+
+from __future__ import annotations
+
+from gpushift.twin.flux._crds import crd
+from gpushift.twin.flux._crds import install as install_crds
+from gpushift.twin.flux._example import write_example
+from gpushift.twin.flux._runner import Flux, bootstrap
+from gpushift.twin.flux._sources import local_path
+
+__all__ = ["Flux", "bootstrap", "crd", "install_crds", "local_path", "write_example"]

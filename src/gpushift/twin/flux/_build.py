@@ -1,0 +1,185 @@
+"""kustomize-controller's build: ``kubectl kustomize`` (or a built-in subset), Flux's generated
+kustomization for directories without one, targetNamespace, commonMetadata, patches and
+postBuild substitution."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import shutil
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpushift._kinds import lookup
+from gpushift.gitops._kustomize import (  # the GitOps model's kustomize subset, reused
+    KUSTOMIZATION_FILES,
+    Builder,
+    _apply,
+    _parse_patch,
+    _targets,
+)
+from gpushift.gitops._load import _read_tree  # reads a tree the way the GitOps model does
+from gpushift.gitops._subst import substitute
+
+Obj = dict[str, Any]
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+#: fluxcd/kustomize-controller: per-object opt-out of substitution.
+SUBSTITUTE = "kustomize.toolkit.fluxcd.io/substitute"
+
+
+class BuildError(Exception):
+    """``kustomize build`` failed; ``str()`` is the error as Flux reports it."""
+
+
+def kubectl() -> str | None:
+    """The ``kubectl`` binary when installed."""
+    return shutil.which("kubectl")
+
+
+def _has_kustomization(directory: Path) -> bool:
+    return any((directory / n).is_file() for n in KUSTOMIZATION_FILES)
+
+
+@functools.lru_cache(maxsize=512)
+def _kubectl_build(directory: str, stamp: str) -> tuple[str, str | None]:
+    # ``stamp`` (the revision) keys the cache; a new revision builds again.
+    del stamp
+    binary = kubectl()
+    assert binary is not None
+    out = subprocess.run(
+        [binary, "kustomize", "--load-restrictor=LoadRestrictionsNone", directory],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        return "", out.stderr.strip().removeprefix("error: ")
+    return out.stdout, None
+
+
+def _builtin(root: Path, rel: str) -> list[Obj]:
+    tree, _errors, _real = _read_tree(root, [root])
+    builder = Builder(tree, read_text=lambda r: tree.texts.get(r))
+    out: list[Obj] = []
+    for item in builder.build(rel):
+        obj = copy.deepcopy(item.data)
+        if item.namespace and _namespaced(obj):
+            obj.setdefault("metadata", {})["namespace"] = item.namespace
+        out.append(obj)
+    return out
+
+
+def _namespaced(obj: Obj) -> bool:
+    kind = lookup(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+    return kind.namespaced if kind is not None else True
+
+
+def _manifests(directory: Path) -> list[Path]:
+    # fluxcd/pkg kustomize generator: manifests below a directory without a kustomization,
+    # stopping at subdirectories that have their own (those become resources).
+    files: list[Path] = []
+    for p in sorted(directory.iterdir()):
+        if p.name.startswith("."):
+            continue
+        if p.is_file() and p.suffix in (".yaml", ".yml") and p.name not in KUSTOMIZATION_FILES:
+            files.append(p)
+        elif p.is_dir() and not _has_kustomization(p):
+            files.extend(_manifests(p))
+    return files
+
+
+def _sub_kustomizations(directory: Path) -> list[Path]:
+    out: list[Path] = []
+    for p in sorted(directory.iterdir()):
+        if p.is_dir() and not p.name.startswith("."):
+            out.extend([p] if _has_kustomization(p) else _sub_kustomizations(p))
+    return out
+
+
+def build_path(root: Path, path: str, *, revision: str, lenient: bool) -> list[Obj]:
+    """The objects of ``path`` (relative to ``root``), as kustomize-controller builds them.
+
+    Uses ``kubectl kustomize`` when installed, else the built-in subset; with ``lenient``
+    (partial repositories) a failing kubectl build falls back to the subset, which skips
+    references to files that are not there. Raises ``BuildError``.
+    """
+    directory = (root / path).resolve()
+    try:
+        directory.relative_to(root.resolve())
+    except ValueError:
+        raise BuildError(f"path '{path}' is outside the source") from None
+    if not directory.is_dir():
+        raise BuildError(
+            f"kustomization path not found: stat {directory}: no such file or directory"
+        )
+    rel = directory.relative_to(root.resolve()).as_posix() or "."
+    if kubectl() is None:
+        return _builtin(root, rel)
+    if not _has_kustomization(directory):
+        out: list[Obj] = []
+        for f in _manifests(directory):
+            out += [x for x in yaml.load_all(f.read_text(), Loader=_LOADER) if isinstance(x, dict)]
+        for sub in _sub_kustomizations(directory):
+            out += build_path(
+                root, sub.relative_to(root.resolve()).as_posix(), revision=revision, lenient=lenient
+            )
+        return out
+    text, err = _kubectl_build(str(directory), revision)
+    if err is not None:
+        if lenient:
+            return _builtin(root, rel)
+        raise BuildError(f"kustomize build failed: {err}")
+    return [copy.deepcopy(x) for x in yaml.load_all(text, Loader=_LOADER) if isinstance(x, dict)]
+
+
+def transform(objects: list[Obj], spec: Mapping[str, Any]) -> list[Obj]:
+    """Flux's overlay on the build: ``patches``, ``targetNamespace``, ``commonMetadata``."""
+    for p in spec.get("patches") or []:
+        if not isinstance(p, Mapping) or not isinstance(p.get("patch"), str):
+            continue
+        for patch in _parse_patch(p["patch"]):
+            target = p.get("target")
+            objects = [
+                _apply(o, patch)
+                if _targets(o, patch, target if isinstance(target, dict) else None)
+                else o
+                for o in objects
+            ]
+    target_ns = spec.get("targetNamespace")
+    common = spec.get("commonMetadata") or {}
+    for obj in objects:
+        meta = obj.setdefault("metadata", {})
+        if target_ns and _namespaced(obj):
+            meta["namespace"] = target_ns
+        if isinstance(common, Mapping):
+            for key in ("labels", "annotations"):
+                if isinstance(common.get(key), Mapping):
+                    meta[key] = {**(meta.get(key) or {}), **common[key]}
+    return objects
+
+
+def substitute_objects(objects: list[Obj], variables: Mapping[str, str]) -> list[Obj]:
+    """``postBuild`` substitution per object on its YAML text, as kustomize-controller does
+    (unset variables without a default become empty; objects labelled or annotated
+    ``kustomize.toolkit.fluxcd.io/substitute: disabled`` are left alone)."""
+    out: list[Obj] = []
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        off = (meta.get("annotations") or {}).get(SUBSTITUTE) == "disabled" or (
+            meta.get("labels") or {}
+        ).get(SUBSTITUTE) == "disabled"
+        if off:
+            out.append(obj)
+            continue
+        text = yaml.dump(obj, Dumper=_DUMPER, sort_keys=False, width=1 << 30)
+        if "${" not in text:
+            out.append(obj)
+            continue
+        new = yaml.load(substitute(text, variables), Loader=_LOADER)
+        out.append(new if isinstance(new, dict) else obj)
+    return out

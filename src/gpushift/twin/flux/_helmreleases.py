@@ -1,0 +1,490 @@
+"""helm-controller in the twin: installs, upgrades and uninstalls the chart models."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from gpushift._kinds import by_kind, lookup
+from gpushift.gitops._load import _set_path  # helm-controller's targetPath, as the model reads it
+from gpushift.twin import ApiError, Store
+from gpushift.twin.charts import ChartError, apply, identity, kind_of, render
+from gpushift.twin.charts._common import d, merge
+from gpushift.twin.charts._writes import served
+from gpushift.twin.flux._status import (
+    FINALIZER,
+    REQUESTED_AT,
+    drop_condition,
+    duration,
+    go_duration,
+    kstatus,
+    ready,
+    set_condition,
+)
+
+Obj = dict[str, Any]
+log = logging.getLogger("gpushift.twin.flux")
+MANAGER = "helm-controller"
+
+
+class _ValuesError(Exception):
+    pass
+
+
+@dataclass(slots=True)
+class _Release:
+    version: int
+    digest: str
+    chart: str
+    chart_version: str
+    objects: list[tuple[str, str, str | None, str]]  # apiVersion, kind, namespace, name
+    action: str
+    deadline: float
+    done: bool = False
+    message: str | None = None
+
+
+@dataclass(slots=True)
+class HelmReleases:
+    """Reconciles every HelmRelease that is due."""
+
+    store: Store
+    now: Callable[[], float]
+    stamp: Callable[[], str]
+    lenient: bool = False
+    releases: dict[str, _Release] = field(default_factory=dict)
+    _due: dict[str, float] = field(default_factory=dict)
+    _seen: dict[str, tuple[int, str | None]] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> Any:
+        return lookup("helm.toolkit.fluxcd.io/v2", "HelmRelease")
+
+    def sync(self) -> float | None:
+        """One pass; returns the next time a release is due."""
+        kind = self.kind
+        if kind is None or not served(self.store, kind):
+            return None
+        due: float | None = None
+        for hr in self.store.list(kind).objects:
+            try:
+                nxt = self._one(hr)
+            except ApiError as err:
+                log.debug("HelmRelease %s: %s", hr["metadata"]["name"], err)
+                nxt = self.now() + 1.0
+            if nxt is not None:
+                due = nxt if due is None else min(due, nxt)
+        return due
+
+    def _key(self, hr: Obj) -> str:
+        return f"{hr['metadata'].get('namespace')}/{hr['metadata']['name']}"
+
+    def _status(self, hr: Obj, update: Callable[[Obj], None]) -> None:
+        meta = hr["metadata"]
+
+        def put(cur: Obj) -> Obj:
+            st = d(cur.get("status"))
+            update(st)
+            cur["status"] = st
+            return cur
+
+        self.store.update(
+            self.kind,
+            name=meta["name"],
+            namespace=meta.get("namespace"),
+            mutate=put,
+            subresource="status",
+            manager=MANAGER,
+        )
+
+    def _mark(
+        self,
+        hr: Obj,
+        *,
+        state: str,
+        reason: str,
+        message: str,
+        released: bool | None = None,
+        extra: Callable[[Obj], None] | None = None,
+    ) -> None:
+        gen = int(hr["metadata"].get("generation") or 1)
+        requested = d(hr["metadata"].get("annotations")).get(REQUESTED_AT)
+        stamp = self.stamp()
+
+        def update(st: Obj) -> None:
+            st["observedGeneration"] = gen
+            if requested is not None:
+                st["lastHandledReconcileAt"] = requested
+            set_condition(
+                st,
+                type_="Ready",
+                state=state,
+                reason=reason,
+                message=message,
+                generation=gen,
+                now=stamp,
+            )
+            if released is not None:
+                set_condition(
+                    st,
+                    type_="Released",
+                    state="True" if released else "False",
+                    reason=reason,
+                    message=message,
+                    generation=gen,
+                    now=stamp,
+                )
+            if state != "Unknown":
+                drop_condition(st, "Reconciling")
+            else:
+                set_condition(
+                    st,
+                    type_="Reconciling",
+                    state="True",
+                    reason="Progressing",
+                    message=message,
+                    generation=gen,
+                    now=stamp,
+                )
+            if extra is not None:
+                extra(st)
+
+        self._status(hr, update)
+
+    # -- values and chart --
+
+    def _chart(self, hr: Obj) -> tuple[str, str]:
+        spec = d(hr.get("spec"))
+        ns = str(hr["metadata"].get("namespace"))
+        chart = d(d(spec.get("chart")).get("spec"))
+        if chart.get("chart"):
+            return str(chart["chart"]), str(chart.get("version") or "*")
+        ref = d(spec.get("chartRef"))
+        kind_name = str(ref.get("kind") or "OCIRepository")
+        name = str(ref.get("name") or "")
+        kind = lookup("source.toolkit.fluxcd.io/v1", kind_name)
+        try:
+            if kind is None:
+                raise ApiError(404, "NotFound", f'no matches for kind "{kind_name}"')
+            src = self.store.get(kind, name=name, namespace=str(ref.get("namespace") or ns))
+        except ApiError as err:
+            if self.lenient:
+                # A partial repository: the chart source is not in it; judge by the values.
+                values = d(spec.get("values"))
+                if isinstance(values.get("controllers"), dict):
+                    return "app-template", "unknown"
+                return name, "unknown"
+            raise _ValuesError(f"could not get Source object: {err.message}") from None
+        sspec = d(src.get("spec"))
+        url = str(sspec.get("url") or name)
+        tag = str(d(sspec.get("ref")).get("tag") or d(sspec.get("ref")).get("semver") or "latest")
+        return url.rstrip("/").rsplit("/", 1)[-1], tag
+
+    def _values(self, hr: Obj) -> dict[str, Any]:
+        # helm-controller chartutil.ChartValuesFromReferences: valuesFrom in order, then values.
+        spec = d(hr.get("spec"))
+        ns = str(hr["metadata"].get("namespace"))
+        acc: dict[str, Any] = {}
+        for ref in spec.get("valuesFrom") or []:
+            kind_name = str(ref.get("kind") or "ConfigMap")
+            name = str(ref.get("name") or "")
+            key = str(ref.get("valuesKey") or "values.yaml")
+            try:
+                obj = self.store.get(by_kind(kind_name), name=name, namespace=ns)
+            except ApiError:
+                if ref.get("optional") is True:
+                    continue
+                raise _ValuesError(f"could not find {kind_name} '{ns}/{name}'") from None
+            data = {str(k): str(v) for k, v in d(obj.get("data")).items()}
+            if kind_name == "Secret":
+                data = {k: base64.b64decode(v).decode(errors="replace") for k, v in data.items()}
+            if key not in data:
+                if ref.get("optional") is True:
+                    continue
+                raise _ValuesError(f"missing key '{key}' in {kind_name} '{ns}/{name}'")
+            if ref.get("targetPath"):
+                acc = merge(acc, _set_path(str(ref["targetPath"]), data[key]))
+                continue
+            parsed = yaml.safe_load(data[key])
+            if isinstance(parsed, dict):
+                acc = merge(acc, parsed)
+        return merge(acc, d(spec.get("values")))
+
+    # -- the reconcile --
+
+    def _one(self, hr: Obj) -> float | None:
+        meta = hr["metadata"]
+        spec = d(hr.get("spec"))
+        key = self._key(hr)
+        now = self.now()
+        if meta.get("deletionTimestamp"):
+            self._uninstall(hr)
+            return None
+        if FINALIZER not in (meta.get("finalizers") or []):
+            self.store.update(
+                self.kind,
+                name=meta["name"],
+                namespace=meta.get("namespace"),
+                mutate=lambda c: {
+                    **c,
+                    "metadata": {
+                        **c["metadata"],
+                        "finalizers": [*(c["metadata"].get("finalizers") or []), FINALIZER],
+                    },
+                },
+                manager=MANAGER,
+            )
+            return now
+        if spec.get("suspend") is True:
+            return None
+        gen = int(meta.get("generation") or 1)
+        requested = d(meta.get("annotations")).get(REQUESTED_AT)
+        release = self.releases.get(key)
+        interval = duration(spec.get("interval"), 600.0)
+        seen = (gen, requested)
+        fresh = self._seen.get(key) != seen
+        if release is not None and not release.done and not fresh:
+            return self._wait(hr, release)
+        if not fresh and now < self._due.get(key, 0.0):
+            # Values from ConfigMaps/Secrets can change without a new generation.
+            pass
+        self._seen[key] = seen
+        for dep in spec.get("dependsOn") or []:
+            dns = str(dep.get("namespace") or meta.get("namespace"))
+            try:
+                other = self.store.get(self.kind, name=str(dep.get("name")), namespace=dns)
+                ok, _ = ready(other)
+            except ApiError:
+                ok = False
+            if not ok:
+                message = f"dependency '{dns}/{dep.get('name')}' is not ready"
+                self._mark(hr, state="False", reason="DependencyNotReady", message=message)
+                self._seen.pop(key, None)
+                self._due[key] = now + 30.0
+                return self._due[key]
+        try:
+            chart_name, chart_version = self._chart(hr)
+            values = self._values(hr)
+        except _ValuesError as err:
+            self._mark(hr, state="False", reason="InitFailed", message=str(err))
+            self._seen.pop(key, None)
+            self._due[key] = now + min(interval, 60.0)
+            return self._due[key]
+        digest = (
+            "sha256:"
+            + hashlib.sha256(
+                json.dumps(
+                    [chart_name, chart_version, values], sort_keys=True, default=str
+                ).encode()
+            ).hexdigest()
+        )
+        if release is not None and release.digest == digest and release.done:
+            self._due[key] = now + interval
+            return self._due[key]
+        release_name = str(spec.get("releaseName") or meta["name"])
+        target_ns = str(spec.get("targetNamespace") or meta.get("namespace"))
+        action = "install" if release is None else "upgrade"
+        version = 1 if release is None else release.version + 1
+        chart_label = f"{identity(chart_name) if identity(chart_name) != 'other' else chart_name}@{chart_version}"
+        try:
+            rendered = render(chart_name, release=release_name, namespace=target_ns, values=values)
+        except ChartError as err:
+            reason = "InstallFailed" if action == "install" else "UpgradeFailed"
+            message = f"Helm {action} failed for release {target_ns}/{release_name} with chart {chart_label}: {err}"
+            self._mark(hr, state="False", reason=reason, message=message, released=False)
+            self.store_event(hr, reason, message)
+            self._due[key] = now + interval
+            return self._due[key]
+        applied: list[tuple[str, str, str | None, str]] = []
+        for obj in rendered.objects:
+            om = obj.setdefault("metadata", {})
+            kind = kind_of(obj)
+            if kind.namespaced:
+                om.setdefault("namespace", target_ns)
+            om["labels"] = {
+                **(om.get("labels") or {}),
+                "app.kubernetes.io/managed-by": "Helm",
+                "helm.toolkit.fluxcd.io/name": meta["name"],
+                "helm.toolkit.fluxcd.io/namespace": str(meta.get("namespace")),
+            }
+            om["annotations"] = {
+                **(om.get("annotations") or {}),
+                "meta.helm.sh/release-name": release_name,
+                "meta.helm.sh/release-namespace": target_ns,
+            }
+            try:
+                apply(self.store, obj, manager=MANAGER)
+            except ApiError as err:
+                reason = "InstallFailed" if action == "install" else "UpgradeFailed"
+                message = f"Helm {action} failed for release {target_ns}/{release_name} with chart {chart_label}: {err.message}"
+                self._mark(hr, state="False", reason=reason, message=message, released=False)
+                self._due[key] = now + interval
+                return self._due[key]
+            applied.append(
+                (
+                    str(obj["apiVersion"]),
+                    str(obj["kind"]),
+                    om.get("namespace") if kind.namespaced else None,
+                    str(om["name"]),
+                )
+            )
+        if release is not None:
+            keep = set(applied)
+            for ref in release.objects:
+                if ref not in keep:
+                    self._delete(ref)
+        timeout = duration(spec.get("timeout"), 300.0)
+        new = _Release(
+            version,
+            digest,
+            chart_label.rsplit("@", 1)[0],
+            chart_version,
+            applied,
+            action,
+            now + timeout,
+            message=rendered.message,
+        )
+        self.releases[key] = new
+        self._due[key] = now + interval
+        message = f"Running '{action}' action with timeout of {go_duration(timeout)}"
+        self._mark(hr, state="Unknown", reason="Progressing", message=message)
+        return self._wait(hr, new)
+
+    def store_event(self, hr: Obj, reason: str, message: str) -> None:
+        """Record a Warning Event on the HelmRelease, as helm-controller's recorder does."""
+        meta = hr["metadata"]
+        ns = str(meta.get("namespace"))
+        body = {
+            "metadata": {"generateName": f"{meta['name']}.", "namespace": ns},
+            "involvedObject": {
+                "apiVersion": "helm.toolkit.fluxcd.io/v2",
+                "kind": "HelmRelease",
+                "name": meta["name"],
+                "namespace": ns,
+                "uid": meta.get("uid"),
+            },
+            "reason": reason,
+            "message": message,
+            "type": "Warning",
+            "source": {"component": MANAGER},
+            "firstTimestamp": self.stamp(),
+            "lastTimestamp": self.stamp(),
+            "count": 1,
+        }
+        try:
+            self.store.create(by_kind("Event"), body, namespace=ns)
+        except ApiError:
+            pass
+
+    def _wait(self, hr: Obj, release: _Release) -> float:
+        # Helm's --wait (install.disableWait false): workloads ready before the release is.
+        pending = []
+        for api, kind_name, ns, name in release.objects:
+            if kind_name not in ("Deployment", "StatefulSet", "DaemonSet"):
+                continue
+            kind = lookup(api, kind_name)
+            if kind is None:
+                continue
+            try:
+                obj = self.store.get(kind, name=name, namespace=ns)
+            except ApiError:
+                pending.append(f"{kind_name}/{ns}/{name}")
+                continue
+            if kstatus(obj) != "Current":
+                pending.append(f"{kind_name}/{ns}/{name}")
+        meta = hr["metadata"]
+        spec = d(hr.get("spec"))
+        target_ns = str(spec.get("targetNamespace") or meta.get("namespace"))
+        release_name = str(spec.get("releaseName") or meta["name"])
+        label = f"{release.chart}@{release.chart_version}"
+        if pending and self.now() < release.deadline:
+            return min(self.now() + 2.0, release.deadline)
+        release.done = True
+        ok = not pending
+        verb = "install" if release.action == "install" else "upgrade"
+        if ok:
+            reason = "InstallSucceeded" if verb == "install" else "UpgradeSucceeded"
+            message = f"Helm {verb} succeeded for release {target_ns}/{release_name}.v{release.version} with chart {label}"
+            if release.message:
+                message += f"; {release.message}"
+        else:
+            reason = "InstallFailed" if verb == "install" else "UpgradeFailed"
+            message = (
+                f"Helm {verb} failed for release {target_ns}/{release_name} with chart {label}: "
+                f"context deadline exceeded waiting for: {', '.join(pending)}"
+            )
+        stamp = self.stamp()
+
+        def history(st: Obj) -> None:
+            st["lastAttemptedReleaseAction"] = verb
+            st["lastAttemptedRevision"] = release.chart_version
+            st["lastAttemptedConfigDigest"] = release.digest
+            st["storageNamespace"] = target_ns
+            st["history"] = [
+                {
+                    "name": release_name,
+                    "namespace": target_ns,
+                    "version": release.version,
+                    "status": "deployed" if ok else "failed",
+                    "chartName": release.chart,
+                    "chartVersion": release.chart_version,
+                    "configDigest": release.digest,
+                    "firstDeployed": stamp,
+                    "lastDeployed": stamp,
+                },
+                *[h for h in st.get("history") or [] if isinstance(h, dict)][:4],
+            ]
+
+        self._mark(
+            hr,
+            state="True" if ok else "False",
+            reason=reason,
+            message=message,
+            released=ok,
+            extra=history,
+        )
+        return self._due.get(self._key(hr), self.now() + 600.0)
+
+    def _delete(self, ref: tuple[str, str, str | None, str]) -> None:
+        api, kind_name, ns, name = ref
+        kind = lookup(api, kind_name)
+        if kind is None:
+            return
+        try:
+            self.store.delete(kind, name=name, namespace=ns, propagation="Background")
+        except ApiError:
+            pass
+
+    def _uninstall(self, hr: Obj) -> None:
+        key = self._key(hr)
+        release = self.releases.pop(key, None)
+        spec = d(hr.get("spec"))
+        if release is not None and spec.get("suspend") is not True:
+            for ref in release.objects:
+                self._delete(ref)
+        meta = hr["metadata"]
+        if FINALIZER in (meta.get("finalizers") or []):
+            self.store.update(
+                self.kind,
+                name=meta["name"],
+                namespace=meta.get("namespace"),
+                mutate=lambda c: {
+                    **c,
+                    "metadata": {
+                        **c["metadata"],
+                        "finalizers": [
+                            f for f in c["metadata"].get("finalizers") or [] if f != FINALIZER
+                        ],
+                    },
+                },
+                manager=MANAGER,
+            )
+        self._seen.pop(key, None)
+        self._due.pop(key, None)

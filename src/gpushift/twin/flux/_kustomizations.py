@@ -1,0 +1,482 @@
+"""kustomize-controller in the twin (fluxcd/kustomize-controller internal/controller)."""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpushift._kinds import by_kind, lookup
+from gpushift.twin import ApiError, Store
+from gpushift.twin.charts._common import d
+from gpushift.twin.charts._writes import served
+from gpushift.twin.flux._apply import PRUNE, ApplyFailed, apply_all, inventory_id, object_id
+from gpushift.twin.flux._build import BuildError, build_path, substitute_objects, transform
+from gpushift.twin.flux._status import (
+    FINALIZER,
+    REQUESTED_AT,
+    drop_condition,
+    duration,
+    go_duration,
+    kstatus,
+    ready,
+    set_condition,
+)
+
+Obj = dict[str, Any]
+log = logging.getLogger("gpushift.twin.flux")
+#: kustomize-controller --requeue-dependency default.
+REQUEUE_DEPENDENCY = 30.0
+_NAME_LABEL = "kustomize.toolkit.fluxcd.io/name"
+_NS_LABEL = "kustomize.toolkit.fluxcd.io/namespace"
+
+
+@dataclass(slots=True)
+class _Waiting:
+    revision: str
+    deadline: float
+    checks: list[tuple[str, str, str | None, str]]  # apiVersion, kind, namespace, name
+    inventory: list[Obj]
+
+
+@dataclass(slots=True)
+class Kustomizations:
+    """Reconciles every Kustomization that is due."""
+
+    store: Store
+    now: Callable[[], float]
+    stamp: Callable[[], str]
+    artifacts: dict[tuple[str, str], Path]
+    lenient: bool = False
+    _due: dict[str, float] = field(default_factory=dict)
+    _waiting: dict[str, _Waiting] = field(default_factory=dict)
+    _seen: dict[str, tuple[int, str | None, str | None]] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> Any:
+        return lookup("kustomize.toolkit.fluxcd.io/v1", "Kustomization")
+
+    def sync(self) -> float | None:
+        """One pass over all Kustomizations; returns the next time one is due."""
+        kind = self.kind
+        if kind is None or not served(self.store, kind):
+            return None
+        due: float | None = None
+        for ks in self.store.list(kind).objects:
+            try:
+                nxt = self._one(ks)
+            except ApiError as err:  # raced a client's write; look again soon
+                log.debug("Kustomization %s: %s", ks["metadata"]["name"], err)
+                nxt = self.now() + 1.0
+            if nxt is not None:
+                due = nxt if due is None else min(due, nxt)
+        return due
+
+    # -- helpers --
+
+    def _key(self, ks: Obj) -> str:
+        return f"{ks['metadata'].get('namespace')}/{ks['metadata']['name']}"
+
+    def _source(self, ks: Obj) -> tuple[Obj | None, str]:
+        ref = d(d(ks.get("spec")).get("sourceRef"))
+        ns = str(ref.get("namespace") or ks["metadata"].get("namespace"))
+        kind_name = str(ref.get("kind") or "GitRepository")
+        label = f"{kind_name}/{ns}/{ref.get('name')}"
+        kind = lookup(str(ref.get("apiVersion") or "source.toolkit.fluxcd.io/v1"), kind_name)
+        if kind is None:
+            return None, label
+        try:
+            return self.store.get(kind, name=str(ref.get("name")), namespace=ns), label
+        except ApiError:
+            return None, label
+
+    def _status(self, ks: Obj, update: Callable[[Obj], None]) -> None:
+        meta = ks["metadata"]
+
+        def put(cur: Obj) -> Obj:
+            st = d(cur.get("status"))
+            update(st)
+            cur["status"] = st
+            return cur
+
+        self.store.update(
+            self.kind,
+            name=meta["name"],
+            namespace=meta.get("namespace"),
+            mutate=put,
+            subresource="status",
+            manager="kustomize-controller",
+        )
+
+    def _fail(
+        self, ks: Obj, *, reason: str, message: str, revision: str | None, retry: float
+    ) -> float:
+        gen = int(ks["metadata"].get("generation") or 1)
+        requested = d(ks["metadata"].get("annotations")).get(REQUESTED_AT)
+        stamp = self.stamp()
+
+        def update(st: Obj) -> None:
+            st["observedGeneration"] = gen
+            if requested is not None:
+                st["lastHandledReconcileAt"] = requested
+            if revision:
+                st["lastAttemptedRevision"] = revision
+            set_condition(
+                st,
+                type_="Ready",
+                state="False",
+                reason=reason,
+                message=message,
+                generation=gen,
+                now=stamp,
+            )
+            drop_condition(st, "Reconciling")
+
+        self._status(ks, update)
+        due = self.now() + retry
+        self._due[self._key(ks)] = due
+        return due
+
+    def _variables(self, ks: Obj) -> dict[str, str]:
+        post = d(d(ks.get("spec")).get("postBuild"))
+        ns = str(ks["metadata"].get("namespace"))
+        out: dict[str, str] = {}
+        for ref in post.get("substituteFrom") or []:
+            kind_name = str(ref.get("kind") or "ConfigMap")
+            name = str(ref.get("name") or "")
+            try:
+                obj = self.store.get(by_kind(kind_name), name=name, namespace=ns)
+            except ApiError as err:
+                if ref.get("optional") is True and err.code == 404:
+                    continue
+                plural = "secrets" if kind_name == "Secret" else "configmaps"
+                raise BuildError(
+                    f"substitute from '{kind_name}/{ns}/{name}' error: {plural} \"{name}\" not found"
+                ) from None
+            data = {str(k): str(v) for k, v in d(obj.get("data")).items()}
+            if kind_name == "Secret":
+                data = {k: base64.b64decode(v).decode(errors="replace") for k, v in data.items()}
+                data.update({str(k): str(v) for k, v in d(obj.get("stringData")).items()})
+            out.update(data)
+        out.update({str(k): str(v) for k, v in d(post.get("substitute")).items()})
+        return out
+
+    # -- the reconcile --
+
+    def _one(self, ks: Obj) -> float | None:
+        meta = ks["metadata"]
+        spec = d(ks.get("spec"))
+        key = self._key(ks)
+        now = self.now()
+        if meta.get("deletionTimestamp"):
+            self._finalize(ks)
+            return None
+        if FINALIZER not in (meta.get("finalizers") or []):
+            self.store.update(
+                self.kind,
+                name=meta["name"],
+                namespace=meta.get("namespace"),
+                mutate=lambda c: {
+                    **c,
+                    "metadata": {
+                        **c["metadata"],
+                        "finalizers": [*(c["metadata"].get("finalizers") or []), FINALIZER],
+                    },
+                },
+                manager="kustomize-controller",
+            )
+            return now
+        if spec.get("suspend") is True:
+            return None
+        gen = int(meta.get("generation") or 1)
+        st = d(ks.get("status"))
+        requested = d(meta.get("annotations")).get(REQUESTED_AT)
+        source, label = self._source(ks)
+        artifact = d(d(source.get("status")).get("artifact")) if source else {}
+        revision = artifact.get("revision")
+        seen = (gen, requested, revision)
+        fresh = self._seen.get(key) != seen or int(st.get("observedGeneration") or 0) != gen
+        waiting = self._waiting.get(key)
+        if waiting is not None and not fresh:
+            return self._check_health(ks, waiting)
+        if not fresh and now < self._due.get(key, 0.0):
+            return self._due[key]
+        self._seen[key] = seen
+        self._waiting.pop(key, None)
+        interval = duration(spec.get("interval"), 600.0)
+        retry = duration(spec.get("retryInterval"), interval)
+        if source is None:
+            return self._fail(
+                ks,
+                reason="ArtifactFailed",
+                message=f"Source '{label}' not found",
+                revision=None,
+                retry=retry,
+            )
+        src_ns = str(source["metadata"].get("namespace"))
+        root = self.artifacts.get((src_ns, source["metadata"]["name"]))
+        if not revision or root is None:
+            return self._fail(
+                ks,
+                reason="ArtifactFailed",
+                message="Source is not ready, artifact not found",
+                revision=None,
+                retry=retry,
+            )
+        blocked = self._dependencies(ks, source, str(revision))
+        if blocked is not None:
+            return self._fail(
+                ks,
+                reason="DependencyNotReady",
+                message=f"Dependencies do not meet ready condition ({blocked}), retrying in {go_duration(REQUEUE_DEPENDENCY)}",
+                revision=None,
+                retry=REQUEUE_DEPENDENCY,
+            )
+        try:
+            objects = build_path(
+                root, str(spec.get("path") or "./"), revision=str(revision), lenient=self.lenient
+            )
+            objects = transform(objects, spec)
+            objects = substitute_objects(objects, self._variables(ks))
+        except BuildError as err:
+            return self._fail(
+                ks, reason="BuildFailed", message=str(err), revision=str(revision), retry=retry
+            )
+        for obj in objects:
+            labels = obj.setdefault("metadata", {}).setdefault("labels", {}) or {}
+            labels[_NAME_LABEL] = meta["name"]
+            labels[_NS_LABEL] = str(meta.get("namespace"))
+            obj["metadata"]["labels"] = labels
+        try:
+            applied = apply_all(self.store, objects, force=spec.get("force") is True)
+        except ApplyFailed as err:
+            return self._fail(
+                ks,
+                reason="ReconciliationFailed",
+                message=str(err),
+                revision=str(revision),
+                retry=retry,
+            )
+        inventory = sorted(
+            ({"id": inventory_id(o, k), "v": k.version} for o, k in applied), key=lambda e: e["id"]
+        )
+        if spec.get("prune") is True:
+            self._prune(d(st.get("inventory")).get("entries") or [], {e["id"] for e in inventory})
+        if spec.get("wait") is True:
+            checks = [
+                (
+                    str(o.get("apiVersion")),
+                    str(o.get("kind")),
+                    (o.get("metadata") or {}).get("namespace"),
+                    str((o.get("metadata") or {}).get("name")),
+                )
+                for o, _ in applied
+            ]
+        else:
+            checks = [
+                (
+                    str(h.get("apiVersion") or ""),
+                    str(h.get("kind")),
+                    h.get("namespace") or meta.get("namespace"),
+                    str(h.get("name")),
+                )
+                for h in spec.get("healthChecks") or []
+            ]
+        timeout = duration(spec.get("timeout"), interval)
+        stamp = self.stamp()
+
+        def applied_status(s: Obj) -> None:
+            s["observedGeneration"] = gen
+            s["lastAttemptedRevision"] = revision
+            s["inventory"] = {"entries": inventory}
+            if requested is not None:
+                s["lastHandledReconcileAt"] = requested
+            if checks:
+                message = f"Running health checks for revision {revision} with a timeout of {go_duration(timeout)}"
+                set_condition(
+                    s,
+                    type_="Reconciling",
+                    state="True",
+                    reason="Progressing",
+                    message=message,
+                    generation=gen,
+                    now=stamp,
+                )
+                set_condition(
+                    s,
+                    type_="Ready",
+                    state="Unknown",
+                    reason="Progressing",
+                    message=message,
+                    generation=gen,
+                    now=stamp,
+                )
+
+        self._status(ks, applied_status)
+        waiting = _Waiting(str(revision), now + timeout, checks, inventory)
+        if checks:
+            self._waiting[key] = waiting
+            self._due[key] = now + interval
+            return self._check_health(ks, waiting)
+        return self._succeed(ks, waiting)
+
+    def _succeed(self, ks: Obj, waiting: _Waiting) -> float:
+        gen = int(ks["metadata"].get("generation") or 1)
+        stamp = self.stamp()
+        message = f"Applied revision: {waiting.revision}"
+
+        def update(st: Obj) -> None:
+            st["observedGeneration"] = gen
+            st["lastAppliedRevision"] = waiting.revision
+            st["lastAttemptedRevision"] = waiting.revision
+            set_condition(
+                st,
+                type_="Ready",
+                state="True",
+                reason="ReconciliationSucceeded",
+                message=message,
+                generation=gen,
+                now=stamp,
+            )
+            if waiting.checks:
+                set_condition(
+                    st,
+                    type_="Healthy",
+                    state="True",
+                    reason="Succeeded",
+                    message="Health check passed",
+                    generation=gen,
+                    now=stamp,
+                )
+            drop_condition(st, "Reconciling")
+
+        self._status(ks, update)
+        key = self._key(ks)
+        self._waiting.pop(key, None)
+        interval = duration(d(ks.get("spec")).get("interval"), 600.0)
+        self._due[key] = self.now() + interval
+        return self._due[key]
+
+    def _check_health(self, ks: Obj, waiting: _Waiting) -> float:
+        pending: list[str] = []
+        for api, kind_name, ns, name in waiting.checks:
+            kind = lookup(api, kind_name) if api else None
+            if kind is None:
+                try:
+                    kind = by_kind(kind_name)
+                except KeyError:
+                    pending.append(f"{kind_name}/{ns}/{name} status: 'NotFound'")
+                    continue
+            try:
+                obj = self.store.get(kind, name=name, namespace=ns if kind.namespaced else None)
+            except ApiError:
+                pending.append(f"{kind_name}/{ns}/{name} status: 'NotFound'")
+                continue
+            state = kstatus(obj)
+            if state != "Current":
+                pending.append(f"{object_id(obj)} status: '{state}'")
+        if not pending:
+            return self._succeed(ks, waiting)
+        if self.now() >= waiting.deadline:
+            spec = d(ks.get("spec"))
+            interval = duration(spec.get("interval"), 600.0)
+            timeout = duration(spec.get("timeout"), interval)
+            self._waiting.pop(self._key(ks), None)
+            return self._fail(
+                ks,
+                reason="HealthCheckFailed",
+                message=f"health check failed after {go_duration(timeout)}: timeout waiting for: [{', '.join(pending)}]",
+                revision=waiting.revision,
+                retry=duration(spec.get("retryInterval"), interval),
+            )
+        return min(self.now() + 2.0, waiting.deadline)
+
+    def _dependencies(self, ks: Obj, source: Obj, revision: str) -> str | None:
+        # internal/controller/kustomization_controller.go checkDependencies
+        src_ref = d(d(ks.get("spec")).get("sourceRef"))
+        own_ns = str(ks["metadata"].get("namespace"))
+        for dep in d(ks.get("spec")).get("dependsOn") or []:
+            ns = str(dep.get("namespace") or own_ns)
+            name = str(dep.get("name"))
+            try:
+                other = self.store.get(self.kind, name=name, namespace=ns)
+            except ApiError:
+                if self.lenient and not self._defined(ns, name):
+                    continue  # a partial repository: the dependency is not in it at all
+                return f"unable to get '{ns}/{name}' dependency: kustomizations.kustomize.toolkit.fluxcd.io \"{name}\" not found"
+            ok, _ = ready(other)
+            if not ok or int(d(other.get("status")).get("observedGeneration") or 0) != int(
+                other["metadata"].get("generation") or 1
+            ):
+                return f"dependency '{ns}/{name}' is not ready"
+            other_ref = d(d(other.get("spec")).get("sourceRef"))
+            same = (
+                other_ref.get("name") == src_ref.get("name")
+                and (other_ref.get("namespace") or ns) == (src_ref.get("namespace") or own_ns)
+                and (other_ref.get("kind") or "GitRepository")
+                == (src_ref.get("kind") or "GitRepository")
+            )
+            if same and d(other.get("status")).get("lastAppliedRevision") != revision:
+                return f"dependency '{ns}/{name}' revision is not up to date"
+        return None
+
+    def _defined(self, ns: str, name: str) -> bool:
+        # Whether some Kustomization's inventory lists it (it will exist once applied).
+        for ks in self.store.list(self.kind).objects:
+            for e in d(d(ks.get("status")).get("inventory")).get("entries") or []:
+                if e.get("id") == f"{ns}_{name}_kustomize.toolkit.fluxcd.io_Kustomization":
+                    return True
+        return False
+
+    def _prune(self, old: list[Obj], keep: set[str]) -> None:
+        for entry in old:
+            eid = str(entry.get("id"))
+            if eid in keep:
+                continue
+            ns, name, group, kind_name = eid.split("_", 3)
+            kind = lookup(f"{group}/{entry.get('v')}" if group else str(entry.get("v")), kind_name)
+            if kind is None:
+                continue
+            try:
+                live = self.store.get(kind, name=name, namespace=ns or None)
+            except ApiError:
+                continue
+            meta = live["metadata"]
+            if (meta.get("annotations") or {}).get(PRUNE) == "disabled" or (
+                meta.get("labels") or {}
+            ).get(PRUNE) == "disabled":
+                continue
+            try:
+                self.store.delete(kind, name=name, namespace=ns or None, propagation="Background")
+            except ApiError:
+                continue
+
+    def _finalize(self, ks: Obj) -> None:
+        meta = ks["metadata"]
+        spec = d(ks.get("spec"))
+        # finalizerShouldDeleteResources: not when suspended, only with prune.
+        if spec.get("prune") is True and spec.get("suspend") is not True:
+            self._prune(d(d(ks.get("status")).get("inventory")).get("entries") or [], set())
+        if FINALIZER in (meta.get("finalizers") or []):
+            self.store.update(
+                self.kind,
+                name=meta["name"],
+                namespace=meta.get("namespace"),
+                mutate=lambda c: {
+                    **c,
+                    "metadata": {
+                        **c["metadata"],
+                        "finalizers": [
+                            f for f in c["metadata"].get("finalizers") or [] if f != FINALIZER
+                        ],
+                    },
+                },
+                manager="kustomize-controller",
+            )
+        key = self._key(ks)
+        self._waiting.pop(key, None)
+        self._due.pop(key, None)
+        self._seen.pop(key, None)

@@ -1,0 +1,188 @@
+"""Flux's controllers and the charts' operators, run in-process on the cluster's clock."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from gpushift._kinds import by_kind, lookup
+from gpushift.twin import ApiError, Event, Store
+from gpushift.twin._store import rfc3339
+from gpushift.twin.charts import Operators
+from gpushift.twin.flux import _crds
+from gpushift.twin.flux._helmreleases import HelmReleases
+from gpushift.twin.flux._kustomizations import Kustomizations
+from gpushift.twin.flux._sources import Sources
+
+log = logging.getLogger("gpushift.twin.flux")
+_IGNORED = {"events", "leases"}
+
+
+class Flux:
+    """source-, kustomize- and helm-controller plus the GPU Operator and llmkube operators.
+
+    ``clock`` is the cluster's :class:`~gpushift.twin.cluster.VirtualClock` (its
+    ``seconds()``/``now()``), so intervals, timeouts and the operator's delay run at the
+    cluster's ``--time-scale``. ``lenient`` suits partial repositories: missing files and
+    dependencies that the repository does not define are skipped.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        clock: Any,
+        operator_delay: float = 10.0,
+        lenient: bool = False,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        _crds.install(store)
+        stamp = lambda: rfc3339(clock.now())  # noqa: E731
+        self.sources = Sources(store, clock.seconds, stamp)
+        self.kustomizations = Kustomizations(
+            store, clock.seconds, stamp, self.sources.artifacts, lenient=lenient
+        )
+        self.helmreleases = HelmReleases(store, clock.seconds, stamp, lenient=lenient)
+        self.operators = Operators(store, now=clock.seconds, delay=operator_delay)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._watcher: Any = None
+        self._lock = threading.Lock()
+
+    def run_once(self) -> float | None:
+        """One pass of every controller; returns the virtual time of the next timer."""
+        with self._lock:
+            dues = [
+                self.sources.sync(),
+                self.kustomizations.sync(),
+                self.helmreleases.sync(),
+                self.operators.sync(),
+            ]
+        found = [x for x in dues if x is not None]
+        return min(found) if found else None
+
+    def _on_event(self, event: Event) -> None:
+        if event.kind.plural not in _IGNORED:
+            self._wake.set()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.clear()
+            try:
+                due = self.run_once()
+            except Exception:
+                log.exception("flux pass failed")
+                due = None
+            wait = 1.0
+            if due is not None:
+                wait = min(self.clock.wall_delay(due - self.clock.seconds()), 1.0)
+            # Let a burst of changes settle into one pass (and leave the CPU to the cluster).
+            time.sleep(0.02)
+            if wait > 0:
+                self._wake.wait(wait)
+
+    def start(self) -> Flux:
+        """Run the controllers on a background thread."""
+        if self._thread is None:
+            self._watcher = self.store.watch(
+                None, deliver=self._on_event, resource_version=str(self.store.resource_version)
+            )
+            self._thread = threading.Thread(target=self._loop, name="gpushift-flux", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop the controllers (objects stay)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(10)
+            self._thread = None
+        if self._watcher is not None:
+            self._watcher.cancel()
+            self._watcher = None
+        self.sources.close()
+
+    def __enter__(self) -> Flux:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def bootstrap(
+    store: Store,
+    *,
+    directory: Path,
+    path: str,
+    variables: dict[str, str] | None = None,
+    name: str = "flux-system",
+    namespace: str = "flux-system",
+) -> None:
+    """What ``flux bootstrap`` leaves behind, pointed at a local directory: the namespace, the
+    GitRepository ``flux-system`` and the root Kustomization ``cluster-apps`` for ``path``.
+
+    ``variables`` are substituted by the root Kustomization, which also patches them into
+    every Kustomization it applies (as the home-ops cluster templates patch substituteFrom).
+    """
+    ns_kind = by_kind("Namespace")
+    try:
+        store.create(ns_kind, {"metadata": {"name": namespace}}, manager="flux")
+    except ApiError as err:
+        if err.code != 409:
+            raise
+    git = lookup("source.toolkit.fluxcd.io/v1", "GitRepository")
+    ks = lookup("kustomize.toolkit.fluxcd.io/v1", "Kustomization")
+    assert git is not None and ks is not None
+    spec: dict[str, Any] = {
+        "interval": "30m",
+        "path": path,
+        "prune": True,
+        "wait": False,
+        "sourceRef": {"kind": "GitRepository", "name": name},
+    }
+    if variables:
+        # Inline values, so Kustomizations in any namespace see them (substituteFrom would
+        # need a ConfigMap in each namespace).
+        spec["postBuild"] = {"substitute": dict(variables)}
+        lines = "".join(f"      {k}: {json.dumps(str(v))}\n" for k, v in sorted(variables.items()))
+        spec["patches"] = [
+            {
+                "patch": (
+                    "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n"
+                    "metadata:\n  name: not-used\nspec:\n  postBuild:\n    substitute:\n" + lines
+                ),
+                "target": {"group": "kustomize.toolkit.fluxcd.io", "kind": "Kustomization"},
+            }
+        ]
+    for kind, body in (
+        (
+            git,
+            {
+                "apiVersion": git.api_version,
+                "kind": "GitRepository",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"interval": "1h", "url": f"file://{directory.resolve()}"},
+            },
+        ),
+        (
+            ks,
+            {
+                "apiVersion": ks.api_version,
+                "kind": "Kustomization",
+                "metadata": {"name": "cluster-apps", "namespace": namespace},
+                "spec": spec,
+            },
+        ),
+    ):
+        try:
+            store.create(kind, body, namespace=namespace, manager="flux")
+        except ApiError as err:
+            if err.code != 409:
+                raise
