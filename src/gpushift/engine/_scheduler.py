@@ -230,6 +230,8 @@ class Scheduler:
         self.claims: list[dict[str, Any]] = []
         self._queue: list[tuple[tuple[int, str, int], int]] = []
         self._by_order: dict[int, PodInfo] = {}
+        #: Bound pods per priority: preemption is only tried when some have lower priority.
+        self._bound_priorities: dict[int, int] = {}
         self.claims_by_key: dict[tuple[str, str], dict[str, Any]] = {}
         self.templates = {
             (t["metadata"]["namespace"], t["metadata"]["name"]): t for t in inputs.templates
@@ -755,6 +757,7 @@ class Scheduler:
         node.pods.append(pod)
         node.version += 1
         node.min_priority = min(node.min_priority, pod.priority)
+        self._bound_priorities[pod.priority] = self._bound_priorities.get(pod.priority, 0) + 1
         if pod.owner_uid is not None:
             node.owners[pod.owner_uid] = node.owners.get(pod.owner_uid, 0) + 1
         self._log.append(node.order)
@@ -813,6 +816,7 @@ class Scheduler:
         node.pods.remove(pod)
         node.version += 1
         node.min_priority = min((p.priority for p in node.pods), default=2**31)
+        self._bound_priorities[pod.priority] -= 1
         if pod.owner_uid is not None:
             node.owners[pod.owner_uid] -= 1
         self._log.append(node.order)
@@ -893,7 +897,7 @@ class Scheduler:
         (pickOneNodeForPreemption). Victims go back to the queue, as their controllers would
         recreate them.
         """
-        if not any(n.min_priority < pod.priority for n in self.nodes):
+        if not any(n and prio < pod.priority for prio, n in self._bound_priorities.items()):
             return None
         if ctx.all_dead:
             # Dry runs release pods and so clear the class's cached failures: keep a copy.
