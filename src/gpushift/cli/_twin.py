@@ -27,6 +27,11 @@ inventory, and in-process controllers, scheduler, kubelets, device plugins, the 
 GFD and dcgm-exporter acting on a virtual clock that runs --time-scale times faster than
 wall time. It then also serves /twin/v1/violations and a Prometheus API
 (/api/v1/query, /api/v1/query_range) with DCGM series.
+
+--example homelab also runs Flux on the embedded homelab repository (gpu-operator
+time-slicing, replicas 5); --repo DIR runs Flux on your repository from its --root path,
+with --vars as substitution variables. `gpushift twin git-set` switches the repository
+(the merge) and `gpushift twin wait-ready` waits for Flux. See docs/twin.md.
 """
 
 _SERVE_EPILOG = (
@@ -53,6 +58,21 @@ _CHECK_EPILOG = (
     "Exit codes: 0 none recorded, 1 violations recorded (active or resolved), 2 bad input "
     "(an unreadable kubeconfig), 3 the twin could not be reached."
 )
+
+
+_GIT_SET_HELP = """Switch the twin's GitRepository to another directory or git ref: the "merge".
+
+A directory sets spec.url to file://DIR; a hex commit sets spec.ref.commit, anything else
+spec.ref.branch (of the local git repository at spec.url). A reconcile is requested, so the
+new revision shows in status.artifact.revision and Kustomizations that are not suspended
+apply it.
+"""
+_GIT_SET_EPILOG = "Exit codes: 0 switched, 1 the twin refused or could not be reached."
+_WAIT_HELP = """Wait until every Kustomization and HelmRelease of a twin is Ready.
+
+Suspended ones are skipped. Prints what is still not Ready when --timeout passes.
+"""
+_WAIT_EPILOG = "Exit codes: 0 all Ready, 1 timed out, 2 bad input, 3 the twin could not be reached."
 
 
 def _codes(text: str) -> tuple[int, ...]:
@@ -138,6 +158,28 @@ def register(app: typer.Typer) -> None:
         device_plugin_grace: Annotated[
             float, typer.Option(help="Kubelet endpointStopGracePeriod, cluster seconds.")
         ] = 300.0,
+        repo: Annotated[
+            Path | None,
+            typer.Option(
+                help="Run Flux on this GitOps repository (needs --nodes); see docs/twin.md."
+            ),
+        ] = None,
+        root: Annotated[
+            str | None,
+            typer.Option(
+                help="Path of the root Kustomization in --repo (default ./kubernetes/apps)."
+            ),
+        ] = None,
+        vars_file: Annotated[
+            Path | None,
+            typer.Option("--vars", help="YAML map of Flux substitution variables for --repo."),
+        ] = None,
+        operator_delay: Annotated[
+            float,
+            typer.Option(
+                help="Cluster seconds from a ClusterPolicy change to the operator acting."
+            ),
+        ] = 10.0,
     ) -> None:
         from gpushift import twin as t
 
@@ -177,6 +219,21 @@ def register(app: typer.Typer) -> None:
             )
             cluster = tc.Cluster(store, inventory, time_scale=time_scale, delays=delays)
             cluster.token = token
+        flux = None
+        if repo is not None or example is not None:
+            from gpushift.twin.flux import start_flux
+
+            if cluster is None:
+                raise UsageError("--repo needs --nodes")
+            flux = start_flux(
+                store,
+                cluster.clock,
+                repo=repo,
+                example=example,
+                root=root,
+                vars_file=vars_file,
+                operator_delay=operator_delay,
+            )
         if access_log:
             logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
         try:
@@ -224,9 +281,13 @@ def register(app: typer.Typer) -> None:
 
         if cluster is not None:
             cluster.start()
+        if flux is not None:
+            flux.start()
         try:
             asyncio.run(main())
         finally:
+            if flux is not None:
+                flux.stop()
             if cluster is not None:
                 cluster.stop()
             if state is not None:
@@ -250,6 +311,43 @@ def register(app: typer.Typer) -> None:
         if not items:
             print("no invariant violations recorded")
         raise typer.Exit(1 if items else 0)
+
+    @twin.command("git-set", help=_GIT_SET_HELP, epilog=_GIT_SET_EPILOG)
+    def git_set(
+        target: Annotated[str, typer.Argument(help="A directory, or a git commit or branch.")],
+        kubeconfig: Annotated[Path, typer.Option(help="Kubeconfig of a running twin.")],
+        name: Annotated[str, typer.Option(help="GitRepository name.")] = "flux-system",
+        namespace: Annotated[str, typer.Option(help="GitRepository namespace.")] = "flux-system",
+    ) -> None:
+        from gpushift import kube
+        from gpushift.twin.flux import git_set as switch
+
+        try:
+            with kube.connect(kubeconfig=kubeconfig) as client:
+                print(switch(client, target, name=name, namespace=namespace))
+        except kube.KubeError as err:
+            print(f"gpushift: error: {err}", file=sys.stderr)
+            raise typer.Exit(1) from None
+
+    @twin.command("wait-ready", help=_WAIT_HELP, epilog=_WAIT_EPILOG)
+    def wait_ready(
+        kubeconfig: Annotated[Path, typer.Option(help="Kubeconfig of a running twin.")],
+        timeout: Annotated[float, typer.Option(help="Wall seconds to wait.")] = 300.0,
+    ) -> None:
+        from gpushift import kube
+        from gpushift.twin.flux import wait_ready as wait
+
+        try:
+            with kube.connect(kubeconfig=kubeconfig) as client:
+                pending = wait(client, timeout=timeout)
+        except kube.KubeError as err:
+            print(f"gpushift: error: cannot reach the twin: {err}", file=sys.stderr)
+            raise typer.Exit(3) from None
+        for line in pending:
+            print(line)
+        if pending:
+            raise typer.Exit(1)
+        print("all Kustomizations and HelmReleases are Ready")
 
     @twin.command("export", help=_EXPORT_HELP, epilog=_EXPORT_EPILOG)
     def export(

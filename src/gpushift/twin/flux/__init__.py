@@ -13,10 +13,24 @@ on the cluster's virtual clock::
 
 from __future__ import annotations
 
+from gpushift.twin.flux._control import git_set, not_ready, wait_ready
 from gpushift.twin.flux._crds import crd
 from gpushift.twin.flux._crds import install as install_crds
 from gpushift.twin.flux._example import write_example
 from gpushift.twin.flux._runner import Flux, bootstrap
+from gpushift.twin.flux._serve import read_vars, start_flux
 from gpushift.twin.flux._sources import local_path
 
-__all__ = ["Flux", "bootstrap", "crd", "install_crds", "local_path", "write_example"]
+__all__ = [
+    "Flux",
+    "bootstrap",
+    "crd",
+    "git_set",
+    "install_crds",
+    "local_path",
+    "not_ready",
+    "read_vars",
+    "start_flux",
+    "wait_ready",
+    "write_example",
+]

@@ -1,0 +1,72 @@
+"""Setting up Flux for ``gpushift twin serve``: the embedded example or an operator's repo."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from gpushift import _yaml
+from gpushift._errors import InputError, UsageError
+from gpushift.twin import Store
+from gpushift.twin.flux._example import write_example
+from gpushift.twin.flux._runner import Flux, bootstrap
+
+
+def read_vars(path: Path) -> dict[str, str]:
+    """A ``--vars`` file: a YAML map of variable names to scalars.
+
+    Raises ``InputError`` naming the file (and line) when it is unreadable or not such a map.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise InputError(f"cannot read file: {err.strerror or err}", path=str(path)) from None
+    docs = _yaml.parse_text(text, str(path))
+    data: Any = docs[0].data if docs else {}
+    if not isinstance(data, dict):
+        raise InputError("expected a map of variable names to values", path=str(path), line=1)
+    out: dict[str, str] = {}
+    for k, v in data.items():
+        if isinstance(v, dict | list):
+            raise InputError(f"variable {k}: expected a scalar value", path=str(path), line=1)
+        out[str(k)] = "" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+    return out
+
+
+def start_flux(
+    store: Store,
+    clock: Any,
+    *,
+    repo: Path | None,
+    example: str | None,
+    root: str | None,
+    vars_file: Path | None,
+    operator_delay: float = 10.0,
+) -> Flux:
+    """Install the CRDs, bootstrap the GitRepository and root Kustomization, and return the
+    (not yet started) controllers. ``example`` writes the embedded repository to a temporary
+    directory and prints where; ``repo`` runs leniently (partial repositories).
+
+    Raises ``UsageError``/``InputError`` for bad options or files.
+    """
+    if repo is not None:
+        if not repo.is_dir():
+            raise InputError("no such directory", path=str(repo))
+        directory = repo
+        variables = read_vars(vars_file) if vars_file is not None else None
+    else:
+        if example != "homelab":
+            raise UsageError(f"--example: choose homelab, got {example!r}")
+        if vars_file is not None:
+            raise UsageError("--vars goes with --repo")
+        directory = write_example(Path(tempfile.mkdtemp(prefix="gpushift-homelab-")) / "repo")
+        print(f"flux source: {directory}", file=sys.stderr, flush=True)
+        variables = None
+    path = root or ("./kubernetes/apps" if (directory / "kubernetes" / "apps").is_dir() else "./")
+    if not (directory / path).is_dir():
+        raise InputError(f"--root {path}: no such directory in the repository", path=str(directory))
+    flux = Flux(store, clock=clock, operator_delay=operator_delay, lenient=repo is not None)
+    bootstrap(store, directory=directory, path=path, variables=variables)
+    return flux
