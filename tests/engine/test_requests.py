@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from gpushift.engine import pod_non_zero_requests, pod_requests
 
 
@@ -72,3 +75,30 @@ def test_non_zero_requests_for_scoring() -> None:
     spec = {"containers": [c("a"), c("b", requests={"cpu": "1"})]}
     assert pod_requests(spec) == {"cpu": 1000}
     assert pod_non_zero_requests(spec) == {"cpu": 1100, "memory": 400 * 2**20}
+
+
+_container = st.tuples(st.integers(0, 4), st.booleans())  # cpu (cores), native sidecar
+
+
+@given(
+    regular=st.lists(st.integers(0, 4), min_size=1, max_size=4),
+    init=st.lists(_container, max_size=4),
+)
+def test_requests_cover_every_phase_of_the_pod(
+    regular: list[int], init: list[tuple[int, bool]]
+) -> None:
+    # Whatever the mix, the pod needs at least what runs at once in each phase: the regular
+    # containers plus all sidecars, and each classic init container plus the sidecars
+    # started before it; and no more than the largest of those.
+    spec = {
+        "containers": [c(f"r{i}", requests={"cpu": v}) for i, v in enumerate(regular)],
+        "initContainers": [
+            c(f"i{i}", requests={"cpu": v}, sidecar=side) for i, (v, side) in enumerate(init)
+        ],
+    }
+    got = pod_requests(spec).get("cpu", 0)
+    phases = [(sum(regular) + sum(v for v, side in init if side)) * 1000]
+    for i, (v, side) in enumerate(init):
+        if not side:
+            phases.append((v + sum(w for w, s in init[:i] if s)) * 1000)
+    assert got == max(phases)
