@@ -4,8 +4,9 @@ What is modelled, and how it differs from a live kube-scheduler:
 
 * Queue: higher ``priority`` first (from ``spec.priority``, the PriorityClass named by
   ``spec.priorityClassName``, or the ``globalDefault`` class), then older
-  ``creationTimestamp``, then input order. Each pod is tried once; pods with required pod
-  affinity are retried after the others, since a later pod may satisfy them.
+  ``creationTimestamp``, then input order. Each pod is tried once (preempted pods go back in
+  the queue); pods with required pod affinity are retried after the others, since a later
+  pod may satisfy them.
 * Filters, in kube-scheduler's plugin order: NodeUnschedulable, TaintToleration, NodeAffinity
   (``nodeSelector`` and required node affinity), NodeResourcesFit (pods, cpu, memory,
   ephemeral-storage, extended resources not delegated to DRA), PodTopologySpread
@@ -27,7 +28,7 @@ Scale: identical pods (same namespace, labels, priority and spec) form a class. 
 whose score depends only on cpu/memory use (and on the system default hostname spread, when no
 node has a zone label), nodes are grouped by those figures, so a pod scores a few groups
 instead of every node; nodes that failed a class's filters are dropped for that class, since
-use only grows during a run. Spread scores are then normalised over the nodes not yet known to
+use only grows, until a preemption frees room on them. Spread scores are then normalised over the nodes not yet known to
 be infeasible for the class rather than over exactly the feasible ones.
 """
 
