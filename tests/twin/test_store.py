@@ -389,3 +389,72 @@ def test_a_watch_replays_into_the_stored_state(ops: list[tuple[str, str, int]]) 
     assert versions == sorted(set(versions))
     stored = {o["metadata"]["name"]: o for o in store.objects(CM)}
     assert seen == stored
+
+
+def test_selector_of_a_deployment_is_immutable(store: Store) -> None:
+    dep = _dep()
+    dep["spec"]["selector"] = {"matchLabels": {"app": "web"}}
+    store.create(DEP, dep)
+    with pytest.raises(ApiError) as err:
+        store.update(
+            DEP,
+            name="web",
+            namespace="default",
+            mutate=lambda o: {
+                **o,
+                "spec": {**o["spec"], "selector": {"matchLabels": {"app": "x"}}},
+            },
+        )
+    assert err.value.code == 422
+    assert err.value.message == (
+        'Deployment.apps "web" is invalid: spec.selector: Invalid value: '
+        '{"matchLabels":{"app":"x"}}: field is immutable'
+    )
+    assert err.value.status()["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: {"matchLabels":{"app":"x"}}: field is immutable',
+            "field": "spec.selector",
+        }
+    ]
+
+
+def test_resource_claim_spec_is_immutable_but_status_is_not(store: Store) -> None:
+    claim = lookup("resource.k8s.io/v1", "ResourceClaim")
+    assert claim is not None
+    spec = {
+        "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}
+    }
+    store.create(claim, {"metadata": {"name": "c", "namespace": "default"}, "spec": spec})
+    with pytest.raises(ApiError) as err:
+        store.update(claim, name="c", namespace="default", mutate=lambda o: {**o, "spec": {}})
+    assert err.value.message == (
+        'ResourceClaim.resource.k8s.io "c" is invalid: spec: Invalid value: {}: field is immutable'
+    )
+    out = store.update(
+        claim,
+        name="c",
+        namespace="default",
+        subresource="status",
+        mutate=lambda o: {**o, "status": {"allocation": {}}},
+    )
+    assert out["status"] == {"allocation": {}}
+
+
+def test_an_immutable_configmap_keeps_its_data(store: Store) -> None:
+    store.create(
+        CM,
+        {"metadata": {"name": "i", "namespace": "default"}, "data": {"a": "1"}, "immutable": True},
+    )
+    with pytest.raises(ApiError) as err:
+        store.update(CM, name="i", namespace="default", mutate=lambda o: {**o, "data": {"a": "2"}})
+    assert err.value.message == (
+        'ConfigMap "i" is invalid: data: Forbidden: field is immutable when `immutable` is set'
+    )
+    labelled = store.update(
+        CM,
+        name="i",
+        namespace="default",
+        mutate=lambda o: {**o, "metadata": {**o["metadata"], "labels": {"x": "y"}}},
+    )
+    assert labelled["metadata"]["labels"] == {"x": "y"}

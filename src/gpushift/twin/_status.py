@@ -114,11 +114,21 @@ MODIFIED = (
 )
 
 
+_CAUSE_TYPES = {
+    "Required value": "FieldValueRequired",
+    "Invalid value": "FieldValueInvalid",
+    "Forbidden": "FieldValueForbidden",
+    "Unsupported value": "FieldValueNotSupported",
+    "Duplicate value": "FieldValueDuplicate",
+}
+
+
 def invalid(kind: Kind, name: str, causes: list[tuple[str, str, str]]) -> ApiError:
-    """422 Invalid: ``Pod "x" is invalid: <field>: <type>: <detail>``.
+    """422 Invalid: ``Deployment.apps "x" is invalid: <field>: <type>: <detail>``.
 
     ``causes`` are ``(field, type, detail)`` triples, e.g. ``("metadata.name", "Required value",
-    "name or generateName is required")``.
+    "name or generateName is required")``; an Invalid value's type carries the value
+    (``'Invalid value: "Foo"'``).
     """
     text = ", ".join(f"{f}: {t}: {d}" if d else f"{f}: {t}" for f, t, d in causes)
     if len(causes) > 1:
@@ -127,10 +137,16 @@ def invalid(kind: Kind, name: str, causes: list[tuple[str, str, str]]) -> ApiErr
     if kind.group:
         details["group"] = kind.group
     details["causes"] = [
-        {"reason": "Field" + t.replace(" ", ""), "message": f"{t}: {d}" if d else t, "field": f}
+        {
+            "reason": _CAUSE_TYPES.get(t.split(":")[0], "FieldValueInvalid"),
+            "message": f"{t}: {d}" if d else t,
+            "field": f,
+        }
         for f, t, d in causes
     ]
-    return ApiError(422, "Invalid", f'{kind.kind} "{name}" is invalid: {text}', details=details)
+    # schema.GroupKind.String(): the kind, then its group.
+    group_kind = f"{kind.kind}.{kind.group}" if kind.group else kind.kind
+    return ApiError(422, "Invalid", f'{group_kind} "{name}" is invalid: {text}', details=details)
 
 
 def bad_request(message: str) -> ApiError:

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from gpushift._kinds import Kind, builtin_kinds
-from gpushift.twin import _ops
+from gpushift.twin import _ops, _validation
 from gpushift.twin._selectors import LabelSelector, match_labels
 from gpushift.twin._status import (
     MODIFIED,
@@ -844,6 +844,8 @@ class Store:
         new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
         meta["resourceVersion"] = old_meta["resourceVersion"]
         new["metadata"] = meta
+        if subresource is None:
+            _validation.check_update(kind, old, new)
         # Without a status subresource, status is part of what generation counts.
         with_status = "status" not in kind.subresources
         if "generation" in old_meta and _spec_part(new, with_status) != _spec_part(
