@@ -655,3 +655,52 @@ def test_device_plugin_applied_as_a_manifest(tmp_path: Path) -> None:
     s = summarize(load_repo([tmp_path]))
     assert s.allocator == "device-plugin"
     assert [(c.name, c.request) for c in s.consumers] == [("p", "extended")]
+
+
+def test_bootstrap_layout_reaches_everything_once(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "clusters/prod/flux-system/gotk-sync.yaml": ks("flux-system", "./clusters/prod"),
+            "clusters/prod/flux-system/kustomization.yaml": kustomization("./gotk-sync.yaml"),
+            "clusters/prod/apps.yaml": ks("apps", "./apps"),
+            "apps/ml/kustomization.yaml": kustomization("./train/ks.yaml"),
+            "apps/ml/train/ks.yaml": ks("train", "./apps/ml/train/app", targetNamespace="ml"),
+            "apps/ml/train/app/pod.yaml": POD.format(name="trainer", ns="x"),
+        },
+    )
+    r = load_repo([tmp_path])
+    assert sorted((k.name, k.active) for k in r.kustomizations) == [
+        ("apps", True),
+        ("flux-system", True),
+        ("train", True),
+    ]
+    (w,) = r.workloads
+    assert w.active and w.namespace == "ml" and w.origin.kustomization is not None
+    assert w.origin.kustomization.name == "train"
+    assert len([o for o in r.objects if o.kind == "Pod"]) == 1
+    assert len([o for o in r.objects if o.name == "flux-system"]) == 1
+
+
+def test_flux_operator_instance_is_a_root(tmp_path: Path) -> None:
+    instance = """
+        apiVersion: fluxcd.controlplane.io/v1
+        kind: FluxInstance
+        metadata: {name: flux, namespace: flux-system}
+        spec:
+          sync: {kind: GitRepository, url: "https://example.com/repo", path: kubernetes/flux}
+        """
+    write(
+        tmp_path,
+        {
+            "bootstrap/flux-instance.yaml": instance,
+            # Without the instance, this parent would leave kubernetes/flux out.
+            "kubernetes/kustomization.yaml": kustomization("./other"),
+            "kubernetes/flux/kustomization.yaml": kustomization("./apps.yaml"),
+            "kubernetes/flux/apps.yaml": ks("apps", "./kubernetes/apps"),
+            "kubernetes/apps/pod.yaml": POD.format(name="p", ns="a"),
+        },
+    )
+    r = load_repo([tmp_path])
+    assert [(k.name, k.active) for k in r.kustomizations] == [("apps", True)]
+    assert r.workloads[0].active

@@ -49,6 +49,7 @@ from gpushift.gitops._model import (
     FluxKustomization,
     HealthCheck,
     HelmRelease,
+    KsRef,
     Obj,
     Repo,
     RuntimeClass,
@@ -112,6 +113,9 @@ class _State:
     files: dict[str, Path]
     objects: list[Obj] = field(default_factory=list)
     seen: set[tuple[str, int, tuple[str | int, ...]]] = field(default_factory=set)
+    emitted: dict[tuple[str, int, tuple[str | int, ...]], set[KsRef | None]] = field(
+        default_factory=dict
+    )
     kustomizations: list[FluxKustomization] = field(default_factory=list)
     talos: list[TalosEvidence] = field(default_factory=list)
     #: ConfigMaps and Secrets by name (raw, for substituteFrom and valuesFrom lookups).
@@ -352,6 +356,10 @@ def _walk_units(state: _State) -> None:
     referenced: set[str] = set()
     for directory in tree.kustomizations:
         referenced.update(builder.references(directory))
+    for directory in ks_paths:
+        if directory not in tree.kustomizations:
+            # Flux generates a kustomization for such a path that includes these directories.
+            referenced.update(builder.auto_dirs(directory))
     covered_files: set[str] = set()
     for directory in tree.kustomizations:
         covered_files.update(i.doc.rel for i in builder.build(directory))
@@ -372,6 +380,19 @@ def _walk_units(state: _State) -> None:
         active = not has_flux or not _left_out(tree, rel, is_dir=False)
         roots.append(([Item(d, d.data) for d in docs], active))
 
+    # Bootstrap roots sit inside the tree they sync, so nothing above includes them: the
+    # Kustomization that `flux bootstrap` creates (flux-system) and flux-operator's FluxInstance.
+    for rel, docs in sorted(tree.docs.items()):
+        covered = rel in covered_files or rel in referenced
+        for d in docs:
+            name = _dict(d.data.get("metadata")).get("name")
+            if covered and _is_flux_ks(d.data) and name == "flux-system":
+                roots.append(([Item(d, d.data)], True))
+            elif d.data.get("kind") == "FluxInstance":
+                path = _dict(_dict(d.data.get("spec")).get("sync")).get("path")
+                synced = _resolve_path(state, str(path)) if path else None
+                if synced is not None:
+                    roots.append((builder.build(synced), True))
     # Active units first, so an object reached both ways is recorded as active.
     queue: deque[_Unit] = deque(_Unit(i, True, None, None) for i, active in roots if active)
     pending_inactive = [_Unit(i, False, None, None) for i, active in roots if not active]
@@ -414,6 +435,7 @@ def _has_kind(data: Mapping[str, Any]) -> bool:
 
 
 def _unit_objects(state: _State, unit: _Unit) -> Iterator[Obj]:
+    owner = unit.ks.ref if unit.ks is not None else None
     for item in unit.items:
         key = (item.doc.rel, item.doc.index, item.doc.keys)
         first = key not in state.seen
@@ -425,6 +447,12 @@ def _unit_objects(state: _State, unit: _Unit) -> Iterator[Obj]:
         if not first and not unit.active and not item.generated:
             # Already recorded through an active path; an inactive duplicate adds nothing.
             continue
+        owners = state.emitted.setdefault(key, set())
+        if owners and (owner is None or owner in owners or None in owners):
+            # Reached twice by one Kustomization (or by a root and again): deployed once.
+            # Different Kustomizations sharing a component each deploy their own copy.
+            continue
+        owners.add(owner)
         obj = _make_obj(state, item, unit.ks, unit.active, unit.variables)
         state.objects.append(obj)
         yield obj
