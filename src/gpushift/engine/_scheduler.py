@@ -571,11 +571,7 @@ class Scheduler:
         heapq.heapify(self._queue)
         self._by_order = {p.order: p for p in pods}
         retry: list[PodInfo] = []
-        while self._queue:
-            _, order = heapq.heappop(self._queue)
-            pod = self._by_order[order]
-            if not self._schedule_one(pod) and _filters.required_terms(pod.spec, "podAffinity"):
-                retry.append(pod)
+        self._drain(retry)
         progress = True
         while retry and progress:
             progress = False
@@ -583,7 +579,17 @@ class Scheduler:
                 if self._schedule_one(pod):
                     retry.remove(pod)
                     progress = True
+            self._drain(retry)  # pods preempted by the retried ones
         return Outcome(self.nodes, pods, self.claims, self.allocator, self.state)
+
+    def _drain(self, retry: list[PodInfo]) -> None:
+        # Pods with required pod affinity that fail wait in ``retry`` for later pods.
+        while self._queue:
+            _, order = heapq.heappop(self._queue)
+            pod = self._by_order[order]
+            if not self._schedule_one(pod) and _filters.required_terms(pod.spec, "podAffinity"):
+                if pod not in retry:
+                    retry.append(pod)
 
     def _schedule_one(self, pod: PodInfo) -> bool:
         n = len(self.nodes)
