@@ -27,9 +27,9 @@ What is modelled, and how it differs from a live kube-scheduler:
 Scale: identical pods (same namespace, labels, priority and spec) form a class. For a class
 whose score depends only on cpu/memory use (and on the system default hostname spread, when no
 node has a zone label), nodes are grouped by those figures, so a pod scores a few groups
-instead of every node; nodes that failed a class's filters are dropped for that class, since
-use only grows, until a preemption frees room on them. Spread scores are then normalised over the nodes not yet known to
-be infeasible for the class rather than over exactly the feasible ones.
+instead of every node; nodes that failed a class's filters are dropped for that class (use
+only grows, until a preemption frees room). Spread scores are then normalised over the nodes
+not yet known to be infeasible for the class rather than over exactly the feasible ones.
 """
 
 from __future__ import annotations
@@ -587,9 +587,12 @@ class Scheduler:
         while self._queue:
             _, order = heapq.heappop(self._queue)
             pod = self._by_order[order]
-            if not self._schedule_one(pod) and _filters.required_terms(pod.spec, "podAffinity"):
-                if pod not in retry:
-                    retry.append(pod)
+            if (
+                not self._schedule_one(pod)
+                and _filters.required_terms(pod.spec, "podAffinity")
+                and pod not in retry
+            ):
+                retry.append(pod)
 
     def _schedule_one(self, pod: PodInfo) -> bool:
         n = len(self.nodes)
