@@ -247,3 +247,13 @@ def test_export_lists_every_object(client: Kube) -> None:
     names = {(o["kind"], o["metadata"]["name"]) for o in doc["items"]}
     assert ("Namespace", "default") in names and ("ConfigMap", "c1") in names
     assert all("resourceVersion" not in o["metadata"] for o in doc["items"])
+
+
+def test_list_in_chunks_walks_continue_tokens(twin: Twin, client: Kube) -> None:
+    twin.store.create(by_kind("Namespace"), {"metadata": {"name": "chunks"}})
+    for i in range(5):
+        client.create(CM, {"metadata": {"name": f"k{i}", "namespace": "chunks"}})
+    before = twin.server.requests
+    names = [o["metadata"]["name"] for o in client.list(CM, namespace="chunks", chunk_size=2)]
+    assert names == ["k0", "k1", "k2", "k3", "k4"]
+    assert twin.server.requests - before == 3  # pages of 2, 2 and 1
