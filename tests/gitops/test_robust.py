@@ -44,7 +44,7 @@ def manifests(draw: st.DrawFn) -> dict[str, object]:
     return {"apiVersion": api, "kind": kind, "metadata": meta, "spec": spec, "data": draw(JSONISH)}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(manifests(), min_size=1, max_size=4), JSONISH)
 def test_reader_survives_any_shape(docs: list[dict[str, object]], kust: object) -> None:
     with tempfile.TemporaryDirectory() as tmp:
@@ -96,7 +96,7 @@ CONTROLLER = st.dictionaries(
 NESTED = st.dictionaries(st.sampled_from(["main", "app", "config", "env"]), CONTROLLER, max_size=2)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(CHARTS, st.dictionaries(VALUE_KEYS, st.one_of(JSONISH, NESTED), max_size=4))
 def test_chart_values_of_any_shape(chart: str, values: dict[str, object]) -> None:
     hr = {

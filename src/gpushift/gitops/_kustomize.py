@@ -293,15 +293,20 @@ class Builder:
             for i, gen in enumerate(_entries(k.get(key))):
                 if not isinstance(gen, dict) or not gen.get("name"):
                     continue
-                out.append(self._generated(directory, kind, key, i, gen, options))
+                out.append(
+                    self._generated(
+                        directory, kind=kind, key=key, index=i, gen=gen, options=options
+                    )
+                )
         return out
 
     def _generated(
         self,
         directory: str,
+        *,
         kind: str,
         key: str,
-        i: int,
+        index: int,
         gen: dict[str, Any],
         options: dict[str, Any],
     ) -> Item:
@@ -346,7 +351,7 @@ class Builder:
         if not disable:
             meta["name"] = f"{gen['name']}-{name_hash(kind, body)}"
         kfile = self._kustomization_file(directory)
-        doc = Doc(kfile, 0, 1, body, (key, i))
+        doc = Doc(kfile, 0, 1, body, (key, index))
         return Item(doc, body, generated=True)
 
     def _kustomization_file(self, directory: str) -> str:
@@ -378,7 +383,7 @@ class Builder:
         out = list(items)
         for patch, target in patches:
             for n, item in enumerate(out):
-                if _targets(item.data, patch, target):
+                if _targets(item.data, patch=patch, target=target):
                     out[n] = Item(
                         item.doc, _apply(item.data, patch), item.namespace, item.generated
                     )
@@ -399,7 +404,7 @@ def _parse_patch(body: Any) -> list[Any]:
     return [d for d in docs if isinstance(d, (dict, list))]
 
 
-def _targets(obj: dict[str, Any], patch: Any, target: dict[str, Any] | None) -> bool:
+def _targets(obj: dict[str, Any], *, patch: Any, target: dict[str, Any] | None) -> bool:
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     assert isinstance(meta, dict)
     if target is not None:

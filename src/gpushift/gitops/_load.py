@@ -427,7 +427,9 @@ def _walk_units(state: _State) -> None:
                 state.seen.add((d.rel, d.index, d.keys))
                 _talos_check(state, d)
                 if _has_kind(d.data):
-                    state.objects.append(_make_obj(state, Item(d, d.data), None, False, None))
+                    state.objects.append(
+                        _make_obj(state, Item(d, d.data), ks=None, active=False, variables=None)
+                    )
 
 
 def _has_kind(data: Mapping[str, Any]) -> bool:
@@ -453,7 +455,7 @@ def _unit_objects(state: _State, unit: _Unit) -> Iterator[Obj]:
             # Different Kustomizations sharing a component each deploy their own copy.
             continue
         owners.add(owner)
-        obj = _make_obj(state, item, unit.ks, unit.active, unit.variables)
+        obj = _make_obj(state, item, ks=unit.ks, active=unit.active, variables=unit.variables)
         state.objects.append(obj)
         yield obj
 
@@ -490,6 +492,7 @@ def _data_of(body: Mapping[str, Any]) -> dict[str, str]:
 def _make_obj(
     state: _State,
     item: Item,
+    *,
     ks: FluxKustomization | None,
     active: bool,
     variables: Mapping[str, str] | None,
@@ -675,7 +678,7 @@ def _chart(state: _State, obj: Obj) -> tuple[str, str | None]:
     ref = _dict(spec.get("chartRef"))
     name = str(ref.get("name", ""))
     kind = str(ref.get("kind", "OCIRepository"))
-    best = _pick(state, kind, name, obj.namespace)
+    best = _pick(state, kind=kind, name=name, namespace=obj.namespace)
     if best is None:
         return name, None
     ospec = _dict(best.body.get("spec"))
@@ -727,7 +730,7 @@ def _helm_release(state: _State, obj: Obj) -> HelmRelease:
         kind, name = str(ref.get("kind", "ConfigMap")), str(ref.get("name", ""))
         key = str(ref.get("valuesKey") or "values.yaml")
         target = _str(ref.get("targetPath"))
-        found = _pick(state, kind, name, obj.namespace)
+        found = _pick(state, kind=kind, name=name, namespace=obj.namespace)
         refs.append(
             ValuesRef(
                 kind=kind,
@@ -797,7 +800,7 @@ def _plain(m: Mapping[str, Any]) -> dict[str, Any]:
     return {k: _plain(v) if isinstance(v, Mapping) else v for k, v in m.items()}
 
 
-def _pick(state: _State, kind: str, name: str, namespace: str | None) -> Obj | None:
+def _pick(state: _State, *, kind: str, name: str, namespace: str | None) -> Obj | None:
     best: Obj | None = None
     for o in state.index.get((kind, name), ()):
         if o.kind == kind and o.name == name:
@@ -1017,11 +1020,11 @@ def _time_slicing(
                 and (c.namespace in (None, hr.target_namespace))
             ]
             if not mine:
-                mine = _all_keys(objects, name, hr.target_namespace, configs)
+                mine = _all_keys(objects, name=name, namespace=hr.target_namespace, configs=configs)
         if not name and not inline:
             continue
         missing: Any = None
-        if not inline and not _configmap_exists(objects, name, hr.target_namespace):
+        if not inline and not _configmap_exists(objects, name=name, namespace=hr.target_namespace):
             missing = "configmap"
         elif default and not any(c.key == default for c in mine):
             missing = "default-key"
@@ -1039,7 +1042,7 @@ def _time_slicing(
     return tuple(configs), tuple(pointers)
 
 
-def _configmap_exists(objects: Sequence[Obj], name: str | None, namespace: str | None) -> bool:
+def _configmap_exists(objects: Sequence[Obj], *, name: str | None, namespace: str | None) -> bool:
     return any(
         o.kind == "ConfigMap"
         and o.name == name
@@ -1051,6 +1054,7 @@ def _configmap_exists(objects: Sequence[Obj], name: str | None, namespace: str |
 
 def _all_keys(
     objects: Sequence[Obj],
+    *,
     name: str,
     namespace: str | None,
     configs: list[TimeSlicingConfig],
