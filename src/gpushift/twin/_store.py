@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from gpushift._kinds import Kind, builtin_kinds
-from gpushift.twin import _ops, _validation
+from gpushift.twin import _gc, _ops, _validation
 from gpushift.twin._selectors import LabelSelector, match_labels
 from gpushift.twin._status import (
     MODIFIED,
@@ -61,8 +61,8 @@ _NO_GENERATION = {
     "node.k8s.io",
     "scheduling.k8s.io",
 }
-FOREGROUND = "foregroundDeletion"
-ORPHAN = "orphan"
+FOREGROUND = _gc.FOREGROUND
+ORPHAN = _gc.ORPHAN
 _UNDELETABLE = ("default", "kube-system", "kube-public")
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
@@ -975,112 +975,10 @@ class Store:
         return res.kind
 
     def _run_collect(self) -> None:
-        # Runs dependents' deletion to a fixed point, synchronously, inside the write lock
-        # (k8s.io/kubernetes/pkg/controller/garbagecollector does this asynchronously).
-        if self._collecting:
-            return
-        self._collecting = True
-        try:
-            while self._orphans or self._owners_to_check or self._namespaces_to_check:
-                if self._orphans:
-                    uid = self._orphans.pop()
-                    for dep_uid in list(self._dependents.get(uid, ())):
-                        loc = self._by_uid.get(dep_uid)
-                        if loc is None:
-                            continue
-                        dep = self._data[loc[0]][loc[1]].obj
-                        owners = [
-                            r.get("uid") for r in dep["metadata"].get("ownerReferences") or []
-                        ]
-                        if all(o not in self._by_uid for o in owners):
-                            self._delete_entry(loc)
-                    continue
-                if self._owners_to_check:
-                    uid = self._owners_to_check.pop()
-                    loc = self._by_uid.get(uid)
-                    if loc is None:
-                        continue
-                    owner = self._data[loc[0]][loc[1]].obj
-                    ometa = owner["metadata"]
-                    if not ometa.get("deletionTimestamp"):
-                        continue
-                    fins = list(ometa.get("finalizers") or [])
-                    deps = [
-                        self._by_uid[d] for d in self._dependents.get(uid, ()) if d in self._by_uid
-                    ]
-                    if ORPHAN in fins:
-                        for dloc in deps:
-                            dobj = self._data[dloc[0]][dloc[1]].obj
-                            dmeta = dict(dobj["metadata"])
-                            refs = [
-                                r for r in dmeta.get("ownerReferences") or [] if r.get("uid") != uid
-                            ]
-                            if refs:
-                                dmeta["ownerReferences"] = refs
-                            else:
-                                dmeta.pop("ownerReferences", None)
-                            self._store(
-                                self._kind_of(dloc[0], dobj), dobj, {**dobj, "metadata": dmeta}
-                            )
-                        fins.remove(ORPHAN)
-                    elif FOREGROUND in fins:
-                        if deps:
-                            for dloc in deps:
-                                self._delete_entry(dloc)
-                            deps = [
-                                self._by_uid[d]
-                                for d in self._dependents.get(uid, ())
-                                if d in self._by_uid
-                            ]
-                        if not deps:
-                            fins.remove(FOREGROUND)
-                    if fins == list(ometa.get("finalizers") or []):
-                        continue
-                    kind = self._kind_of(loc[0], owner)
-                    new_meta = {**ometa, "finalizers": fins}
-                    if not fins:
-                        new_meta.pop("finalizers")
-                        self._remove(kind, {**owner, "metadata": new_meta})
-                    else:
-                        self._store(kind, owner, {**owner, "metadata": new_meta})
-                    continue
-                ns = self._namespaces_to_check.pop()
-                nsloc = (("", "namespaces"), ("", ns))
-                entry = self._data[("", "namespaces")].get(nsloc[1])
-                if entry is None or not entry.obj["metadata"].get("deletionTimestamp"):
-                    continue
-                left = False
-                for key, table in self._data.items():
-                    if not self._resources[key].kind.namespaced:
-                        continue
-                    for skey in [k for k in table if k[0] == ns]:
-                        left = True
-                        if not table[skey].obj["metadata"].get("deletionTimestamp"):
-                            self._delete_entry((key, skey))
-                if not left or not any(k[0] == ns for t in self._data.values() for k in t):
-                    nsobj = self._data[("", "namespaces")].get(("", ns))
-                    if nsobj is not None and not nsobj.obj["metadata"].get("finalizers"):
-                        self._remove(self._resources[("", "namespaces")].kind, nsobj.obj)
-        finally:
-            self._collecting = False
+        _gc.collect(self)
 
     def _delete_entry(self, loc: tuple[Key, tuple[str, str]]) -> None:
-        entry = self._data[loc[0]].get(loc[1])
-        if entry is None:
-            return
-        obj = entry.obj
-        meta = obj["metadata"]
-        kind = self._kind_of(loc[0], obj)
-        if meta.get("finalizers"):
-            if not meta.get("deletionTimestamp"):
-                new_meta = {
-                    **meta,
-                    "deletionTimestamp": self._now(),
-                    "deletionGracePeriodSeconds": 0,
-                }
-                self._store(kind, obj, {**obj, "metadata": new_meta})
-            return
-        self._remove(kind, obj)
+        _gc.delete_entry(self, loc)
 
     # --- watch -------------------------------------------------------------------------------
 
