@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from gpushift._kinds import by_kind
-from gpushift.twin import Twin, run_twin, write_kubeconfig
+from gpushift.twin import FaultConfig, Twin, run_twin, write_kubeconfig
 
 KUBECTL = shutil.which("kubectl")
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
@@ -416,3 +416,16 @@ def test_server_side_apply_conflict_then_force(twin: Twin, cache: Path) -> None:
     )
     dep = get_json(twin, cache, "deployment", "ssa")
     assert dep["spec"]["replicas"] == 6
+
+
+def test_kubectl_retries_through_injected_429s(tmp_path: Path) -> None:
+    faults = FaultConfig(error_rate=0.3, error_codes=(429,), retry_after=0, seed=2)
+    with run_twin(tls=True, faults=faults) as faulty:
+        done = kubectl(faulty, tmp_path, "get", "namespaces", "-o", "name")
+        assert faulty.faults.injected > 0
+    assert done.stdout.split() == [
+        "namespace/default",
+        "namespace/kube-node-lease",
+        "namespace/kube-public",
+        "namespace/kube-system",
+    ]

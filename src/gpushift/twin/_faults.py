@@ -57,6 +57,7 @@ class Faults:
         self._lock = threading.Lock()
         self._running = threading.Event()
         self._running.set()
+        self.injected = 0  # errors answered so far
 
     def delay(self) -> float:
         """Seconds to hold the next request."""
@@ -75,6 +76,7 @@ class Faults:
             if self._random.random() >= cfg.error_rate:
                 return None
             code = self._random.choice(cfg.error_codes)
+            self.injected += 1
         reason, message = _ERRORS.get(code, ("InternalError", "injected fault"))
         headers = {"Retry-After": str(cfg.retry_after)} if code in (429, 503) else {}
         details = {"retryAfterSeconds": cfg.retry_after} if headers else None
