@@ -13,11 +13,13 @@ import base64
 import functools
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import jsonpatch
+import yaml
 
 from gpushift.gitops._model import Keys
 
@@ -391,8 +393,6 @@ class Builder:
 
 
 def _parse_patch(body: Any) -> list[Any]:
-    import yaml
-
     if isinstance(body, (dict, list)):
         return [body]
     if not isinstance(body, str):
@@ -441,8 +441,6 @@ def _targets(obj: dict[str, Any], *, patch: Any, target: dict[str, Any] | None) 
 
 
 def _match(pattern: str, value: str) -> bool:
-    import re
-
     # kustomize target names and kinds are anchored regular expressions.
     try:
         return re.fullmatch(pattern, value) is not None

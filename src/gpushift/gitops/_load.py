@@ -24,12 +24,15 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+import yaml
 
 from gpushift import _yaml
 from gpushift._errors import InputError
 from gpushift._kinds import KINDS
 from gpushift.gitops import _pods
+from gpushift.gitops._bodies import HelmReleaseSpec, KustomizationSpec
 from gpushift.gitops._charts import chart_defaults, chart_identity
 from gpushift.gitops._kustomize import (
     KUSTOMIZATION_FILES,
@@ -535,7 +538,7 @@ def _make_obj(
 
 
 def _flux_kustomization(state: _State, obj: Obj) -> FluxKustomization:
-    spec = _dict(obj.body.get("spec"))
+    spec = cast(KustomizationSpec, _dict(obj.body.get("spec")))
     namespace = obj.namespace or "flux-system"
     post = spec.get("postBuild")
     post_build = isinstance(post, dict)
@@ -671,7 +674,7 @@ def _is_hr(o: Obj) -> bool:
 
 
 def _chart(state: _State, obj: Obj) -> tuple[str, str | None]:
-    spec = _dict(obj.body.get("spec"))
+    spec = cast(HelmReleaseSpec, _dict(obj.body.get("spec")))
     chart = _dict(_dict(spec.get("chart")).get("spec"))
     if chart.get("chart"):
         return str(chart["chart"]), _str(chart.get("version"))
@@ -713,9 +716,7 @@ def _set_path(target_path: str, value: Any) -> dict[str, Any]:
 
 
 def _helm_release(state: _State, obj: Obj) -> HelmRelease:
-    import yaml
-
-    spec = _dict(obj.body.get("spec"))
+    spec = cast(HelmReleaseSpec, _dict(obj.body.get("spec")))
     chart_name, version = _chart(state, obj)
     chart = chart_identity(chart_name)
     if chart == "other" and version is None and _looks_like_app_template(spec.get("values")):
