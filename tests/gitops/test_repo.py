@@ -650,10 +650,12 @@ def test_device_plugin_applied_as_a_manifest(tmp_path: Path) -> None:
             spec:
               containers:
                 - {name: nvidia-device-plugin-ctr, image: nvcr.io/nvidia/k8s-device-plugin:v0.17.0}
+              runtimeClassName: nvidia
         """
     write(tmp_path, {"ds.yaml": ds, "pod.yaml": POD.format(name="p", ns="a")})
     s = summarize(load_repo([tmp_path]))
     assert s.allocator == "device-plugin"
+    # The plugin itself runs with the nvidia runtime but is no consumer.
     assert [(c.name, c.request) for c in s.consumers] == [("p", "extended")]
 
 

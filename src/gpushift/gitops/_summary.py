@@ -129,8 +129,21 @@ def _nvidia_claim(claim: Claim) -> bool:
     )
 
 
+#: NVIDIA's own node agents reach every GPU by design; they are the stack, not consumers.
+_STACK_PREFIXES = (
+    "nvidia-device-plugin",
+    "gpu-feature-discovery",
+    "nvidia-container-toolkit",
+    "nvidia-driver",
+    "nvidia-operator-validator",
+    "nvidia-mig-manager",
+)
+
+
 def _request_kind(w: Workload, repo: Repo, *, dp: bool, dra: bool) -> RequestKind | None:
     """How ``w`` asks for an NVIDIA GPU, or None when it has nothing to do with one."""
+    if w.origin_kind == "manifest" and w.name.startswith(_STACK_PREFIXES):
+        return None
     for pc in w.pod.resource_claims:
         name = pc.template or pc.claim
         found = [
