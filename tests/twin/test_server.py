@@ -356,3 +356,14 @@ def test_crd_lifecycle_in_discovery(twin: Twin) -> None:
     assert status == 200
     assert call(twin, "GET", "/apis/test.io/v1")[0] == 404
     assert call(twin, "GET", "/apis/test.io/v1/gadgets/g")[0] == 404
+
+
+def test_unsupported_dry_run_value_is_a_bad_request(twin: Twin) -> None:
+    status, _, body = call(
+        twin,
+        "POST",
+        "/api/v1/namespaces/default/configmaps?dryRun=Some",
+        {"metadata": {"name": "d"}},
+    )
+    assert status == 400
+    assert body["message"] == 'dryRun: Unsupported value: []string{"Some"}: supported values: "All"'

@@ -80,10 +80,10 @@ def _dry_run(request: web.Request, body: Obj | None = None) -> bool:
         values = [*values, *(extra if isinstance(extra, list) else [extra])]
     for value in values:
         if value != "All":
+            # metav1 validation.ValidateDryRun, a field.NotSupported on the value list
+            listed = ", ".join(f'"{v}"' for v in values)
             raise bad_request(
-                f'Invalid dry run: unsupported dry run value "{value}"'.replace(
-                    "Invalid", "invalid"
-                )
+                f'dryRun: Unsupported value: []string{{{listed}}}: supported values: "All"'
             )
     return bool(values)
 
