@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from gpushift.rules._finding import Finding, Severity
 from gpushift.rules._json import format_json
-from gpushift.rules._registry import DOCS_URL, RULES, Rule, rule
+from gpushift.rules._registry import DOCS_PATH, RULES, Rule, rule
 from gpushift.rules._run import FAMILIES, Report, check_repo, run_check
 from gpushift.rules._sarif import format_sarif
 from gpushift.rules._text import format_text
 
 __all__ = [
-    "DOCS_URL",
+    "DOCS_PATH",
     "FAMILIES",
     "RULES",
     "Finding",

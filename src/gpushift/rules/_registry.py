@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from gpushift.rules._finding import Severity
 
-#: Where docs/rules.md is published; SARIF consumers link each rule to its section there.
-DOCS_URL = "https://github.com/gpushift/gpushift/blob/main/docs/rules.md"
+#: Where each rule is documented, relative to the gpushift source tree.
+DOCS_PATH = "docs/rules.md"
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,9 +22,9 @@ class Rule:
     summary: str
 
     @property
-    def help_uri(self) -> str:
-        """The rule's section in docs/rules.md."""
-        return f"{DOCS_URL}#{self.id}"
+    def help_ref(self) -> str:
+        """The rule's section in docs/rules.md (an anchor relative to the source tree)."""
+        return f"{DOCS_PATH}#{self.id}"
 
 
 _E, _W, _I = Severity.ERROR, Severity.WARNING, Severity.INFO

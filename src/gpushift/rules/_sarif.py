@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gpushift.rules._finding import Finding, Severity
-from gpushift.rules._registry import DOCS_URL, RULES
+from gpushift.rules._registry import RULES
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
@@ -50,13 +50,12 @@ def format_sarif(findings: Sequence[Finding], *, root: Path, version: str) -> st
                     "driver": {
                         "name": "gpushift",
                         "version": version,
-                        "informationUri": DOCS_URL,
                         "rules": [
                             {
                                 "id": r.id,
                                 "shortDescription": {"text": r.summary},
                                 "defaultConfiguration": {"level": _LEVEL[r.severity]},
-                                "helpUri": r.help_uri,
+                                "help": {"text": f"{r.summary} See {r.help_ref}."},
                             }
                             for r in RULES
                         ],
