@@ -61,11 +61,15 @@ class Driver:
     def get(self, *args: str) -> Any:
         return json.loads(self.kubectl("get", *args, "-o", "json"))
 
-    def http(self, path: str, params: dict[str, str] | None = None) -> Any:
+    def http(self, path: str, params: dict[str, str] | None = None, *, post: bool = False) -> Any:
         url = self.twin.url + path
         if params:
             url += "?" + urllib.parse.urlencode(params)
-        req = urllib.request.Request(url, headers={"Authorization": f"Bearer {self.twin.token}"})
+        req = urllib.request.Request(
+            url,
+            headers={"Authorization": f"Bearer {self.twin.token}"},
+            method="POST" if post else "GET",
+        )
         try:
             with urllib.request.urlopen(req, context=self._ssl, timeout=10) as resp:
                 return json.loads(resp.read())

@@ -188,11 +188,17 @@ class Cluster:
 
     # -- surfaces --
 
-    def restart_kubelet(self, node: str) -> None:
-        """Restart one node's kubelet (device-plugin resources come back at 0)."""
+    def restart_kubelet(self, node: str) -> bool:
+        """Restart one node's kubelet (device-plugin resources come back at 0).
+
+        Returns False when the twin has no kubelet for ``node``.
+        """
         with self._lock:
+            if node not in self.kubelet.agents:
+                return False
             self.kubelet.restart(node)
         self._wake.set()
+        return True
 
     def violations(self) -> dict[str, Any]:
         """The monitor's record, as served at ``/twin/v1/violations``."""
@@ -200,7 +206,12 @@ class Cluster:
 
     def routes(self, app: web.Application) -> None:
         """Add the violations and Prometheus endpoints to the twin's application."""
-        routes(monitor=self.monitor, metrics=self.metrics, token=lambda: self.token)(app)
+        routes(
+            monitor=self.monitor,
+            metrics=self.metrics,
+            token=lambda: self.token,
+            restart_kubelet=self.restart_kubelet,
+        )(app)
 
 
 @contextlib.contextmanager

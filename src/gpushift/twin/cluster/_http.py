@@ -1,6 +1,7 @@
 """The cluster twin's HTTP endpoints beside the Kubernetes API.
 
-``GET /twin/v1/violations`` (the invariant monitor's record) and the Prometheus HTTP API
+``GET /twin/v1/violations`` (the invariant monitor's record),
+``POST /twin/v1/nodes/<node>/restart-kubelet`` (a kubelet restart) and the Prometheus HTTP API
 subset ``/api/v1/query`` and ``/api/v1/query_range`` (GET or form POST), answered in
 Prometheus' JSON shapes and error types. Both need the twin's bearer token.
 """
@@ -57,7 +58,11 @@ def _duration(raw: str, name: str) -> float:
 
 
 def routes(
-    *, monitor: Monitor, metrics: Metrics, token: Callable[[], str | None]
+    *,
+    monitor: Monitor,
+    metrics: Metrics,
+    token: Callable[[], str | None],
+    restart_kubelet: Callable[[str], bool],
 ) -> Callable[[web.Application], None]:
     """A hook adding the endpoints to the twin's application (see ``run_twin(routes=…)``)."""
 
@@ -75,6 +80,14 @@ def routes(
         if not authorised(request):
             return web.json_response({"message": "Unauthorized"}, status=401)
         return web.json_response(monitor.as_json())
+
+    async def restart(request: web.Request) -> web.Response:
+        if not authorised(request):
+            return web.json_response({"message": "Unauthorized"}, status=401)
+        node = request.match_info["node"]
+        if not restart_kubelet(node):
+            return web.json_response({"message": f'node "{node}" has no kubelet'}, status=404)
+        return web.json_response({"node": node, "restarted": True})
 
     async def query(request: web.Request) -> web.Response:
         if not authorised(request):
@@ -125,6 +138,7 @@ def routes(
 
     def add(app: web.Application) -> None:
         app.router.add_get("/twin/v1/violations", violations)
+        app.router.add_post("/twin/v1/nodes/{node}/restart-kubelet", restart)
         for path, handler in (("/api/v1/query", query), ("/api/v1/query_range", query_range)):
             app.router.add_get(path, handler)
             app.router.add_post(path, handler)
