@@ -367,3 +367,24 @@ def test_unsupported_dry_run_value_is_a_bad_request(twin: Twin) -> None:
     )
     assert status == 400
     assert body["message"] == 'dryRun: Unsupported value: []string{"Some"}: supported values: "All"'
+
+
+def test_watch_list_sends_initial_events_then_a_bookmark(twin: Twin) -> None:
+    call(twin, "POST", "/api/v1/namespaces", {"metadata": {"name": "wl"}})
+    for name in ("b", "a"):
+        call(twin, "POST", "/api/v1/namespaces/wl/configmaps", {"metadata": {"name": name}})
+    conn, resp = _stream(
+        twin,
+        "/api/v1/namespaces/wl/configmaps?watch=true&sendInitialEvents=true"
+        "&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=2",
+    )
+    try:
+        events = [json.loads(resp.readline()) for _ in range(3)]
+    finally:
+        conn.close()
+    assert [(e["type"], e["object"]["metadata"].get("name")) for e in events] == [
+        ("ADDED", "a"),
+        ("ADDED", "b"),
+        ("BOOKMARK", None),
+    ]
+    assert events[2]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
