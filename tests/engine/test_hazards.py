@@ -125,3 +125,21 @@ def test_more_tenants_than_replicas() -> None:
     (h,) = sim.hazards
     assert (h.reason, h.card) == (DOUBLE_ALLOCATION, 0)
     assert "2 device-plugin tenants but 1 replicas" in h.message
+
+
+def test_renamed_shared_resource_is_the_same_card() -> None:
+    # renameByDefault advertises nvidia.com/gpu.shared: still the device plugin's ledger.
+    n = node("n", None)
+    n["status"]["allocatable"]["nvidia.com/gpu.shared"] = "4"
+    shared_pod = gpu_pod("dp")
+    shared_pod["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu.shared": 1}
+    sim = simulate(
+        from_objects(
+            [n, slice_for("n"), *nvidia_device_classes(), TEMPLATE, shared_pod, claim_pod("dra")]
+        )
+    )
+    assert [(h.reason, h.card) for h in sim.hazards] == [
+        (DUAL_ADVERTISER, None),
+        (DOUBLE_ALLOCATION, 0),
+    ]
+    assert "nvidia.com/gpu.shared: 4" in sim.hazards[0].message

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpushift.engine._ledger import GPU_RESOURCE
+from gpushift.engine._ledger import GPU_RESOURCES, gpu_units
 from gpushift.engine._scheduler import NVIDIA_DRIVER, Outcome
 
 DUAL_ADVERTISER = "DualAdvertiser"
@@ -111,13 +111,16 @@ def find(
         by_node.setdefault(n, set()).add(c)
     hazards: list[Hazard] = []
     for node in outcome.nodes:
-        units = node.allocatable.get(GPU_RESOURCE, 0)
+        units = gpu_units(node.allocatable)
         if units > 0 and node.name in dra_nodes:
+            advertised = ", ".join(
+                f"{r}: {node.allocatable[r]}" for r in GPU_RESOURCES if node.allocatable.get(r)
+            )
             hazards.append(
                 Hazard(
                     DUAL_ADVERTISER,
                     node.name,
-                    f"node {node.name} advertises {GPU_RESOURCE}: {units} through the device "
+                    f"node {node.name} advertises {advertised} through the device "
                     f"plugin and publishes its GPUs through the DRA driver {NVIDIA_DRIVER}; "
                     "both ledgers can hand out the same card",
                 )

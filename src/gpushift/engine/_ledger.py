@@ -19,6 +19,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 GPU_RESOURCE = "nvidia.com/gpu"
+#: Names the device plugin advertises for full GPUs (``renameByDefault`` adds ``.shared``).
+GPU_RESOURCES = (GPU_RESOURCE, f"{GPU_RESOURCE}.shared")
+
+
+def gpu_units(resources: dict[str, int]) -> int:
+    """Units of full-GPU device-plugin resources in a resource list."""
+    return sum(resources.get(name, 0) for name in GPU_RESOURCES)
+
+
 GPU_COUNT_LABEL = "nvidia.com/gpu.count"
 GPU_REPLICAS_LABEL = "nvidia.com/gpu.replicas"
 

@@ -278,7 +278,7 @@ class Scheduler:
                 allocatable=allocatable,
             )
             info.gpu = _ledger.GpuLedger.for_node(
-                allocatable=allocatable.get(_ledger.GPU_RESOURCE, 0),
+                allocatable=_ledger.gpu_units(allocatable),
                 labels=labels,
                 dra_cards=self._dra_cards(n),
             )
@@ -781,7 +781,7 @@ class Scheduler:
             pod.gpu_cards, tenants = held_cards
             for i, tenant in tenants:
                 node.gpu.cards[i].tenants.append(tenant)
-        elif _ledger.GPU_RESOURCE not in delegated and pod.requests.get(_ledger.GPU_RESOURCE):
+        elif any(pod.requests.get(r) and r not in delegated for r in _ledger.GPU_RESOURCES):
             self._assign_cards(pod, node)
         claims = [c for _, c in pod.claims]
         if bridge is not None:
@@ -957,7 +957,7 @@ class Scheduler:
         shared: list[int] = []
         init_names: list[str] = []
         for c in _requests.all_containers(pod.spec):
-            want = _requests.container_requests(c).get(_ledger.GPU_RESOURCE, 0)
+            want = _ledger.gpu_units(_requests.container_requests(c))
             if want <= 0:
                 continue
             name = str(c.get("name"))
