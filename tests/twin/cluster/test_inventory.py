@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpushift._errors import InputError
 from gpushift.twin.cluster import MODELS, example, from_text, load
@@ -117,3 +119,37 @@ def test_serve_reports_a_bad_file_in_one_line_with_exit_code_2(tmp_path: Path) -
     assert done.returncode == 2
     assert done.stderr == f"gpushift: error: {path}:3: node a: pods must be a positive integer\n"
     assert not (tmp_path / "kc").exists()
+
+
+@given(
+    groups=st.lists(
+        st.tuples(
+            st.from_regex(r"[a-z][a-z0-9]{0,6}", fullmatch=True),
+            st.integers(min_value=1, max_value=120),
+            st.integers(min_value=0, max_value=3),
+        ),
+        min_size=1,
+        max_size=4,
+        unique_by=lambda g: g[0],
+    )
+)
+def test_counts_expand_into_distinct_padded_names_and_minors(
+    groups: list[tuple[str, int, int]],
+) -> None:
+    lines = ["nodes:"]
+    for prefix, count, gpus in groups:
+        lines.append(
+            f"- {{name: {prefix}, count: {count}, "
+            f"gpus: [{{product: NVIDIA L4, count: {max(gpus, 1)}}}]}}"
+        )
+    inv = from_text("\n".join(lines) + "\n")
+    expected = []
+    for prefix, count, _ in groups:
+        width = len(str(count - 1))
+        expected += [f"{prefix}-{i:0{width}d}" for i in range(count)]
+    names = [n.name for n in inv.nodes]
+    assert names == expected
+    assert len(set(names)) == len(names)
+    for node, (_, _, gpus) in zip(inv.nodes, [g for g in groups for _ in range(g[1])], strict=True):
+        assert [g.minor for g in node.gpus] == list(range(max(gpus, 1)))
+        assert len({g.uuid for g in node.gpus}) == len(node.gpus)

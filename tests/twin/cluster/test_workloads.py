@@ -193,3 +193,74 @@ spec:
             == ["db-0"]
         ),
     )
+
+
+def test_scaling_and_a_pods_conditions_and_events(three_nodes: Any) -> None:
+    d = three_nodes
+    d.apply(DEPLOYMENT.format(strategy="RollingUpdate", version=1))
+
+    def running() -> list[Any]:
+        pods = d.get("pods", "-n", "default", "-l", "app=web")["items"]
+        return [
+            p
+            for p in pods
+            if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
+        ]
+
+    d.wait_for(
+        "two",
+        lambda: (
+            len(running()) == 2
+            and len(d.get("pods", "-n", "default", "-l", "app=web")["items"]) == 2
+        ),
+    )
+    pod = running()[0]
+    status = pod["status"]
+    assert [(c["type"], c["status"]) for c in status["conditions"]] == [
+        ("PodReadyToStartContainers", "True"),
+        ("Initialized", "True"),
+        ("Ready", "True"),
+        ("ContainersReady", "True"),
+        ("PodScheduled", "True"),
+    ]
+    (cs,) = status["containerStatuses"]
+    assert (cs["name"], cs["ready"], cs["started"], cs["restartCount"]) == ("app", True, True, 0)
+    assert set(cs["state"]) == {"running"}
+    assert status["podIP"].startswith("10.244.")
+    name = pod["metadata"]["name"]
+    events = d.get("events", "-n", "default", "--field-selector", f"involvedObject.name={name}")
+    assert [
+        (e["reason"], e["message"])
+        for e in sorted(events["items"], key=lambda e: e["metadata"]["name"])
+    ] == [
+        ("Scheduled", f"Successfully assigned default/{name} to {pod['spec']['nodeName']}"),
+        ("Pulled", 'Container image "ghcr.io/example/web:1" already present on machine'),
+        ("Created", "Created container: app"),
+        ("Started", "Started container app"),
+    ]
+    d.kubectl("scale", "deployment", "-n", "default", "web", "--replicas=5")
+    d.wait_for("five", lambda: len(running()) == 5)
+    d.kubectl("scale", "deployment", "-n", "default", "web", "--replicas=1")
+    d.wait_for(
+        "one left", lambda: len(d.get("pods", "-n", "default", "-l", "app=web")["items"]) == 1
+    )
+    deploy = d.get("deployment", "-n", "default", "web")
+    assert {
+        k: deploy["status"][k]
+        for k in ("replicas", "readyReplicas", "availableReplicas", "updatedReplicas")
+    } == {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1, "updatedReplicas": 1}
+    scaled = d.get(
+        "events",
+        "-n",
+        "default",
+        "--field-selector",
+        "involvedObject.kind=Deployment,reason=ScalingReplicaSet",
+    )["items"]
+    rs = d.get("replicasets", "-n", "default")["items"][0]["metadata"]["name"]
+    assert sorted(e["message"] for e in scaled) == sorted(
+        [
+            f"Scaled up replica set {rs} from 0 to 2",
+            f"Scaled up replica set {rs} from 2 to 5",
+            f"Scaled down replica set {rs} from 5 to 1",
+        ]
+    )
