@@ -706,3 +706,15 @@ def test_flux_operator_instance_is_a_root(tmp_path: Path) -> None:
     r = load_repo([tmp_path])
     assert [(k.name, k.active) for k in r.kustomizations] == [("apps", True)]
     assert r.workloads[0].active
+
+
+def test_name_prefix_and_suffix(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "ks.yaml": ks("app", "./app", nameSuffix="-b"),
+            "app/kustomization.yaml": kustomization("./pod.yaml", extra="namePrefix: team-\n"),
+            "app/pod.yaml": POD.format(name="p", ns="a"),
+        },
+    )
+    assert load_repo([tmp_path]).workloads[0].name == "team-p-b"

@@ -271,6 +271,7 @@ class Builder:
                 items.extend(self.build(norm(directory, ref)))
         items.extend(self._generate(directory, k))
         items = self.apply_patches(directory, k, items)
+        items = rename(items, prefix=k.get("namePrefix"), suffix=k.get("nameSuffix"))
         namespace = k.get("namespace")
         for ref in _entries(k.get("transformers")):
             if not isinstance(ref, str) or "://" in ref:
@@ -390,6 +391,23 @@ class Builder:
                         item.doc, _apply(item.data, patch), item.namespace, item.generated
                     )
         return out
+
+
+def rename(items: list[Item], *, prefix: Any, suffix: Any) -> list[Item]:
+    """``items`` with kustomize's ``namePrefix``/``nameSuffix`` applied (not to Namespaces)."""
+    pre = prefix if isinstance(prefix, str) else ""
+    suf = suffix if isinstance(suffix, str) else ""
+    if not pre and not suf:
+        return items
+    out: list[Item] = []
+    for i in items:
+        meta = i.data.get("metadata")
+        if i.data.get("kind") == "Namespace" or not isinstance(meta, dict) or "name" not in meta:
+            out.append(i)
+            continue
+        data = {**i.data, "metadata": {**meta, "name": f"{pre}{meta['name']}{suf}"}}
+        out.append(Item(i.doc, data, i.namespace, i.generated))
+    return out
 
 
 def _parse_patch(body: Any) -> list[Any]:

@@ -42,6 +42,7 @@ from gpushift.gitops._kustomize import (
     Tree,
     norm,
     parent,
+    rename,
 )
 from gpushift.gitops._model import (
     Claim,
@@ -420,6 +421,7 @@ def _walk_units(state: _State) -> None:
             spec = _dict(ks.obj.body.get("spec"))
             if spec.get("patches"):
                 items = builder.apply_patches(".", {"patches": spec["patches"]}, items)
+            items = rename(items, prefix=spec.get("namePrefix"), suffix=spec.get("nameSuffix"))
             child = _Unit(items, obj.active and not ks.suspend, ks, _variables(state, ks))
             (queue if child.active else pending_inactive).append(child)
 
