@@ -68,6 +68,8 @@ NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 # pkg/scheduler/apis/config/v1 default_plugins.go: score plugin weights.
 _W_FIT, _W_BALANCED, _W_NODE_AFFINITY, _W_TAINT, _W_SPREAD, _W_INTERPOD = 1, 1, 2, 3, 2, 2
+# Labels the StatefulSet controller sets to a different value on every pod.
+_PER_POD_LABELS = ("statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index")
 # pkg/scheduler/apis/config/v1 defaults.go: system default topology spread constraints.
 _DEFAULT_SPREAD = (
     {"maxSkew": 3, "topologyKey": HOSTNAME, "whenUnsatisfiable": "ScheduleAnyway"},
@@ -244,6 +246,8 @@ class Scheduler:
         self._static: dict[Any, dict[int, Failure | None]] = {}
         self._dead: dict[Any, dict[int, Failure]] = {}
         self._views: dict[Any, _ClassView] = {}
+        self._class_sizes: dict[Any, int] = {}
+        self._ignored_labels: frozenset[str] = frozenset()
         self._cards_by_node: dict[str, int] | None = None
         self._log: list[int] = []
         self._messages: dict[Any, str] = {}
@@ -383,9 +387,8 @@ class Scheduler:
             pod.obj.setdefault("status", {})["resourceClaimStatuses"] = statuses
         if not shared and pod.prefilter is None:
             spec_for_key = {k: v for k, v in pod.spec.items() if k != "nodeName"}
-            pod.class_key = repr(
-                (pod.namespace, sorted(pod.labels.items()), pod.priority, spec_for_key)
-            )
+            labels = sorted((k, v) for k, v in pod.labels.items() if k not in self._ignored_labels)
+            pod.class_key = repr((pod.namespace, labels, pod.priority, spec_for_key))
 
     def _claim_from_template(
         self, pod: PodInfo, pc_name: str, template: dict[str, Any]
@@ -554,7 +557,17 @@ class Scheduler:
             priorities[str(pc["metadata"]["name"])] = int(pc["value"])
             if pc.get("globalDefault"):
                 priorities[""] = int(pc["value"])
+        # Labels unique to each pod keep identical StatefulSet pods apart; unless some pod
+        # selects on them, they do not change where a pod may go.
+        text = repr([(p.get("spec") or {}).get("affinity") for p in self.inputs.pods])
+        text += repr(
+            [(p.get("spec") or {}).get("topologySpreadConstraints") for p in self.inputs.pods]
+        )
+        self._ignored_labels = frozenset(k for k in _PER_POD_LABELS if k not in text)
         pods = [self.make_pod(p, i, priorities) for i, p in enumerate(self.inputs.pods)]
+        for p in pods:
+            if p.class_key is not None and not p.spec.get("nodeName"):
+                self._class_sizes[p.class_key] = self._class_sizes.get(p.class_key, 0) + 1
         for pod in pods:
             node_name = pod.spec.get("nodeName")
             if node_name and node_name in self.by_name:
@@ -647,7 +660,7 @@ class Scheduler:
         # Nodes are grouped by everything the cpu/memory scores depend on, so one score per
         # group orders all nodes; a class of identical pods drops nodes that can never fit it.
         view = None
-        if pod.class_key is not None:
+        if pod.class_key is not None and self._class_sizes.get(pod.class_key, 0) > 1:
             if ctx.spread_default:
                 owner = pod.owner_uid or ""
                 view = self._view(pod.class_key, lambda n: (*n.usage_key(), n.owners.get(owner, 0)))
@@ -1047,7 +1060,10 @@ class _Context:
             or self.pref_anti
             or self.pref_node
             or explicit
-            or (self.spread_default and (sched.zones or pod.class_key is None))
+            or (
+                self.spread_default
+                and (sched.zones or sched._class_sizes.get(pod.class_key, 0) < 2)
+            )
             or sched.affinity_pods
             or sched.prefer_no_schedule
         )
