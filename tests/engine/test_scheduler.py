@@ -667,3 +667,34 @@ def test_preemption_picks_the_node_with_the_least_important_victims() -> None:
         "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. "
         f"preemption: 0/2 nodes are available: 2 {NO_VICTIMS}."
     )
+
+
+def test_daemonset_pod_is_only_tried_on_its_node() -> None:
+    # One pod per node, pinned by metadata.name. On c a running pod leaves 1 of 4 cpu, so
+    # c's daemon pod (2 cpu) fails there; the other two nodes count as NodeAffinity misses.
+    ds = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "agent", "namespace": "default"},
+        "spec": {
+            "template": {
+                "metadata": {"labels": {"app": "agent"}},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]},
+            }
+        },
+    }
+    sim = run(
+        node("a", cpu="4"),
+        node("b", cpu="4"),
+        node("c", cpu="4"),
+        pod("busy", cpu="3", spec={"nodeName": "c"}),
+        ds,
+    )
+    placed = {p.obj["spec"].get("nodeName") for p in sim.outcome.pods if p.name != "busy"}
+    assert placed == {"a", "b", None}
+    (stuck,) = sim.pending
+    assert stuck.message == (
+        "0/3 nodes are available: 1 Insufficient cpu, "
+        "2 node(s) didn't match Pod's node affinity/selector. "
+        f"preemption: 0/3 nodes are available: 1 {NO_VICTIMS}, 2 {NOT_HELPFUL}."
+    )

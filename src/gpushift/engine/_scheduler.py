@@ -706,7 +706,12 @@ class Scheduler:
         self, pod: PodInfo, ctx: _Context
     ) -> tuple[NodeInfo, list[AllocationResult] | None, _bridging.BridgeClaim | None] | None:
         feasible: list[tuple[NodeInfo, list[AllocationResult] | None, Any]] = []
-        for node in self.nodes:
+        nodes = self.nodes
+        if ctx.only_nodes is not None:
+            # nodeaffinity PreFilter: a pod pinned by metadata.name (a DaemonSet pod) is only
+            # filtered on the nodes it names.
+            nodes = [self.by_name[n] for n in sorted(ctx.only_nodes) if n in self.by_name]
+        for node in nodes:
             failure, results, bridge = self._filter(pod, node, ctx)
             if failure is None:
                 feasible.append((node, results, bridge))
@@ -741,6 +746,8 @@ class Scheduler:
         post: dict[str, int] = {}
         for node in self.nodes:
             failure = ctx.failures.get(node.order)
+            if failure is None and ctx.only_nodes is not None and node.name not in ctx.only_nodes:
+                failure = (UNRESOLVABLE, [_filters.REASON_NODE_AFFINITY])
             if failure is None:
                 continue
             code, reasons = failure
@@ -990,6 +997,27 @@ class Scheduler:
                 pod.gpu_cards.extend((name, i) for i in cards)
 
 
+def _pinned_nodes(spec: Mapping[str, Any]) -> set[str] | None:
+    """Node names every required node-affinity term pins with ``metadata.name In``, or None."""
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = required.get("nodeSelectorTerms") or []
+    if not terms:
+        return None
+    names: set[str] = set()
+    for term in terms:
+        pinned = [
+            f
+            for f in term.get("matchFields") or []
+            if f.get("key") == "metadata.name" and f.get("operator") == "In"
+        ]
+        if not pinned:
+            return None
+        names.update(str(v) for v in pinned[0].get("values") or [])
+    return names
+
+
 def _least_allocated(requested: int, capacity: int) -> int:
     # noderesources/least_allocated.go leastRequestedScore.
     if capacity == 0 or requested > capacity:
@@ -1053,6 +1081,7 @@ class _Context:
         ]
         self.spread_default = not explicit and pod.owner_uid is not None
         self.needs_affinity = bool(self.req_aff)
+        self.only_nodes = _pinned_nodes(spec)
         self.plain = not (
             self.req_aff
             or self.req_anti
