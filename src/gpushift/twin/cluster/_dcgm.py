@@ -48,7 +48,7 @@ def _allowed(rules: list[Obj]) -> bool:
     return False
 
 
-def dra_attribution(ctx: Context, pod: Obj, container: Obj) -> bool:
+def dra_attribution(ctx: Context, *, pod: Obj, container: Obj) -> bool:
     """Whether this dcgm-exporter can attribute DRA devices: the env switch and RBAC."""
     if _env(container).get("KUBERNETES_ENABLE_DRA", "").lower() != "true":
         return False
@@ -67,7 +67,7 @@ def dra_attribution(ctx: Context, pod: Obj, container: Obj) -> bool:
     return False
 
 
-def _claim_containers(pod: Obj, claim_name: str, request: str) -> list[str]:
+def _claim_containers(pod: Obj, *, claim_name: str, request: str) -> list[str]:
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
     ext = status.get("extendedResourceClaimStatus") or {}
@@ -103,7 +103,7 @@ class Metrics:
         self._times: list[float] = []
         self._snapshots: list[list[Sample]] = []
 
-    def sync(self, kubelet: Kubelet, nodes: list[Obj], pods: list[Obj]) -> None:
+    def sync(self, kubelet: Kubelet, *, nodes: list[Obj], pods: list[Obj]) -> None:
         """Take the current series; kept when they differ from the last ones."""
         ctx = self.ctx
         exporters = {n: a for n, a in kubelet.agents.items() if a.dcgm is not None and a.gpus}
@@ -138,13 +138,13 @@ class Metrics:
                     if pod is None:
                         continue
                     for c in _claim_containers(
-                        pod, claim["metadata"]["name"], str(r.get("request"))
+                        pod, claim_name=claim["metadata"]["name"], request=str(r.get("request"))
                     ):
                         dra[(node, int(minor))].append((pod, c, claim, mib))
         samples: list[Sample] = []
         for node_name, agent in sorted(exporters.items()):
             assert agent.dcgm is not None
-            attribute = dra_attribution(ctx, *agent.dcgm)
+            attribute = dra_attribution(ctx, pod=agent.dcgm[0], container=agent.dcgm[1])
             cards = {c.index: c for c in agent.ledger.cards}
             for gpu in agent.gpus:
                 base = {

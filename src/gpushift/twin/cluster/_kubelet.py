@@ -101,7 +101,7 @@ class PluginConfig:
 
 
 def device_plugin_config(
-    pod: Obj, main: Obj, *, node_labels: dict[str, str], configmaps: dict[tuple[str, str], Obj]
+    pod: Obj, *, main: Obj, node_labels: dict[str, str], configmaps: dict[tuple[str, str], Obj]
 ) -> tuple[PluginConfig | None, str | None]:
     """The config a device-plugin pod runs with, or why it has none yet.
 
@@ -295,7 +295,7 @@ class Kubelet:
         for st in agent.pods.values():
             st.running_since = now
 
-    def sync(self, pods: list[Obj], nodes: list[Obj]) -> None:
+    def sync(self, *, pods: list[Obj], nodes: list[Obj]) -> None:
         """One pass over every node: pods, device plugin, DRA plugin, GFD, node status."""
         ctx = self.ctx
         by_node: dict[str, list[Obj]] = defaultdict(list)
@@ -421,7 +421,10 @@ class Kubelet:
                         for c in ctx.list(ctx.kinds.configmap)
                     }
                     cfg, error = device_plugin_config(
-                        pod, r[1], node_labels=node["metadata"].get("labels") or {}, configmaps=cms
+                        pod,
+                        main=r[1],
+                        node_labels=node["metadata"].get("labels") or {},
+                        configmaps=cms,
                     )
                     if cfg is None and error is None:
                         st.start_at = now + 5  # the ConfigMap volume cannot be mounted yet
@@ -530,7 +533,7 @@ class Kubelet:
         if found is not None and agent.gpus:
             pod, main, st = found
             config, _error = device_plugin_config(
-                pod, main, node_labels=labels, configmaps=configmaps
+                pod, main=main, node_labels=labels, configmaps=configmaps
             )
             if config is not None and now < st.running_since + ctx.delays.plugin_register:
                 ctx.wake_at(st.running_since + ctx.delays.plugin_register)
@@ -564,7 +567,9 @@ class Kubelet:
         if found is None or not agent.gpus:
             return
         pod, main, _ = found
-        config, _error = device_plugin_config(pod, main, node_labels=labels, configmaps=configmaps)
+        config, _error = device_plugin_config(
+            pod, main=main, node_labels=labels, configmaps=configmaps
+        )
         if config is None:
             return
         want = _gfd.labels(

@@ -186,7 +186,7 @@ class Scheduler:
             pod, reason="FailedScheduling", message=message, component=SCHEDULER, warning=True
         )
 
-    def _write_claim(self, claim: Obj, live: Obj | None, pod_uid: str) -> bool:
+    def _write_claim(self, claim: Obj, *, live: Obj | None, pod_uid: str) -> bool:
         ctx = self.ctx
         meta = claim["metadata"]
         ns, name = meta["namespace"], meta["name"]
@@ -242,7 +242,7 @@ class Scheduler:
         for _, claim in info.claims:
             c: Any = claim
             key = (c["metadata"]["namespace"], c["metadata"]["name"])
-            if not self._write_claim(c, live_claims.get(key), uid):
+            if not self._write_claim(c, live=live_claims.get(key), pod_uid=uid):
                 return False
         ext_status = None
         if info.bridge is not None:
@@ -251,7 +251,7 @@ class Scheduler:
                 "true"
             )
             key = (bridge["metadata"]["namespace"], bridge["metadata"]["name"])
-            if not self._write_claim(bridge, live_claims.get(key), uid):
+            if not self._write_claim(bridge, live=live_claims.get(key), pod_uid=uid):
                 return False
             ext_status = (info.obj.get("status") or {}).get("extendedResourceClaimStatus")
 

@@ -117,7 +117,7 @@ def _delete(ctx: Context, pod: Obj) -> None:
         ctx.store.delete(ctx.kinds.pod, name=meta["name"], namespace=meta["namespace"])
 
 
-def _set_status(ctx: Context, obj: Obj, status: Obj) -> None:
+def _set_status(ctx: Context, obj: Obj, *, status: Obj) -> None:
     if all((obj.get("status") or {}).get(k) == v for k, v in status.items()):
         return
     kind = ctx.kinds.deployment
@@ -196,7 +196,7 @@ def sync_replicasets(ctx: Context, pods: list[Obj]) -> None:
         _set_status(
             ctx,
             rs,
-            {
+            status={
                 "replicas": len(active),
                 "fullyLabeledReplicas": len(active),
                 "readyReplicas": ready,
@@ -217,7 +217,7 @@ def _int_or_percent(value: Any, total: int, *, round_up: bool) -> int:
     return int(value)
 
 
-def _scale(ctx: Context, rs: Obj, replicas: int, deploy: Obj) -> None:
+def _scale(ctx: Context, rs: Obj, *, replicas: int, deploy: Obj) -> None:
     old = _replicas(rs)
     if old == replicas:
         return
@@ -243,7 +243,7 @@ def _scale(ctx: Context, rs: Obj, replicas: int, deploy: Obj) -> None:
     )
 
 
-def _new_replicaset(ctx: Context, deploy: Obj, hash_: str, revision: int, replicas: int) -> Obj:
+def _new_replicaset(ctx: Context, deploy: Obj, *, hash_: str, revision: int, replicas: int) -> Obj:
     meta = deploy["metadata"]
     spec = deploy.get("spec") or {}
     template = dict(spec.get("template") or {})
@@ -304,15 +304,17 @@ def sync_deployments(ctx: Context, pods: list[Obj]) -> None:
             # pkg/controller/deployment recreate.go: scale old down, wait for their pods to be
             # gone (terminating ones included), only then scale the new one up: the gap.
             for r in olds:
-                _scale(ctx, r, 0, deploy)
+                _scale(ctx, r, replicas=0, deploy=deploy)
             old_pods = [p for r in olds for p in pods_by_rs.get(r["metadata"]["uid"], [])]
             if any(_replicas(r) for r in olds) or old_pods:
-                _deploy_status(ctx, deploy, new, olds)
+                _deploy_status(ctx, deploy, new=new, olds=olds)
                 continue
             if new is None:
-                new = _new_replicaset(ctx, deploy, hash_, _next_revision(rss), want)
+                new = _new_replicaset(
+                    ctx, deploy, hash_=hash_, revision=_next_revision(rss), replicas=want
+                )
             else:
-                _scale(ctx, new, want, deploy)
+                _scale(ctx, new, replicas=want, deploy=deploy)
         else:
             ru = (spec.get("strategy") or {}).get("rollingUpdate") or {}
             surge = _int_or_percent(ru.get("maxSurge", "25%"), want, round_up=True)
@@ -322,14 +324,16 @@ def sync_deployments(ctx: Context, pods: list[Obj]) -> None:
             total = sum(_replicas(r) for r in rss)
             if new is None:
                 first = want if not olds else max(min(want + surge - total, want), 0)
-                new = _new_replicaset(ctx, deploy, hash_, _next_revision(rss), first)
+                new = _new_replicaset(
+                    ctx, deploy, hash_=hash_, revision=_next_revision(rss), replicas=first
+                )
             elif _replicas(new) > want:
-                _scale(ctx, new, want, deploy)
+                _scale(ctx, new, replicas=want, deploy=deploy)
             elif _replicas(new) < want:
                 # rolling.go NewRSNewReplicas
                 up = min(want + surge - total, want - _replicas(new))
                 if up > 0:
-                    _scale(ctx, new, _replicas(new) + up, deploy)
+                    _scale(ctx, new, replicas=_replicas(new) + up, deploy=deploy)
             old_total = sum(_replicas(r) for r in olds)
             if old_total:
                 # rolling.go reconcileOldReplicaSets: keep minAvailable pods available.
@@ -343,9 +347,9 @@ def sync_deployments(ctx: Context, pods: list[Obj]) -> None:
                         break
                     cut = min(_replicas(r), room)
                     if cut:
-                        _scale(ctx, r, _replicas(r) - cut, deploy)
+                        _scale(ctx, r, replicas=_replicas(r) - cut, deploy=deploy)
                         room -= cut
-        _deploy_status(ctx, deploy, new, olds)
+        _deploy_status(ctx, deploy, new=new, olds=olds)
 
 
 def _next_revision(rss: list[Obj]) -> int:
@@ -353,7 +357,7 @@ def _next_revision(rss: list[Obj]) -> int:
     return max(revs, default=0) + 1
 
 
-def _deploy_status(ctx: Context, deploy: Obj, new: Obj | None, olds: list[Obj]) -> None:
+def _deploy_status(ctx: Context, deploy: Obj, *, new: Obj | None, olds: list[Obj]) -> None:
     want = _replicas(deploy)
     rss = [*olds, *([new] if new is not None else [])]
 
@@ -415,7 +419,7 @@ def _deploy_status(ctx: Context, deploy: Obj, new: Obj | None, olds: list[Obj]) 
     _set_status(
         ctx,
         deploy,
-        {
+        status={
             "observedGeneration": deploy["metadata"].get("generation", 1),
             "replicas": total("replicas", rss),
             "updatedReplicas": updated,
@@ -490,7 +494,7 @@ def sync_statefulsets(ctx: Context, pods: list[Obj]) -> None:
         _set_status(
             ctx,
             sts,
-            {
+            status={
                 "observedGeneration": meta.get("generation", 1),
                 "replicas": len(active),
                 "readyReplicas": ready,
@@ -524,7 +528,7 @@ def daemon_should_run(spec: Obj, node: Obj) -> bool:
     return untolerated_taint(taints, tolerations) is None
 
 
-def _daemon_pod(ds: Obj, node: str, generation: int) -> Obj:
+def _daemon_pod(ds: Obj, *, node: str, generation: int) -> Obj:
     meta = ds["metadata"]
     template = (ds.get("spec") or {}).get("template") or {}
     pod = pod_from_template(
@@ -571,7 +575,7 @@ def _daemon_node(pod: Obj) -> str | None:
     return None
 
 
-def sync_daemonsets(ctx: Context, pods: list[Obj], nodes: list[Obj]) -> None:
+def sync_daemonsets(ctx: Context, *, pods: list[Obj], nodes: list[Obj]) -> None:
     """DaemonSet controller: one pod per matching node; RollingUpdate of outdated pods."""
     owned = by_owner(pods)
     for ds in ctx.list(ctx.kinds.daemonset):
@@ -594,7 +598,7 @@ def sync_daemonsets(ctx: Context, pods: list[Obj], nodes: list[Obj]) -> None:
                 not is_active(p) and p["metadata"].get("deletionTimestamp")
                 for p in on_node.get(node, [])
             ):
-                created = _create(ctx, _daemon_pod(ds, node, generation))
+                created = _create(ctx, _daemon_pod(ds, node=node, generation=generation))
                 if created is not None:
                     on_node[node].append(created)
                     ctx.event(
@@ -647,7 +651,7 @@ def sync_daemonsets(ctx: Context, pods: list[Obj], nodes: list[Obj]) -> None:
         _set_status(
             ctx,
             ds,
-            {
+            status={
                 "observedGeneration": generation,
                 "desiredNumberScheduled": len(wanted),
                 "currentNumberScheduled": sum(1 for n in wanted if on_node.get(n)),
