@@ -25,7 +25,7 @@ from gpushift.twin.cluster._inventory import (
     load,
     uniform,
 )
-from gpushift.twin.cluster._monitor import Violation
+from gpushift.twin.cluster._monitor import Violation, ViolationBody, ViolationList
 from gpushift.twin.cluster._promql import QueryError
 
 __all__ = [
@@ -38,6 +38,8 @@ __all__ = [
     "NodeSpec",
     "QueryError",
     "Violation",
+    "ViolationBody",
+    "ViolationList",
     "VirtualClock",
     "example",
     "fetch_violations",

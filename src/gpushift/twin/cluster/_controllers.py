@@ -25,7 +25,7 @@ from gpushift.twin.cluster._dcgm import Metrics
 from gpushift.twin.cluster._http import routes
 from gpushift.twin.cluster._inventory import Inventory
 from gpushift.twin.cluster._kubelet import Kubelet
-from gpushift.twin.cluster._monitor import Monitor
+from gpushift.twin.cluster._monitor import Monitor, ViolationList
 from gpushift.twin.cluster._nodes import node_object
 from gpushift.twin.cluster._scheduler import Scheduler
 
@@ -200,7 +200,7 @@ class Cluster:
         self._wake.set()
         return True
 
-    def violations(self) -> dict[str, Any]:
+    def violations(self) -> ViolationList:
         """The monitor's record, as served at ``/twin/v1/violations``."""
         return self.monitor.as_json()
 

@@ -9,7 +9,7 @@ Warning Event on the Node, and in :attr:`Monitor.records` (served at ``/twin/v1/
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from gpushift.engine import DOUBLE_ALLOCATION, DUAL_ADVERTISER, NodeInfo, Outcome
 from gpushift.twin.cluster._context import Context, Obj
@@ -18,6 +18,27 @@ from gpushift.twin.cluster._reuse import find_hazards
 
 COMPONENT = "gpushift-twin-monitor"
 REASONS = (DUAL_ADVERTISER, DOUBLE_ALLOCATION)
+
+
+class ViolationBody(TypedDict):
+    """One recorded violation as ``/twin/v1/violations`` serves it."""
+
+    reason: str
+    node: str
+    card: int | None
+    message: str
+    firstSeen: str
+    lastSeen: str
+    active: bool
+    resolved: str | None
+
+
+class ViolationList(TypedDict):
+    """The body of ``/twin/v1/violations``."""
+
+    kind: str
+    items: list[ViolationBody]
+    active: int
 
 
 @dataclass(slots=True)
@@ -33,7 +54,7 @@ class Violation:
     active: bool = True
     resolved: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> ViolationBody:
         """The JSON form served at ``/twin/v1/violations``."""
         return {
             "reason": self.reason,
@@ -108,7 +129,7 @@ class Monitor:
             v.active = False
             v.resolved = now
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> ViolationList:
         """Every violation recorded so far, oldest first, and how many still hold."""
         items = [v.as_dict() for v in list(self.records)]
         return {
