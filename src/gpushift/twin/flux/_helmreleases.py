@@ -49,6 +49,7 @@ class _Release:
     deadline: float
     done: bool = False
     message: str | None = None
+    ok: bool = False
 
 
 @dataclass(slots=True)
@@ -286,8 +287,9 @@ class HelmReleases:
             ).hexdigest()
         )
         if release is not None and release.digest == digest and release.done:
-            self._due[key] = now + interval
-            return self._due[key]
+            if release.ok or now < self._due.get(key, 0.0):
+                return self._due.get(key, now + interval)
+            # A failed release is remediated (install/upgrade remediation.retries): try again.
         release_name = str(spec.get("releaseName") or meta["name"])
         target_ns = str(spec.get("targetNamespace") or meta.get("namespace"))
         action = "install" if release is None else "upgrade"
@@ -408,6 +410,9 @@ class HelmReleases:
             return min(self.now() + 2.0, release.deadline)
         release.done = True
         ok = not pending
+        release.ok = ok
+        if not ok:
+            self._due[self._key(hr)] = self.now() + 60.0
         verb = "install" if release.action == "install" else "upgrade"
         if ok:
             reason = "InstallSucceeded" if verb == "install" else "UpgradeSucceeded"

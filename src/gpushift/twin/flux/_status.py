@@ -108,6 +108,11 @@ def kstatus(obj: Obj) -> str:
         )
         return "Current" if ok else "InProgress"
     conds = st.get("conditions")
+    if str(obj.get("apiVersion", "")).split("/")[0].endswith(".toolkit.fluxcd.io") and (
+        int(st.get("observedGeneration") or 0) < gen or not isinstance(conds, list)
+    ):
+        # Flux objects are Current only once their controller reported on this generation.
+        return "InProgress"
     if isinstance(conds, list):
         for c in conds:
             if c.get("type") == "Ready":

@@ -1,0 +1,73 @@
+"""A cluster twin running Flux on the embedded homelab repository, and polling helpers."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpushift import kube
+from gpushift._kinds import by_kind
+from gpushift.twin import Twin
+from gpushift.twin.cluster import Cluster, example, run_cluster
+from gpushift.twin.flux import Flux, bootstrap, write_example
+
+TIME_SCALE = 200.0
+
+
+@dataclass
+class Env:
+    twin: Twin
+    cluster: Cluster
+    flux: Flux
+    repo: Path
+    tmp: Path
+
+    def objects(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        return self.twin.store.list(by_kind(kind), namespace=namespace).objects
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        for o in self.objects(kind, namespace):
+            if o["metadata"]["name"] == name:
+                return o
+        return None
+
+    def client(self) -> kube.Kube:
+        return kube.connect(kubeconfig=self.twin.kubeconfig)
+
+
+def ready_condition(obj: dict[str, Any] | None) -> dict[str, Any]:
+    for c in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Ready":
+            return dict(c)
+    return {}
+
+
+def wait_for(check: Callable[[], Any], *, timeout: float = 60.0, what: str = "") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = check()
+        if got:
+            return got
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what or check}")
+
+
+def start(tmp: Path, *, operator_delay: float = 10.0) -> Iterator[Env]:
+    repo = write_example(tmp / "repo")
+    with run_cluster(example("homelab"), time_scale=TIME_SCALE) as (twin, cluster):
+        flux = Flux(twin.store, clock=cluster.clock, operator_delay=operator_delay).start()
+        bootstrap(twin.store, directory=repo, path="./kubernetes/apps")
+        try:
+            yield Env(twin, cluster, flux, repo, tmp)
+        finally:
+            flux.stop()
+
+
+@pytest.fixture
+def homelab(tmp_path: Path) -> Iterator[Env]:
+    yield from start(tmp_path)
