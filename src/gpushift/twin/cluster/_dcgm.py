@@ -29,7 +29,8 @@ FB_FREE = "DCGM_FI_DEV_FB_FREE"
 METRICS = (UTIL, FB_USED, FB_FREE)
 _TENANT_MIB = 2048
 _TENANT_UTIL = 35
-_HISTORY = 5000
+#: Samples kept for range queries (the oldest snapshots go first).
+_HISTORY_SAMPLES = 1_000_000
 
 Series = tuple[tuple[str, str], ...]
 
@@ -102,6 +103,7 @@ class Metrics:
         self._lock = threading.Lock()
         self._times: list[float] = []
         self._snapshots: list[list[Sample]] = []
+        self._kept = 0
 
     def sync(self, kubelet: Kubelet, *, nodes: list[Obj], pods: list[Obj]) -> None:
         """Take the current series; kept when they differ from the last ones."""
@@ -192,7 +194,10 @@ class Metrics:
                 return
             self._times.append(at)
             self._snapshots.append(samples)
-            if len(self._times) > _HISTORY:
+            self._kept += len(samples)
+            # Bounded by samples, not snapshots: a large cluster's snapshot is large.
+            while len(self._times) > 1 and self._kept > _HISTORY_SAMPLES:
+                self._kept -= len(self._snapshots[0])
                 del self._times[0], self._snapshots[0]
 
     def now(self) -> float:
