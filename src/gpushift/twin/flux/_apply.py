@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gpushift._kinds import Kind
+from gpushift._kinds import Kind, by_kind
 from gpushift.twin import ApiError, Store
 from gpushift.twin.charts import apply, kind_of
 
@@ -105,11 +105,14 @@ def _live(store: Store, kind: Kind, obj: Obj) -> Obj | None:
         return None
 
 
-def apply_all(store: Store, objects: list[Obj], *, force: bool) -> list[tuple[Obj, Kind]]:
+def apply_all(
+    store: Store, objects: list[Obj], *, force: bool, create_namespaces: bool = False
+) -> list[tuple[Obj, Kind]]:
     """Dry-run every object, then apply them all (Namespaces and CRDs first); recreate those
     whose immutable fields change when ``force`` (or the object's force annotation) allows.
 
-    Returns the applied objects with their kinds. Raises ``ApplyFailed`` with Flux's message
+    ``create_namespaces`` creates namespaces the objects need that nothing defines (partial
+    repositories). Returns the applied objects with their kinds. Raises ``ApplyFailed`` with Flux's message
     before anything is written when one object cannot be applied.
     """
     planned: list[tuple[Obj, Kind, bool]] = []
@@ -148,6 +151,11 @@ def apply_all(store: Store, objects: list[Obj], *, force: bool) -> list[tuple[Ob
             except ApiError as err:
                 if err.code != 404:
                     raise ApplyFailed(f"{object_id(obj)} delete failed: {err.message}") from None
+        if create_namespaces and ns:
+            try:
+                store.create(by_kind("Namespace"), {"metadata": {"name": ns}}, manager=MANAGER)
+            except ApiError:
+                pass
         try:
             apply(store, obj, manager=MANAGER)
         except ApiError as err:

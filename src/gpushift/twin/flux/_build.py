@@ -68,7 +68,10 @@ def _builtin(root: Path, rel: str) -> list[Obj]:
     out: list[Obj] = []
     for item in builder.build(rel):
         obj = copy.deepcopy(item.data)
-        if item.namespace and _namespaced(obj):
+        if item.namespace and obj.get("kind") == "Namespace" and obj.get("apiVersion") == "v1":
+            # kustomize's namespace transformer renames Namespace objects too.
+            obj.setdefault("metadata", {})["name"] = item.namespace
+        elif item.namespace and _namespaced(obj):
             obj.setdefault("metadata", {})["namespace"] = item.namespace
         out.append(obj)
     return out
@@ -144,9 +147,22 @@ def transform(objects: list[Obj], spec: Mapping[str, Any]) -> list[Obj]:
             continue
         for patch in _parse_patch(p["patch"]):
             target = p.get("target")
+            if isinstance(target, Mapping) and isinstance(patch, dict):
+                # With a target, the patch's own name and namespace select nothing and are
+                # not applied (kustomize patchesStrategicMerge with target).
+                meta = {
+                    k: v
+                    for k, v in (patch.get("metadata") or {}).items()
+                    if k not in ("name", "namespace")
+                }
+                patch = (
+                    {**patch, "metadata": meta}
+                    if meta
+                    else {k: v for k, v in patch.items() if k != "metadata"}
+                )
             objects = [
                 _apply(o, patch)
-                if _targets(o, patch, target if isinstance(target, dict) else None)
+                if _targets(o, patch=patch, target=target if isinstance(target, dict) else None)
                 else o
                 for o in objects
             ]

@@ -251,7 +251,12 @@ class Kustomizations:
             labels[_NS_LABEL] = str(meta.get("namespace"))
             obj["metadata"]["labels"] = labels
         try:
-            applied = apply_all(self.store, objects, force=spec.get("force") is True)
+            applied = apply_all(
+                self.store,
+                objects,
+                force=spec.get("force") is True,
+                create_namespaces=self.lenient,
+            )
         except ApplyFailed as err:
             return self._fail(
                 ks,
