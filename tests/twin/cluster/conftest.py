@@ -1,23 +1,30 @@
-"""Helpers for driving a cluster twin from outside: kubectl, the metrics API, polling."""
+"""Scenario fixtures: `gpushift twin serve --nodes FILE` in a subprocess, driven by kubectl.
+
+The scenario tests run against the twin as users run it, and drive it only from outside:
+kubectl, the metrics and violations endpoints, and the `gpushift` CLI.
+"""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
+import signal
 import ssl
 import subprocess
+import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-
-from gpushift.twin import Twin
-from gpushift.twin.cluster import Cluster, Inventory, from_text, run_cluster
+import yaml
 
 KUBECTL = shutil.which("kubectl")
 T = TypeVar("T")
@@ -30,14 +37,34 @@ nodes:
 """
 
 
+@dataclass(frozen=True)
+class Served:
+    """Where a `gpushift twin serve` listens, from the kubeconfig it wrote."""
+
+    url: str
+    token: str
+    kubeconfig: Path
+    ca_pem: bytes
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 20.0) -> T:
+    """Poll ``probe`` until it returns something truthy; fail naming ``what``."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+
 class Driver:
     """kubectl and HTTP against one running cluster twin."""
 
-    def __init__(self, twin: Twin, cluster: Cluster, cache: Path) -> None:
+    def __init__(self, twin: Served, cache: Path) -> None:
         self.twin = twin
-        self.cluster = cluster
         self.cache = cache
-        assert twin.ca_pem is not None
         self._ssl = ssl.create_default_context(cadata=twin.ca_pem.decode())
 
     def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> str:
@@ -81,26 +108,63 @@ class Driver:
         return wait_for(what, probe, timeout)
 
 
-def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 20.0) -> T:
-    """Poll ``probe`` until it returns something truthy; fail naming ``what``."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
-
-
-def start(inventory: Inventory | str, tmp: Path, *, time_scale: float = 100.0) -> Iterator[Driver]:
-    inv = from_text(inventory) if isinstance(inventory, str) else inventory
-    with run_cluster(inv, time_scale=time_scale, tls=True) as (twin, cluster):
-        yield Driver(twin, cluster, tmp / "kubectl-cache")
+def serve(inventory: str, tmp: Path, *args: str) -> Iterator[Driver]:
+    """Run `gpushift twin serve --nodes` on ``inventory`` (time scale 100) for a test."""
+    if KUBECTL is None:
+        pytest.skip("kubectl is not installed")
+    nodes = tmp / "nodes.yaml"
+    nodes.write_text(inventory)
+    kubeconfig = tmp / "kubeconfig"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gpushift",
+            "twin",
+            "serve",
+            "--nodes",
+            str(nodes),
+            "--time-scale",
+            "100",
+            "--port",
+            "0",
+            "--kubeconfig-out",
+            str(kubeconfig),
+            *args,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        if not first.startswith("gpushift twin serving "):
+            raise AssertionError(f"twin serve did not start: {first}{proc.stderr.read()}")
+        config = yaml.safe_load(kubeconfig.read_text())
+        cluster = config["clusters"][0]["cluster"]
+        twin = Served(
+            url=first.split()[-1],
+            token=config["users"][0]["user"]["token"],
+            kubeconfig=kubeconfig,
+            ca_pem=base64.b64decode(cluster["certificate-authority-data"]),
+        )
+        yield Driver(twin, tmp / "kubectl-cache")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 @pytest.fixture
 def three_nodes(tmp_path: Path) -> Iterator[Driver]:
-    if KUBECTL is None:
-        pytest.skip("kubectl is not installed")
-    yield from start(THREE_ONE_CARD_NODES, tmp_path)
+    """Three nodes with one NVIDIA L4 each."""
+    yield from serve(THREE_ONE_CARD_NODES, tmp_path)
+
+
+@pytest.fixture
+def slow_plugin(tmp_path: Path) -> Iterator[Driver]:
+    """Three one-card nodes whose device plugins take 200 s (2 s here) to register."""
+    yield from serve(THREE_ONE_CARD_NODES, tmp_path, "--plugin-register-delay", "200")
