@@ -1,0 +1,141 @@
+"""HelmReleases installed by the twin's helm-controller through the chart models."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from gpushift._kinds import by_kind
+from gpushift.twin import Store
+from gpushift.twin.cluster import Cluster, example, run_cluster
+from gpushift.twin.flux import Flux
+from tests.twin.flux.conftest import ready_condition, wait_for
+
+
+@pytest.fixture
+def twin() -> Iterator[tuple[Store, Cluster]]:
+    with run_cluster(example("homelab"), time_scale=200.0) as (t, cluster):
+        flux = Flux(t.store, clock=cluster.clock).start()
+        t.store.create(by_kind("Namespace"), {"metadata": {"name": "apps"}})
+        try:
+            yield t.store, cluster
+        finally:
+            flux.stop()
+
+
+def _release(store: Store, name: str, url: str, values: dict[str, Any], **spec: Any) -> None:
+    store.create(
+        by_kind("OCIRepository"),
+        {
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "OCIRepository",
+            "metadata": {"name": name, "namespace": "apps"},
+            "spec": {"interval": "1h", "url": url, "ref": {"tag": "1.0.0"}},
+        },
+        namespace="apps",
+    )
+    store.create(
+        by_kind("HelmRelease"),
+        {
+            "apiVersion": "helm.toolkit.fluxcd.io/v2",
+            "kind": "HelmRelease",
+            "metadata": {"name": name, "namespace": "apps"},
+            "spec": {
+                "interval": "1h",
+                "chartRef": {"kind": "OCIRepository", "name": name},
+                "values": values,
+                **spec,
+            },
+        },
+        namespace="apps",
+    )
+
+
+def _ready(store: Store, name: str) -> dict[str, Any]:
+    hr = store.get(by_kind("HelmRelease"), name=name, namespace="apps")
+    return ready_condition(hr)
+
+
+def test_unknown_chart_is_ready_without_workloads(twin: tuple[Store, Cluster]) -> None:
+    store, _ = twin
+    _release(store, "cert-manager", "oci://quay.io/jetstack/charts/cert-manager", {})
+    cond = wait_for(
+        lambda: (
+            _ready(store, "cert-manager").get("status") == "True" and _ready(store, "cert-manager")
+        )
+    )
+    assert cond["reason"] == "InstallSucceeded"
+    assert "not modelled by the twin" in cond["message"]
+    assert store.list(by_kind("Deployment"), namespace="apps").objects == []
+
+
+def test_missing_consumable_shares_gate_crash_loops_the_plugin(twin: tuple[Store, Cluster]) -> None:
+    store, _ = twin
+    values = {
+        "gpuResourcesEnabledOverride": True,
+        "resources": {"computeDomains": {"enabled": False}},
+        "consumableShares": 5,
+    }
+    _release(
+        store,
+        "dra",
+        "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu",
+        values,
+        install={"disableWait": True},
+        timeout="1m",
+    )
+
+    def crashing() -> list[dict[str, Any]]:
+        out = []
+        for p in store.list(by_kind("Pod"), namespace="apps").objects:
+            for s in (p.get("status") or {}).get("containerStatuses") or []:
+                if (
+                    s["name"] == "gpus"
+                    and (s.get("state") or {}).get("waiting", {}).get("reason")
+                    == "CrashLoopBackOff"
+                ):
+                    out.append(p)
+        return out
+
+    assert len(wait_for(crashing, what="crash-looping kubelet plugins")) == 3
+    assert store.list(by_kind("ResourceSlice")).objects == []
+
+
+def test_uninstall_removes_the_release_objects(twin: tuple[Store, Cluster]) -> None:
+    store, _ = twin
+    values = {
+        "controllers": {
+            "web": {"containers": {"app": {"image": {"repository": "nginx", "tag": "1"}}}}
+        }
+    }
+    _release(store, "web", "oci://ghcr.io/bjw-s-labs/helm/app-template", values)
+    wait_for(lambda: _ready(store, "web").get("status") == "True", what="the install")
+    dep = store.get(by_kind("Deployment"), name="web", namespace="apps")
+    assert dep["metadata"]["annotations"]["meta.helm.sh/release-name"] == "web"
+    store.delete(by_kind("HelmRelease"), name="web", namespace="apps")
+
+    def gone() -> bool:
+        names = {
+            d["metadata"]["name"]
+            for d in store.list(by_kind("Deployment"), namespace="apps").objects
+        }
+        hrs = store.list(by_kind("HelmRelease"), namespace="apps").objects
+        return "web" not in names and not hrs
+
+    wait_for(gone, what="the uninstall")
+
+
+def test_suspended_release_is_not_installed(twin: tuple[Store, Cluster]) -> None:
+    store, cluster = twin
+    values = {
+        "controllers": {
+            "web": {"containers": {"app": {"image": {"repository": "nginx", "tag": "1"}}}}
+        }
+    }
+    _release(store, "idle", "oci://ghcr.io/bjw-s-labs/helm/app-template", values, suspend=True)
+    start = cluster.clock.seconds()
+    wait_for(lambda: cluster.clock.seconds() - start > 120, what="two virtual minutes")
+    assert _ready(store, "idle") == {}
+    assert store.list(by_kind("Deployment"), namespace="apps").objects == []
