@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -208,3 +209,19 @@ spec:
     assert [(e["type"], e["reason"]) for e in events["items"]] == [
         ("Warning", "OutOfnvidia.com/gpu")
     ]
+
+
+def test_a_running_plugin_keeps_its_config_when_the_configmap_goes(three_nodes: Any) -> None:
+    d = three_nodes
+    d.apply(DEVICE_PLUGIN)
+    d.wait_for(
+        "registration",
+        lambda: all(_gpu(n, "allocatable") == "5" for n in d.get("nodes")["items"]),
+    )
+    d.kubectl("delete", "configmap", "-n", "nvidia-device-plugin", "time-slicing-config")
+    # A pass runs on the deletion; the projected config stays on the pod's volume.
+    d.kubectl("label", "node", "gpu-1", "touched=yes")
+    time.sleep(0.5)
+    assert [(_gpu(n, "capacity"), _gpu(n, "allocatable")) for n in d.get("nodes")["items"]] == [
+        ("5", "5")
+    ] * 3

@@ -271,6 +271,8 @@ class Kubelet:
         self.ctx = ctx
         self.gpus = gpus
         self.agents: dict[str, NodeAgent] = {}
+        #: The config each started plugin or GFD pod loaded, by pod uid.
+        self._loaded: dict[str, PluginConfig] = {}
 
     def agent(self, name: str, index: int) -> NodeAgent:
         """The kubelet state of node ``name`` (created on first use)."""
@@ -520,6 +522,29 @@ class Kubelet:
 
     # -- device plugin --
 
+    def _running_config(
+        self,
+        pod: Obj,
+        main: Obj,
+        *,
+        labels: dict[str, str],
+        configmaps: dict[tuple[str, str], Obj],
+    ) -> PluginConfig | None:
+        """The config a started plugin (or GFD) pod runs with.
+
+        A running pod keeps the config it loaded when its ConfigMap is deleted: the kubelet
+        leaves the projected files of a missing ConfigMap in place.
+        """
+        uid = pod["metadata"]["uid"]
+        config, error = device_plugin_config(
+            pod, main=main, node_labels=labels, configmaps=configmaps
+        )
+        if config is None and error is None:
+            return self._loaded.get(uid)
+        if config is not None:
+            self._loaded[uid] = config
+        return config
+
     def _device_plugin(
         self,
         agent: NodeAgent,
@@ -532,9 +557,7 @@ class Kubelet:
         config = None
         if found is not None and agent.gpus:
             pod, main, st = found
-            config, _error = device_plugin_config(
-                pod, main=main, node_labels=labels, configmaps=configmaps
-            )
+            config = self._running_config(pod, main, labels=labels, configmaps=configmaps)
             if config is not None and now < st.running_since + ctx.delays.plugin_register:
                 ctx.wake_at(st.running_since + ctx.delays.plugin_register)
                 config = None
@@ -567,9 +590,7 @@ class Kubelet:
         if found is None or not agent.gpus:
             return
         pod, main, _ = found
-        config, _error = device_plugin_config(
-            pod, main=main, node_labels=labels, configmaps=configmaps
-        )
+        config = self._running_config(pod, main, labels=labels, configmaps=configmaps)
         if config is None:
             return
         want = _gfd.labels(
