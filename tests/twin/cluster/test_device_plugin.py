@@ -225,3 +225,45 @@ def test_a_running_plugin_keeps_its_config_when_the_configmap_goes(three_nodes: 
     assert [(_gpu(n, "capacity"), _gpu(n, "allocatable")) for n in d.get("nodes")["items"]] == [
         ("5", "5")
     ] * 3
+
+
+def test_the_static_manifest_without_a_config_advertises_one_unit_per_card(
+    three_nodes: Any,
+) -> None:
+    d = three_nodes
+    # NVIDIA/k8s-device-plugin deployments/static/nvidia-device-plugin.yml: no config file.
+    d.apply("""\
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: nvidia-device-plugin-daemonset, namespace: kube-system}
+spec:
+  selector: {matchLabels: {name: nvidia-device-plugin-ds}}
+  template:
+    metadata: {labels: {name: nvidia-device-plugin-ds}}
+    spec:
+      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+      priorityClassName: system-node-critical
+      containers:
+      - name: nvidia-device-plugin-ctr
+        image: nvcr.io/nvidia/k8s-device-plugin:v0.17.1
+        env: [{name: FAIL_ON_INIT_ERROR, value: "false"}]
+""")
+    d.wait_for(
+        "one unit per node",
+        lambda: all(_gpu(n, "allocatable") == "1" for n in d.get("nodes")["items"]),
+    )
+    labels = d.get("node", "gpu-0")["metadata"]["labels"]
+    assert {
+        k: labels[k]
+        for k in (
+            "nvidia.com/gpu.product",
+            "nvidia.com/gpu.replicas",
+            "nvidia.com/gpu.sharing-strategy",
+            "nvidia.com/gpu.count",
+        )
+    } == {
+        "nvidia.com/gpu.product": "NVIDIA-L4",
+        "nvidia.com/gpu.replicas": "0",
+        "nvidia.com/gpu.sharing-strategy": "none",
+        "nvidia.com/gpu.count": "1",
+    }

@@ -30,8 +30,9 @@ def labels(
 ) -> dict[str, str]:
     """GFD's labels for a node with ``gpus`` under a config of ``replicas`` per card.
 
-    ``replicas`` is 1 without replication; the product gets ``-SHARED`` when replicas > 1 and
-    the resource is not renamed (resource.go ``baseLabeler``).
+    ``replicas`` is 0 without a sharing config and 1 without replication (GFD's
+    ``gpu.replicas``); the product gets ``-SHARED`` when replicas > 1 and the resource is not
+    renamed (resource.go ``baseLabeler``).
     """
     if not gpus:
         return {}

@@ -98,6 +98,8 @@ class PluginConfig:
     replicas: int
     strategy: str
     renamed: bool
+    #: False when no sharing config is loaded (GFD then labels ``gpu.replicas: 0``).
+    sharing: bool = True
 
 
 def device_plugin_config(
@@ -120,7 +122,7 @@ def device_plugin_config(
         or "--config-file" in _command(main)
     )
     if not uses_config:
-        return PluginConfig(GPU, 1, "none", False), None
+        return PluginConfig(GPU, 1, "none", False, sharing=False), None
     ns = pod["metadata"]["namespace"]
     for vol in spec.get("volumes") or []:
         ref = vol.get("configMap")
@@ -152,7 +154,7 @@ def device_plugin_config(
         return PluginConfig(
             GPU + ".shared" if renamed else GPU, replicas, parsed.strategy, renamed
         ), None
-    return PluginConfig(GPU, 1, "none", False), None
+    return PluginConfig(GPU, 1, "none", False, sharing=False), None
 
 
 @functools.lru_cache(maxsize=256)
@@ -594,7 +596,10 @@ class Kubelet:
         if config is None:
             return
         want = _gfd.labels(
-            agent.gpus, replicas=config.replicas, strategy=config.strategy, renamed=config.renamed
+            agent.gpus,
+            replicas=config.replicas if config.sharing else 0,
+            strategy=config.strategy,
+            renamed=config.renamed,
         )
         if all(labels.get(k) == v for k, v in want.items()):
             return
