@@ -6,12 +6,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from tests.twin.flux.conftest import ready_condition, wait_for
 
 from gpushift._kinds import by_kind
 from gpushift.twin import Store
 from gpushift.twin.cluster import Cluster, example, run_cluster
 from gpushift.twin.flux import Flux
-from tests.twin.flux.conftest import ready_condition, wait_for
 
 
 @pytest.fixture

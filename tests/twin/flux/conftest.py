@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -57,6 +58,7 @@ def wait_for(check: Callable[[], Any], *, timeout: float = 60.0, what: str = "")
     raise AssertionError(f"timed out waiting for {what or check}")
 
 
+@contextlib.contextmanager
 def start(tmp: Path, *, operator_delay: float = 10.0) -> Iterator[Env]:
     repo = write_example(tmp / "repo")
     with run_cluster(example("homelab"), time_scale=TIME_SCALE) as (twin, cluster):
@@ -70,4 +72,5 @@ def start(tmp: Path, *, operator_delay: float = 10.0) -> Iterator[Env]:
 
 @pytest.fixture
 def homelab(tmp_path: Path) -> Iterator[Env]:
-    yield from start(tmp_path)
+    with start(tmp_path) as env:
+        yield env

@@ -5,9 +5,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from gpushift.twin.flux import git_set, write_example
 from tests.twin.flux.conftest import Env, ready_condition, start, wait_for
 from tests.twin.flux.test_homelab import _converged
+
+from gpushift.twin.flux import git_set, write_example
 
 
 def _switch(env: Env, directory: Path) -> None:
@@ -16,7 +17,7 @@ def _switch(env: Env, directory: Path) -> None:
 
 
 def test_dra_chart_without_the_override_fails_its_install(tmp_path: Path) -> None:
-    for env in start(tmp_path):
+    with start(tmp_path) as env:
         wait_for(lambda: _converged(env), what="the homelab to converge")
         dra = write_example(tmp_path / "dra", allocator="dra", sharing=5)
         hr = dra / "kubernetes/apps/gpu-operator/dra-driver-nvidia-gpu/app/helmrelease.yaml"
@@ -43,7 +44,7 @@ def test_dra_chart_without_the_override_fails_its_install(tmp_path: Path) -> Non
 
 
 def test_immutable_claim_template_change_fails_without_force(tmp_path: Path) -> None:
-    for env in start(tmp_path):
+    with start(tmp_path) as env:
         dra = write_example(tmp_path / "dra", allocator="dra", sharing=5)
         _switch(env, dra)
 
@@ -77,7 +78,7 @@ def test_immutable_claim_template_change_fails_without_force(tmp_path: Path) -> 
 
 
 def test_force_recreates_a_changed_claim_template(tmp_path: Path) -> None:
-    for env in start(tmp_path):
+    with start(tmp_path) as env:
         dra = write_example(tmp_path / "dra", allocator="dra", sharing=5)
         _switch(env, dra)
         first = wait_for(

@@ -6,10 +6,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.twin.flux.conftest import ready_condition, wait_for
 
 from gpushift.twin.cluster import from_text, run_cluster
 from gpushift.twin.flux import not_ready, start_flux
-from tests.twin.flux.conftest import ready_condition, wait_for
 
 REPO = Path(__file__).resolve().parents[4] / "shared/fixtures/repos/LukeEvansTech__talos-cluster"
 NODES = """

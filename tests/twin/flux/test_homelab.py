@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.twin.flux.conftest import Env, ready_condition, start, wait_for
 
 from gpushift.twin.flux import git_set, not_ready, wait_ready, write_example
-from tests.twin.flux.conftest import Env, ready_condition, start, wait_for
 
 MEDIA = {"jellyfin", "plex", "tdarr", "pinchflat", "dispatcharr", "whisper"}
 KS = "Kustomization"
@@ -97,13 +96,8 @@ def _ref(kind: str) -> Any:
     return ResourceRef.named(kind, versions[kind])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the twin's kubelet stops the device plugin as soon as the merge prunes its "
-    "time-slicing ConfigMap, so allocatable is 0 before the slices appear",
-)
 def test_merging_dra_without_draining_records_dual_advertiser(tmp_path: Path) -> None:
-    for env in start(tmp_path, operator_delay=600.0):
+    with start(tmp_path, operator_delay=600.0) as env:
         wait_for(lambda: _converged(env), what="the homelab to converge")
         seen: list[tuple[float, str, str, dict[str, Any]]] = []
         clock = env.cluster.clock
@@ -152,7 +146,7 @@ def test_merging_dra_without_draining_records_dual_advertiser(tmp_path: Path) ->
 
 
 def test_drained_merge_has_no_violations(tmp_path: Path) -> None:
-    for env in start(tmp_path):
+    with start(tmp_path) as env:
         wait_for(lambda: _converged(env), what="the homelab to converge")
         consumers = [(n, "media") for n in sorted(MEDIA)] + [("llmkube-models", "ai")]
         with env.client() as c:
@@ -197,7 +191,7 @@ def test_drained_merge_has_no_violations(tmp_path: Path) -> None:
 
 
 def test_operator_release_is_ready_before_its_device_plugin_goes(tmp_path: Path) -> None:
-    for env in start(tmp_path, operator_delay=600.0):
+    with start(tmp_path, operator_delay=600.0) as env:
         wait_for(lambda: _converged(env), what="the homelab to converge")
         seen: list[tuple[float, str, dict[str, Any]]] = []
         clock = env.cluster.clock

@@ -3,6 +3,7 @@ immutable-field detection (dry-run), force recreation, server-side apply, prune.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -112,8 +113,8 @@ def apply_all(
     whose immutable fields change when ``force`` (or the object's force annotation) allows.
 
     ``create_namespaces`` creates namespaces the objects need that nothing defines (partial
-    repositories). Returns the applied objects with their kinds. Raises ``ApplyFailed`` with Flux's message
-    before anything is written when one object cannot be applied.
+    repositories). Returns the applied objects with their kinds. Raises ``ApplyFailed`` with
+    Flux's message before anything is written when one object cannot be applied.
     """
     planned: list[tuple[Obj, Kind, bool]] = []
     for obj in objects:
@@ -152,10 +153,8 @@ def apply_all(
                 if err.code != 404:
                     raise ApplyFailed(f"{object_id(obj)} delete failed: {err.message}") from None
         if create_namespaces and ns:
-            try:
+            with contextlib.suppress(ApiError):  # 409: it exists
                 store.create(by_kind("Namespace"), {"metadata": {"name": ns}}, manager=MANAGER)
-            except ApiError:
-                pass
         try:
             apply(store, obj, manager=MANAGER)
         except ApiError as err:
@@ -164,5 +163,5 @@ def apply_all(
     return out
 
 
-class ApplyFailed(Exception):
+class ApplyFailed(Exception):  # noqa: N818 - a Kustomization state, not a program error
     """An object could not be applied; ``str()`` is the Kustomization's Ready message."""

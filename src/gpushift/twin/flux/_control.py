@@ -54,9 +54,8 @@ def not_ready(kube: Kube) -> list[str]:
             ok, message = ready(obj)
             if not ok:
                 meta = obj["metadata"]
-                out.append(
-                    f"{kind}/{meta.get('namespace')}/{meta['name']}: {message or 'not reconciled yet'}"
-                )
+                what = message or "not reconciled yet"
+                out.append(f"{kind}/{meta.get('namespace')}/{meta['name']}: {what}")
     return out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import logging
@@ -253,9 +254,8 @@ class HelmReleases:
         fresh = self._seen.get(key) != seen
         if release is not None and not release.done and not fresh:
             return self._wait(hr, release)
-        if not fresh and now < self._due.get(key, 0.0):
-            # Values from ConfigMaps/Secrets can change without a new generation.
-            pass
+        # Every pass recomputes the values: valuesFrom ConfigMaps and Secrets can change
+        # without a new generation, and a changed digest upgrades the release.
         self._seen[key] = seen
         for dep in spec.get("dependsOn") or []:
             dns = str(dep.get("namespace") or meta.get("namespace"))
@@ -286,20 +286,23 @@ class HelmReleases:
                 ).encode()
             ).hexdigest()
         )
-        if release is not None and release.digest == digest and release.done:
-            if release.ok or now < self._due.get(key, 0.0):
-                return self._due.get(key, now + interval)
-            # A failed release is remediated (install/upgrade remediation.retries): try again.
+        # Same chart and values: nothing to do, unless the release failed and its retry is due
+        # (install/upgrade remediation retries).
+        unchanged = release is not None and release.digest == digest and release.done
+        if release is not None and unchanged and (release.ok or now < self._due.get(key, 0.0)):
+            return self._due.get(key, now + interval)
         release_name = str(spec.get("releaseName") or meta["name"])
         target_ns = str(spec.get("targetNamespace") or meta.get("namespace"))
         action = "install" if release is None else "upgrade"
         version = 1 if release is None else release.version + 1
-        chart_label = f"{identity(chart_name) if identity(chart_name) != 'other' else chart_name}@{chart_version}"
+        known = identity(chart_name)
+        chart_label = f"{known if known != 'other' else chart_name}@{chart_version}"
+        failed = f"Helm {action} failed for release {target_ns}/{release_name} with chart"
         try:
             rendered = render(chart_name, release=release_name, namespace=target_ns, values=values)
         except ChartError as err:
             reason = "InstallFailed" if action == "install" else "UpgradeFailed"
-            message = f"Helm {action} failed for release {target_ns}/{release_name} with chart {chart_label}: {err}"
+            message = f"{failed} {chart_label}: {err}"
             self._mark(hr, state="False", reason=reason, message=message, released=False)
             self.store_event(hr, reason, message)
             self._due[key] = now + interval
@@ -325,7 +328,7 @@ class HelmReleases:
                 apply(self.store, obj, manager=MANAGER)
             except ApiError as err:
                 reason = "InstallFailed" if action == "install" else "UpgradeFailed"
-                message = f"Helm {action} failed for release {target_ns}/{release_name} with chart {chart_label}: {err.message}"
+                message = f"{failed} {chart_label}: {err.message}"
                 self._mark(hr, state="False", reason=reason, message=message, released=False)
                 self._due[key] = now + interval
                 return self._due[key]
@@ -380,10 +383,8 @@ class HelmReleases:
             "lastTimestamp": self.stamp(),
             "count": 1,
         }
-        try:
+        with contextlib.suppress(ApiError):
             self.store.create(by_kind("Event"), body, namespace=ns)
-        except ApiError:
-            pass
 
     def _wait(self, hr: Obj, release: _Release) -> float:
         # Helm's --wait (install.disableWait false): workloads ready before the release is.
@@ -416,7 +417,10 @@ class HelmReleases:
         verb = "install" if release.action == "install" else "upgrade"
         if ok:
             reason = "InstallSucceeded" if verb == "install" else "UpgradeSucceeded"
-            message = f"Helm {verb} succeeded for release {target_ns}/{release_name}.v{release.version} with chart {label}"
+            message = (
+                f"Helm {verb} succeeded for release {target_ns}/{release_name}.v{release.version} "
+                f"with chart {label}"
+            )
             if release.message:
                 message += f"; {release.message}"
         else:
@@ -462,10 +466,8 @@ class HelmReleases:
         kind = lookup(api, kind_name)
         if kind is None:
             return
-        try:
+        with contextlib.suppress(ApiError):
             self.store.delete(kind, name=name, namespace=ns, propagation="Background")
-        except ApiError:
-            pass
 
     def _uninstall(self, hr: Obj) -> None:
         key = self._key(hr)

@@ -153,8 +153,9 @@ class Kustomizations:
                 if ref.get("optional") is True and err.code == 404:
                     continue
                 plural = "secrets" if kind_name == "Secret" else "configmaps"
+                what = f"{kind_name}/{ns}/{name}"
                 raise BuildError(
-                    f"substitute from '{kind_name}/{ns}/{name}' error: {plural} \"{name}\" not found"
+                    f"substitute from '{what}' error: {plural} \"{name}\" not found"
                 ) from None
             data = {str(k): str(v) for k, v in d(obj.get("data")).items()}
             if kind_name == "Secret":
@@ -231,7 +232,8 @@ class Kustomizations:
             return self._fail(
                 ks,
                 reason="DependencyNotReady",
-                message=f"Dependencies do not meet ready condition ({blocked}), retrying in {go_duration(REQUEUE_DEPENDENCY)}",
+                message=f"Dependencies do not meet ready condition ({blocked}), "
+                f"retrying in {go_duration(REQUEUE_DEPENDENCY)}",
                 revision=None,
                 retry=REQUEUE_DEPENDENCY,
             )
@@ -300,7 +302,10 @@ class Kustomizations:
             if requested is not None:
                 s["lastHandledReconcileAt"] = requested
             if checks:
-                message = f"Running health checks for revision {revision} with a timeout of {go_duration(timeout)}"
+                message = (
+                    f"Running health checks for revision {revision} "
+                    f"with a timeout of {go_duration(timeout)}"
+                )
                 set_condition(
                     s,
                     type_="Reconciling",
@@ -393,7 +398,8 @@ class Kustomizations:
             return self._fail(
                 ks,
                 reason="HealthCheckFailed",
-                message=f"health check failed after {go_duration(timeout)}: timeout waiting for: [{', '.join(pending)}]",
+                message=f"health check failed after {go_duration(timeout)}: "
+                f"timeout waiting for: [{', '.join(pending)}]",
                 revision=waiting.revision,
                 retry=duration(spec.get("retryInterval"), interval),
             )
@@ -411,7 +417,10 @@ class Kustomizations:
             except ApiError:
                 if self.lenient and not self._defined(ns, name):
                     continue  # a partial repository: the dependency is not in it at all
-                return f"unable to get '{ns}/{name}' dependency: kustomizations.kustomize.toolkit.fluxcd.io \"{name}\" not found"
+                return (
+                    f"unable to get '{ns}/{name}' dependency: "
+                    f'kustomizations.kustomize.toolkit.fluxcd.io "{name}" not found'
+                )
             ok, _ = ready(other)
             if not ok or int(d(other.get("status")).get("observedGeneration") or 0) != int(
                 other["metadata"].get("generation") or 1
