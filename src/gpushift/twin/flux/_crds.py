@@ -9,6 +9,25 @@ from gpushift.twin import ApiError, Store
 Obj = dict[str, object]
 
 
+_READY = '.status.conditions[?(@.type=="Ready")]'
+_AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+_STATE = [
+    {"name": "Ready", "type": "string", "jsonPath": f"{_READY}.status"},
+    {"name": "Status", "type": "string", "jsonPath": f"{_READY}.message"},
+]
+_URL = {"name": "URL", "type": "string", "jsonPath": ".spec.url"}
+# The columns the upstream CRDs declare (fluxcd/*-controller config/crd/bases, gpu-operator
+# bundle), so `kubectl get ks,hr,gitrepo -A` reads as on a cluster.
+_COLUMNS: dict[str, list[dict[str, str]]] = {
+    "Kustomization": [_AGE, *_STATE],
+    "HelmRelease": [_AGE, *_STATE],
+    "GitRepository": [_URL, _AGE, *_STATE],
+    "OCIRepository": [_URL, *_STATE, _AGE],
+    "HelmRepository": [_URL, _AGE, *_STATE],
+    "ClusterPolicy": [{"name": "Status", "type": "string", "jsonPath": ".status.state"}, _AGE],
+}
+
+
 def crd(kind: Kind) -> dict[str, object]:
     """A v1 CRD serving ``kind`` with an open schema (fields are the controllers' to check)."""
     version: dict[str, object] = {
@@ -21,6 +40,8 @@ def crd(kind: Kind) -> dict[str, object]:
     }
     if kind.subresources:
         version["subresources"] = {s: {} for s in kind.subresources}
+    if kind.kind in _COLUMNS:
+        version["additionalPrinterColumns"] = _COLUMNS[kind.kind]
     names: dict[str, object] = {
         "kind": kind.kind,
         "listKind": f"{kind.kind}List",
