@@ -27,10 +27,12 @@ from gpushift.engine._cel import (
 )
 from gpushift.engine._core_types import Event, KubeList
 from gpushift.engine._example import COMPARE, Setup, homelab, setup
+from gpushift.engine._filters import match_label_selector, node_matches_pod, untolerated_taint
 from gpushift.engine._hazards import DOUBLE_ALLOCATION, DUAL_ADVERTISER, Hazard
+from gpushift.engine._hazards import find as find_hazards
 from gpushift.engine._inputs import Inputs, from_objects
 from gpushift.engine._inputs import load as load_inputs
-from gpushift.engine._ledger import GpuLedger, card_layout
+from gpushift.engine._ledger import CardLedger, GpuLedger, Tenant, card_layout
 from gpushift.engine._nvidia import (
     DRIVER_NAME,
     ConsumableShares,
@@ -45,10 +47,12 @@ from gpushift.engine._report import Placement, as_list, human, placement
 from gpushift.engine._requests import pod_non_zero_requests, pod_requests
 from gpushift.engine._scheduler import NodeInfo, Outcome, PodInfo, schedule
 from gpushift.engine._simulation import Simulation, simulate
+from gpushift.engine._workloads import DAEMONSET_TOLERATIONS, template_hash
 
 __all__ = [
     "ALLOCATION_RESULTS_MAX_SIZE",
     "COMPARE",
+    "DAEMONSET_TOLERATIONS",
     "DOUBLE_ALLOCATION",
     "DRIVER_NAME",
     "DUAL_ADVERTISER",
@@ -56,6 +60,7 @@ __all__ = [
     "AllocatedState",
     "Allocator",
     "BridgeClaim",
+    "CardLedger",
     "CelSelectorEvaluator",
     "ConsumableShares",
     "ConsumableSharesError",
@@ -73,6 +78,7 @@ __all__ = [
     "SelectorEvaluationError",
     "Setup",
     "Simulation",
+    "Tenant",
     "UnknownDeviceClassError",
     "as_list",
     "bridge_claim",
@@ -80,10 +86,13 @@ __all__ = [
     "class_mapping",
     "delegated",
     "device_key",
+    "find_hazards",
     "from_objects",
     "homelab",
     "human",
     "load_inputs",
+    "match_label_selector",
+    "node_matches_pod",
     "nvidia_device_classes",
     "nvidia_gpu_device",
     "nvidia_resource_slice",
@@ -94,4 +103,6 @@ __all__ = [
     "schedule",
     "setup",
     "simulate",
+    "template_hash",
+    "untolerated_taint",
 ]

@@ -272,7 +272,7 @@ def _daemon_nodes(ds: dict[str, Any], nodes: list[dict[str, Any]]) -> list[str]:
     # pkg/controller/daemon NodeShouldRunDaemonPod: selector/affinity and NoSchedule/NoExecute
     # taints decide which nodes get a pod (resources do not).
     spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
-    tolerations = [*(spec.get("tolerations") or []), *_workloads._DS_TOLERATIONS]
+    tolerations = [*(spec.get("tolerations") or []), *_workloads.DAEMONSET_TOLERATIONS]
     out = []
     for n in nodes:
         name = _meta_name(n)

@@ -167,7 +167,7 @@ def statefulset_pods(sts: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 # k8s.io/kubernetes pkg/controller/daemon/util AddOrUpdateDaemonPodTolerations.
-_DS_TOLERATIONS: tuple[dict[str, str], ...] = (
+DAEMONSET_TOLERATIONS: tuple[dict[str, str], ...] = (
     {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
     {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"},
     {"key": "node.kubernetes.io/disk-pressure", "operator": "Exists", "effect": "NoSchedule"},
@@ -205,9 +205,13 @@ def daemonset_pods(ds: Mapping[str, Any], *, node_names: list[str]) -> list[dict
             },
         }
         tolerations = list(spec.get("tolerations") or [])
-        for t in _DS_TOLERATIONS:
+        for t in DAEMONSET_TOLERATIONS:
             if t not in tolerations:
                 tolerations.append(dict(t))
         spec["tolerations"] = tolerations
         pods.append(pod)
     return pods
+
+
+#: The same tolerations under their former private name.
+_DS_TOLERATIONS = DAEMONSET_TOLERATIONS
