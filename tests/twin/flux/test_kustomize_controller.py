@@ -1,0 +1,291 @@
+"""kustomize-controller behaviours on a small hand-written repository (no cluster agents)."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.twin.flux.conftest import ready_condition, wait_for
+
+from gpushift._kinds import by_kind
+from gpushift.twin import Store, new_store
+from gpushift.twin.cluster import VirtualClock
+from gpushift.twin.flux import Flux, bootstrap
+
+KS_HEADER = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n"
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+
+
+def _ks(name: str, path: str, extra: str = "") -> str:
+    return (
+        f"---\n{KS_HEADER}metadata:\n  name: {name}\n  namespace: flux-system\nspec:\n"
+        f"  interval: 1h\n  path: {path}\n  prune: true\n"
+        f"  sourceRef:\n    kind: GitRepository\n    name: flux-system\n{extra}"
+    )
+
+
+@pytest.fixture
+def flux(tmp_path: Path) -> Iterator[tuple[Store, Path, VirtualClock]]:
+    store = new_store()
+    clock = VirtualClock(time_scale=200.0)
+    store.clock = clock.now
+    runner = Flux(store, clock=clock).start()
+    try:
+        yield store, tmp_path / "repo", clock
+    finally:
+        runner.stop()
+
+
+def _get(store: Store, kind: str, name: str, ns: str | None = None) -> dict[str, Any] | None:
+    for o in store.list(by_kind(kind), namespace=ns).objects:
+        if o["metadata"]["name"] == name:
+            return o
+    return None
+
+
+def _cond(store: Store, name: str) -> dict[str, Any]:
+    return ready_condition(_get(store, "Kustomization", name, "flux-system"))
+
+
+CM = "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n{meta}data:\n{data}"
+
+
+def test_substitution_target_namespace_and_common_metadata(
+    flux: tuple[Store, Path, VirtualClock],
+) -> None:
+    store, repo, _ = flux
+    _write(
+        repo,
+        {
+            "clusters/ks.yaml": _ks(
+                "app",
+                "./app",
+                "  targetNamespace: team\n"
+                "  commonMetadata:\n    labels:\n      owner: me\n"
+                "  postBuild:\n    substitute:\n      NAME: plex\n",
+            ),
+            "app/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n",
+            "app/cm.yaml": CM.format(
+                name="settings",
+                meta="",
+                data='  a: "${NAME}"\n  b: "x-${UNSET}-y"\n  c: "${UNSET:-fallback}"\n'
+                '  d: "$${NAME}"\n',
+            ),
+        },
+    )
+    bootstrap(store, directory=repo, path="./clusters")
+    cm = wait_for(lambda: _get(store, "ConfigMap", "settings", "team"), what="the ConfigMap")
+    # Flux's default (non-strict) substitution: unset without default is empty; $$ escapes.
+    assert cm["data"] == {"a": "plex", "b": "x--y", "c": "fallback", "d": "${NAME}"}
+    assert cm["metadata"]["labels"]["owner"] == "me"
+    assert cm["metadata"]["labels"]["kustomize.toolkit.fluxcd.io/name"] == "app"
+    entries = _get(store, "Kustomization", "app", "flux-system")["status"]["inventory"]["entries"]
+    assert entries == [
+        {"id": "_team__Namespace", "v": "v1"},
+        {"id": "team_settings__ConfigMap", "v": "v1"},
+    ]
+
+
+def test_missing_substitute_from_fails_the_build(flux: tuple[Store, Path, VirtualClock]) -> None:
+    store, repo, _ = flux
+    _write(
+        repo,
+        {
+            "clusters/ks.yaml": _ks(
+                "app",
+                "./app",
+                "  postBuild:\n    substituteFrom:\n      - kind: ConfigMap\n"
+                "        name: cluster-settings\n",
+            ),
+            "app/cm.yaml": CM.format(name="x", meta="", data="  a: b\n"),
+        },
+    )
+    bootstrap(store, directory=repo, path="./clusters")
+    cond = wait_for(lambda: _cond(store, "app").get("status") == "False" and _cond(store, "app"))
+    assert cond["reason"] == "BuildFailed"
+    assert cond["message"] == (
+        "substitute from 'ConfigMap/flux-system/cluster-settings' error: "
+        'configmaps "cluster-settings" not found'
+    )
+
+
+def test_depends_on_waits_for_the_dependency(flux: tuple[Store, Path, VirtualClock]) -> None:
+    store, repo, _ = flux
+    _write(
+        repo,
+        {
+            "clusters/ks.yaml": _ks("app", "./app", "  dependsOn:\n    - name: infra\n"),
+            "app/cm.yaml": CM.format(name="x", meta="", data="  a: b\n"),
+        },
+    )
+    bootstrap(store, directory=repo, path="./clusters")
+    cond = wait_for(lambda: _cond(store, "app").get("status") == "False" and _cond(store, "app"))
+    assert cond["reason"] == "DependencyNotReady"
+    assert cond["message"] == (
+        "Dependencies do not meet ready condition (unable to get 'flux-system/infra' "
+        'dependency: kustomizations.kustomize.toolkit.fluxcd.io "infra" not found), '
+        "retrying in 30s"
+    )
+
+
+def test_prune_and_prune_disabled(flux: tuple[Store, Path, VirtualClock]) -> None:
+    store, repo, _ = flux
+    keep = "  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n"
+    _write(
+        repo,
+        {
+            "clusters/ks.yaml": _ks("app", "./app"),
+            "app/a.yaml": CM.format(name="a", meta="  namespace: default\n", data="  k: v\n"),
+            "app/b.yaml": CM.format(
+                name="b", meta=f"  namespace: default\n{keep}", data="  k: v\n"
+            ),
+            "app/c.yaml": CM.format(name="c", meta="  namespace: default\n", data="  k: v\n"),
+        },
+    )
+    bootstrap(store, directory=repo, path="./clusters")
+    wait_for(lambda: _get(store, "ConfigMap", "c", "default"), what="the ConfigMaps")
+    for name in ("a", "b"):
+        (repo / f"app/{name}.yaml").unlink()
+    store.update(
+        by_kind("GitRepository"),
+        name="flux-system",
+        namespace="flux-system",
+        mutate=lambda o: {
+            **o,
+            "metadata": {
+                **o["metadata"],
+                "annotations": {"reconcile.fluxcd.io/requestedAt": "now"},
+            },
+        },
+    )
+    wait_for(lambda: _get(store, "ConfigMap", "a", "default") is None, what="a to be pruned")
+    assert _get(store, "ConfigMap", "b", "default") is not None
+    assert _get(store, "ConfigMap", "c", "default") is not None
+
+
+def _delete_app_ks(store: Store, *, suspend: bool) -> None:
+    kind = by_kind("Kustomization")
+    if suspend:
+        store.update(
+            kind,
+            name="app",
+            namespace="flux-system",
+            mutate=lambda o: {**o, "spec": {**o["spec"], "suspend": True}},
+        )
+    store.delete(kind, name="app", namespace="flux-system")
+
+
+@pytest.mark.parametrize("suspend", [True, False])
+def test_deleting_a_kustomization_prunes_unless_suspended(
+    flux: tuple[Store, Path, VirtualClock], suspend: bool
+) -> None:
+    store, repo, _ = flux
+    _write(
+        repo,
+        {
+            "app/a.yaml": CM.format(name="a", meta="  namespace: default\n", data="  k: v\n"),
+        },
+    )
+    # The root builds an empty directory; "app" alone owns the ConfigMap.
+    _write(repo, {"empty/README.md": "nothing to apply\n"})
+    bootstrap(store, directory=repo, path="./empty")
+    store.create(
+        by_kind("Kustomization"),
+        {
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {"name": "app", "namespace": "flux-system"},
+            "spec": {
+                "interval": "1h",
+                "path": "./app",
+                "prune": True,
+                "sourceRef": {"kind": "GitRepository", "name": "flux-system"},
+            },
+        },
+        namespace="flux-system",
+    )
+    wait_for(lambda: _get(store, "ConfigMap", "a", "default"), what="the first apply")
+    _delete_app_ks(store, suspend=suspend)
+    wait_for(lambda: _get(store, "Kustomization", "app", "flux-system") is None, what="deletion")
+    wait_for(
+        lambda: (_get(store, "ConfigMap", "a", "default") is None) != suspend,
+        what="prune decision",
+    )
+
+
+def test_requested_at_is_handled(flux: tuple[Store, Path, VirtualClock]) -> None:
+    store, repo, _ = flux
+    _write(
+        repo, {"app/a.yaml": CM.format(name="a", meta="  namespace: default\n", data="  k: v\n")}
+    )
+    bootstrap(store, directory=repo, path="./app")
+    wait_for(lambda: _cond(store, "cluster-apps").get("status") == "True")
+    token = "2026-11-30T10:00:00.123456789Z"
+    store.update(
+        by_kind("Kustomization"),
+        name="cluster-apps",
+        namespace="flux-system",
+        mutate=lambda o: {
+            **o,
+            "metadata": {
+                **o["metadata"],
+                "annotations": {"reconcile.fluxcd.io/requestedAt": token},
+            },
+        },
+    )
+    wait_for(
+        lambda: (
+            (_get(store, "Kustomization", "cluster-apps", "flux-system") or {})
+            .get("status", {})
+            .get("lastHandledReconcileAt")
+            == token
+        ),
+        what="lastHandledReconcileAt",
+    )
+
+
+def test_git_ref_switch_changes_the_revision(flux: tuple[Store, Path, VirtualClock]) -> None:
+    store, repo, _ = flux
+    _write(
+        repo, {"app/a.yaml": CM.format(name="a", meta="  namespace: default\n", data="  k: one\n")}
+    )
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    git("init", "-q", "-b", "main")
+    git("-c", "user.name=t", "-c", "user.email=t@example.org", "add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-qm", "one")
+    first = git("rev-parse", "HEAD")
+    (repo / "app/a.yaml").write_text(
+        CM.format(name="a", meta="  namespace: default\n", data="  k: two\n")
+    )
+    git("-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-qam", "two")
+    second = git("rev-parse", "HEAD")
+    bootstrap(store, directory=repo, path="./app")
+
+    def revision() -> str:
+        src = _get(store, "GitRepository", "flux-system", "flux-system") or {}
+        return str(((src.get("status") or {}).get("artifact") or {}).get("revision", ""))
+
+    wait_for(lambda: revision() == f"main@sha1:{second}", what="the branch head")
+    wait_for(lambda: (_get(store, "ConfigMap", "a", "default") or {}).get("data") == {"k": "two"})
+    store.update(
+        by_kind("GitRepository"),
+        name="flux-system",
+        namespace="flux-system",
+        mutate=lambda o: {**o, "spec": {**o["spec"], "ref": {"commit": first}}},
+    )
+    wait_for(lambda: revision() == f"sha1:{first}", what="the pinned commit")
+    wait_for(lambda: (_get(store, "ConfigMap", "a", "default") or {}).get("data") == {"k": "one"})
