@@ -106,3 +106,33 @@ def test_list_item_error_names_the_item_line(tmp_path: Path) -> None:
     err = error([write(tmp_path, "list.yaml", text)])
     assert err.line == 6
     assert "metadata.name" in err.message
+
+
+@pytest.mark.parametrize(
+    ("fragment", "line", "message"),
+    [
+        # Each fragment replaces the pod's spec; the expected line is where the bad value is.
+        ("spec: [a]\n", 5, "spec must be an object"),
+        ("spec:\n  containers: x\n", 6, "spec.containers must be a list"),
+        (
+            "spec:\n  containers:\n  - name: c\n    resources: lots\n",
+            8,
+            "spec.containers.0.resources must be an object",
+        ),
+        (
+            "spec:\n  tolerations: {key: a}\n  containers: [{name: c}]\n",
+            6,
+            "spec.tolerations must be a list",
+        ),
+        (
+            "spec:\n  containers:\n  - name: c\n    resources:\n      limits: [1]\n",
+            9,
+            "spec.containers.0.resources.limits must be an object",
+        ),
+    ],
+)
+def test_wrong_shapes_are_bad_input(tmp_path: Path, fragment: str, line: int, message: str) -> None:
+    text = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n" + fragment
+    err = error([write(tmp_path, "pod.yaml", text)])
+    assert (err.line, err.obj) == (line, "Pod/p")
+    assert err.message == message

@@ -100,11 +100,87 @@ def _require(inputs: Inputs, obj: dict[str, Any], keys: Sequence[str | int]) -> 
 
 _VALID_QUANTITIES: set[Any] = set()
 
+_TYPE_NAMES: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
+
+
+def _shape(inputs: Inputs, obj: dict[str, Any], keys: Sequence[str | int], want: type) -> Any:
+    """The value at ``keys`` (None if absent); raises InputError if it is not ``want``."""
+    cur: Any = obj
+    for k in keys:
+        if isinstance(k, int):
+            cur = cur[k] if isinstance(cur, list) and k < len(cur) else None
+        else:
+            cur = cur.get(k) if isinstance(cur, dict) else None
+        if cur is None:
+            return None
+    if not isinstance(cur, want) or isinstance(cur, bool):
+        path = ".".join(str(x) for x in keys)
+        raise inputs.error(obj, f"{path} must be {_TYPE_NAMES[want]}", keys)
+    return cur
+
+
+def _shapes(
+    inputs: Inputs,
+    obj: dict[str, Any],
+    prefix: Sequence[str | int],
+    fields: Sequence[tuple[str, type]],
+) -> None:
+    for dotted, want in fields:
+        keys = [*prefix, *dotted.split(".")]
+        value = _shape(inputs, obj, keys, want)
+        if want is list and dotted in _LISTS_OF_OBJECTS:
+            for i in range(len(value or [])):
+                _shape(inputs, obj, [*keys, i], dict)
+
+
+#: List fields whose items must be objects.
+_LISTS_OF_OBJECTS = frozenset(
+    {
+        "tolerations",
+        "topologySpreadConstraints",
+        "resourceClaims",
+        "taints",
+        "spec.taints",
+        "resources.claims",
+        "selectors",
+        "devices",
+        "devices.requests",
+        "devices.constraints",
+        "firstAvailable",
+    }
+)
+
+
+_POD_SPEC_FIELDS = (
+    ("nodeSelector", dict),
+    ("tolerations", list),
+    ("affinity", dict),
+    ("affinity.nodeAffinity", dict),
+    ("affinity.podAffinity", dict),
+    ("affinity.podAntiAffinity", dict),
+    ("topologySpreadConstraints", list),
+    ("resourceClaims", list),
+    ("overhead", dict),
+    ("priorityClassName", str),
+)
+_CONTAINER_FIELDS = (
+    ("resources", dict),
+    ("resources.requests", dict),
+    ("resources.limits", dict),
+    ("resources.claims", list),
+)
+_REQUEST_FIELDS = (
+    ("selectors", list),
+    ("capacity", dict),
+    ("capacity.requests", dict),
+    ("tolerations", list),
+)
+
 
 def _check_quantity(
     inputs: Inputs, obj: dict[str, Any], raw: Any, keys: Sequence[str | int]
 ) -> None:
-    if raw in _VALID_QUANTITIES and not isinstance(raw, bool):
+    if isinstance(raw, str | int) and not isinstance(raw, bool) and raw in _VALID_QUANTITIES:
         return
     try:
         _quantity.parse(raw)
@@ -116,9 +192,11 @@ def _check_quantity(
 
 
 def _check_pod_spec(inputs: Inputs, obj: dict[str, Any], *, prefix: tuple[str | int, ...]) -> None:
-    containers = _require(inputs, obj, [*prefix, "containers"])
-    if not isinstance(containers, list):
-        raise inputs.error(obj, "spec.containers must be a list", [*prefix, "containers"])
+    _shape(inputs, obj, prefix, dict)
+    _require(inputs, obj, [*prefix, "containers"])
+    _shape(inputs, obj, [*prefix, "containers"], list)
+    _shape(inputs, obj, [*prefix, "initContainers"], list)
+    _shapes(inputs, obj, prefix, _POD_SPEC_FIELDS)
     spec: Any = obj
     for k in prefix:
         spec = spec[k]
@@ -128,6 +206,7 @@ def _check_pod_spec(inputs: Inputs, obj: dict[str, Any], *, prefix: tuple[str | 
                 raise inputs.error(
                     obj, f"missing required field '{group}[{i}].name'", [*prefix, group, i]
                 )
+            _shapes(inputs, obj, [*prefix, group, i], _CONTAINER_FIELDS)
             res = c.get("resources") or {}
             for part in ("requests", "limits"):
                 for rname, raw in (res.get(part) or {}).items():
@@ -138,11 +217,19 @@ def _check_claim_spec(
     inputs: Inputs, obj: dict[str, Any], *, prefix: tuple[str | int, ...]
 ) -> None:
     spec: Any = _require(inputs, obj, list(prefix))
+    _shape(inputs, obj, prefix, dict)
+    _shapes(
+        inputs,
+        obj,
+        prefix,
+        (("devices", dict), ("devices.requests", list), ("devices.constraints", list)),
+    )
     requests = (spec.get("devices") or {}).get("requests") or []
     for i, req in enumerate(requests):
         keys = [*prefix, "devices", "requests", i]
         if not isinstance(req, dict) or not req.get("name"):
             raise inputs.error(obj, f"missing required field 'requests[{i}].name'", keys)
+        _shapes(inputs, obj, keys, (("exactly", dict), ("firstAvailable", list)))
         subs: list[tuple[list[str | int], Any]] = []
         if req.get("exactly") is not None:
             subs.append(([*keys, "exactly"], req["exactly"]))
@@ -158,6 +245,7 @@ def _check_claim_spec(
                 raise inputs.error(
                     obj, f"request {req['name']!r}: missing required field deviceClassName", skeys
                 )
+            _shapes(inputs, obj, skeys, _REQUEST_FIELDS)
             caps = (sub.get("capacity") or {}).get("requests") or {}
             for cname, raw in caps.items():
                 _check_quantity(inputs, obj, raw, [*skeys, "capacity", "requests", cname])
@@ -167,6 +255,7 @@ def _check_slice(inputs: Inputs, obj: dict[str, Any]) -> None:
     _require(inputs, obj, ["spec", "driver"])
     _require(inputs, obj, ["spec", "pool", "name"])
     spec = obj["spec"]
+    _shapes(inputs, obj, ["spec"], (("devices", list), ("nodeSelector", dict)))
     if not any(spec.get(k) for k in ("nodeName", "nodeSelector", "allNodes")) and not spec.get(
         "perDeviceNodeSelection"
     ):
@@ -176,11 +265,20 @@ def _check_slice(inputs: Inputs, obj: dict[str, Any]) -> None:
     for i, dev in enumerate(spec.get("devices") or []):
         if not isinstance(dev, dict) or not dev.get("name"):
             raise inputs.error(obj, f"missing required field 'devices[{i}].name'", ["spec"])
+        _shapes(
+            inputs,
+            obj,
+            ["spec", "devices", i],
+            (("attributes", dict), ("capacity", dict), ("taints", list)),
+        )
         for cname, cap in (dev.get("capacity") or {}).items():
             keys: list[str | int] = ["spec", "devices", i, "capacity", cname]
             if not isinstance(cap, dict) or "value" not in cap:
                 raise inputs.error(obj, f"capacity {cname!r}: missing required field 'value'", keys)
             _check_quantity(inputs, obj, cap["value"], [*keys, "value"])
+            _shapes(
+                inputs, obj, keys, (("requestPolicy", dict), ("requestPolicy.validRange", dict))
+            )
             policy = cap.get("requestPolicy") or {}
             if "default" in policy:
                 _check_quantity(inputs, obj, policy["default"], [*keys, "requestPolicy"])
@@ -192,8 +290,11 @@ def _check_slice(inputs: Inputs, obj: dict[str, Any]) -> None:
 
 def _check(inputs: Inputs, obj: dict[str, Any]) -> None:
     kind = obj["kind"]
+    _shape(inputs, obj, ["metadata"], dict)
     if not _meta_name(obj):
         raise inputs.error(obj, "missing required field 'metadata.name'", ["metadata"])
+    _shapes(inputs, obj, ["metadata"], (("labels", dict), ("annotations", dict)))
+    _shapes(inputs, obj, [], (("spec", dict), ("status", dict)))
     if kind == "Pod":
         _check_pod_spec(inputs, obj, prefix=("spec",))
     elif kind in ("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet"):
@@ -209,6 +310,7 @@ def _check(inputs: Inputs, obj: dict[str, Any]) -> None:
         if not isinstance(obj.get("value"), int):
             raise inputs.error(obj, "missing required field 'value'")
     elif kind == "Node":
+        _shapes(inputs, obj, [], (("spec.taints", list), ("status.allocatable", dict)))
         alloc = (obj.get("status") or {}).get("allocatable") or {}
         for rname, raw in alloc.items():
             _check_quantity(inputs, obj, raw, ["status", "allocatable", rname])

@@ -246,6 +246,8 @@ class Scheduler:
         self._static: dict[Any, dict[int, Failure | None]] = {}
         self._dead: dict[Any, dict[int, Failure]] = {}
         self._views: dict[Any, _ClassView] = {}
+        #: The object being read or placed, for error messages.
+        self.current: dict[str, Any] | None = None
         self._class_sizes: dict[Any, int] = {}
         self._ignored_labels: frozenset[str] = frozenset()
         self._cards_by_node: dict[str, int] | None = None
@@ -253,14 +255,13 @@ class Scheduler:
         self._messages: dict[Any, str] = {}
         self._requests_cache: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
         self._fit_cache: dict[Any, dict[int, tuple[int, list[AllocationResult] | None]]] = {}
-        self._build_nodes()
-        self._build_claims()
 
     # -- setup --
 
     def _build_nodes(self) -> None:
         ordered = sorted(self.inputs.nodes, key=lambda n: str(n["metadata"]["name"]))
         for i, n in enumerate(ordered):
+            self.current = n
             meta = n.get("metadata") or {}
             spec = n.get("spec") or {}
             alloc_raw = (n.get("status") or {}).get("allocatable") or {}
@@ -330,6 +331,7 @@ class Scheduler:
 
     def make_pod(self, obj: dict[str, Any], order: int, priorities: Mapping[str, int]) -> PodInfo:
         """A PodInfo with requests, priority and (template) claims resolved."""
+        self.current = obj
         meta = obj.setdefault("metadata", {})
         ns = str(meta.get("namespace") or "default")
         name = str(meta.get("name"))
@@ -552,6 +554,8 @@ class Scheduler:
 
     def run(self) -> Outcome:
         """Schedule every pod without ``spec.nodeName``; returns nodes, pods and claims."""
+        self._build_nodes()
+        self._build_claims()
         priorities: dict[str, int] = {}
         for pc in self.inputs.priority_classes:
             priorities[str(pc["metadata"]["name"])] = int(pc["value"])
@@ -608,6 +612,7 @@ class Scheduler:
                 retry.append(pod)
 
     def _schedule_one(self, pod: PodInfo) -> bool:
+        self.current = pod.obj
         n = len(self.nodes)
         if pod.prefilter is not None:
             pod.message = (

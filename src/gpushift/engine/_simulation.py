@@ -33,8 +33,16 @@ def simulate(inputs: Inputs) -> Simulation:
     """Schedule every unscheduled pod of ``inputs`` and find hazards.
 
     Updates the input objects in place. Raises InputError for a CEL selector that does not
-    compile or fails at run time.
+    compile, and for a malformed field met while placing a pod (naming that pod).
     """
-    outcome = _scheduler.schedule(inputs)
+    scheduler = _scheduler.Scheduler(inputs)
+    try:
+        outcome = scheduler.run()
+    except (AttributeError, TypeError, KeyError, ValueError, IndexError) as err:
+        # A field of a shape the checks in _inputs do not cover: name the object in hand.
+        current = scheduler.current
+        if current is None:
+            raise
+        raise inputs.error(current, f"malformed object: {err}") from None
     tenants = _hazards.dra_tenants(outcome, _hazards.node_pools(inputs.slices))
     return Simulation(inputs, outcome, _hazards.find(outcome, inputs.slices, tenants), tenants)
