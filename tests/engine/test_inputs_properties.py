@@ -94,3 +94,96 @@ def test_junk_in_known_fields_is_input_error_or_fine(
         # What the CLI prints must not fail either.
         human(sim)
         json.dumps(as_list(sim))
+
+
+def _dra_objects() -> dict[str, Any]:
+    from gpushift.engine import GpuInfo, nvidia_device_classes, nvidia_resource_slice
+
+    gpu = GpuInfo(
+        minor=0,
+        uuid="GPU-0",
+        product_name="NVIDIA L4",
+        memory_bytes=2**30,
+        architecture="Ada Lovelace",
+        cuda_compute_capability="8.9",
+    )
+    node = copy.deepcopy(NODE)
+    del node["status"]["allocatable"]["nvidia.com/gpu"]
+    return {
+        "node": node,
+        "slice": copy.deepcopy(dict(nvidia_resource_slice(node_name="n", gpus=[gpu], sharing=2))),
+        "class": copy.deepcopy(dict(nvidia_device_classes()[0])),
+        "template": {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "t", "namespace": "default"},
+            "spec": {
+                "spec": {
+                    "devices": {
+                        "requests": [
+                            {
+                                "name": "g",
+                                "exactly": {
+                                    "deviceClassName": "gpu.nvidia.com",
+                                    "count": 1,
+                                    "capacity": {"requests": {"shares": "1"}},
+                                },
+                            }
+                        ]
+                    }
+                }
+            },
+        },
+        "pod": {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": {
+                "resourceClaims": [{"name": "g", "resourceClaimTemplateName": "t"}],
+                "containers": [
+                    {
+                        "name": "c",
+                        "resources": {"claims": [{"name": "g"}], "limits": {"nvidia.com/gpu": 1}},
+                    }
+                ],
+            },
+        },
+    }
+
+
+DRA_PATHS = [
+    ("slice", ["spec", "devices", 0, "attributes"]),
+    ("slice", ["spec", "devices", 0, "attributes", "productName"]),
+    ("slice", ["spec", "devices", 0, "capacity", "shares"]),
+    ("slice", ["spec", "devices", 0, "capacity", "shares", "requestPolicy"]),
+    ("slice", ["spec", "devices", 0, "allowMultipleAllocations"]),
+    ("slice", ["spec", "pool"]),
+    ("slice", ["spec", "pool", "resourceSliceCount"]),
+    ("class", ["spec"]),
+    ("class", ["spec", "extendedResourceName"]),
+    ("class", ["spec", "selectors", 0]),
+    ("template", ["spec", "spec", "devices", "requests", 0, "exactly"]),
+    ("template", ["spec", "spec", "devices", "requests", 0, "exactly", "count"]),
+    ("template", ["spec", "spec", "devices", "requests", 0, "exactly", "allocationMode"]),
+    ("template", ["spec", "spec", "devices", "requests", 0, "exactly", "capacity"]),
+    ("template", ["spec", "spec", "devices", "constraints"]),
+    ("pod", ["spec", "resourceClaims", 0]),
+    ("pod", ["spec", "containers", 0, "resources", "claims"]),
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(where=st.sampled_from(DRA_PATHS), value=junk)
+def test_junk_in_dra_objects_is_input_error_or_fine(
+    where: tuple[str, list[Any]], value: Any
+) -> None:
+    objs = _dra_objects()
+    which, keys = where
+    target: Any = objs[which]
+    for k in keys[:-1]:
+        target = target[k]
+    target[keys[-1]] = value
+    with contextlib.suppress(InputError):
+        sim = simulate(from_objects(list(objs.values())))
+        human(sim)
+        json.dumps(as_list(sim))

@@ -100,7 +100,12 @@ def _require(inputs: Inputs, obj: dict[str, Any], keys: Sequence[str | int]) -> 
 
 _VALID_QUANTITIES: set[Any] = set()
 
-_TYPE_NAMES: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
+_TYPE_NAMES: dict[type, str] = {
+    dict: "an object",
+    list: "a list",
+    str: "a string",
+    int: "an integer",
+}
 
 
 def _shape(inputs: Inputs, obj: dict[str, Any], keys: Sequence[str | int], want: type) -> Any:
@@ -170,6 +175,9 @@ _CONTAINER_FIELDS = (
     ("resources.claims", list),
 )
 _REQUEST_FIELDS = (
+    ("deviceClassName", str),
+    ("count", int),
+    ("allocationMode", str),
     ("selectors", list),
     ("capacity", dict),
     ("capacity.requests", dict),
@@ -253,7 +261,14 @@ def _check_claim_spec(
 
 def _check_slice(inputs: Inputs, obj: dict[str, Any]) -> None:
     _require(inputs, obj, ["spec", "driver"])
+    _shapes(inputs, obj, ["spec"], (("driver", str), ("pool", dict), ("nodeName", str)))
     _require(inputs, obj, ["spec", "pool", "name"])
+    _shapes(
+        inputs,
+        obj,
+        ["spec", "pool"],
+        (("name", str), ("generation", int), ("resourceSliceCount", int)),
+    )
     spec = obj["spec"]
     _shapes(inputs, obj, ["spec"], (("devices", list), ("nodeSelector", dict)))
     if not any(spec.get(k) for k in ("nodeName", "nodeSelector", "allNodes")) and not spec.get(
@@ -269,8 +284,10 @@ def _check_slice(inputs: Inputs, obj: dict[str, Any]) -> None:
             inputs,
             obj,
             ["spec", "devices", i],
-            (("attributes", dict), ("capacity", dict), ("taints", list)),
+            (("attributes", dict), ("capacity", dict), ("taints", list), ("name", str)),
         )
+        for aname in dev.get("attributes") or {}:
+            _shape(inputs, obj, ["spec", "devices", i, "attributes", aname], dict)
         for cname, cap in (dev.get("capacity") or {}).items():
             keys: list[str | int] = ["spec", "devices", i, "capacity", cname]
             if not isinstance(cap, dict) or "value" not in cap:
@@ -306,6 +323,13 @@ def _check(inputs: Inputs, obj: dict[str, Any]) -> None:
         _check_claim_spec(inputs, obj, prefix=("spec",))
     elif kind == "ResourceClaimTemplate":
         _check_claim_spec(inputs, obj, prefix=("spec", "spec"))
+    elif kind == "DeviceClass":
+        _shapes(
+            inputs,
+            obj,
+            ["spec"],
+            (("selectors", list), ("config", list), ("extendedResourceName", str)),
+        )
     elif kind == "PriorityClass":
         if not isinstance(obj.get("value"), int):
             raise inputs.error(obj, "missing required field 'value'")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpushift._errors import InputError
 from gpushift.engine import _hazards, _scheduler
 from gpushift.engine._inputs import Inputs
 
@@ -35,14 +36,15 @@ def simulate(inputs: Inputs) -> Simulation:
     Updates the input objects in place. Raises InputError for a CEL selector that does not
     compile, and for a malformed field met while placing a pod (naming that pod).
     """
-    scheduler = _scheduler.Scheduler(inputs)
+    scheduler: _scheduler.Scheduler | None = None
     try:
+        scheduler = _scheduler.Scheduler(inputs)
         outcome = scheduler.run()
     except (AttributeError, TypeError, KeyError, ValueError, IndexError) as err:
         # A field of a shape the checks in _inputs do not cover: name the object in hand.
-        current = scheduler.current
+        current = scheduler.current if scheduler is not None else None
         if current is None:
-            raise
+            raise InputError(f"malformed input: {err}") from None
         raise inputs.error(current, f"malformed object: {err}") from None
     tenants = _hazards.dra_tenants(outcome, _hazards.node_pools(inputs.slices))
     return Simulation(inputs, outcome, _hazards.find(outcome, inputs.slices, tenants), tenants)
