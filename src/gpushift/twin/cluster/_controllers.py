@@ -144,6 +144,9 @@ class Cluster:
         while not self._stop.is_set():
             self._wake.clear()
             started = time.monotonic()
+            # Without a timer due, sleep until the store changes: an idle pass over a large
+            # cluster is not free.
+            wait: float | None = None
             try:
                 due = self.run_once()
             except ApiError as err:  # a write raced a client's; the next pass retries
@@ -151,13 +154,16 @@ class Cluster:
                 due = self.clock.seconds()
             except Exception:
                 log.exception("cluster pass failed")
-                due = None
-            wait = 1.0
+                due, wait = None, 1.0
             if due is not None:
                 wait = min(self.clock.wall_delay(due - self.clock.seconds()), 1.0)
-            wait = max(wait, _MIN_INTERVAL - (time.monotonic() - started), 0.0)
-            if wait > 0:
-                self._wake.wait(wait)
+            if wait is not None:
+                wait = max(wait, _MIN_INTERVAL - (time.monotonic() - started), 0.0)
+                if wait > 0:
+                    self._wake.wait(wait)
+            else:
+                self._wake.wait()
+                time.sleep(_MIN_INTERVAL)  # a burst of API writes is handled in one pass
 
     def start(self) -> Cluster:
         """Start the agents on a background thread."""
