@@ -305,7 +305,13 @@ def sync_deployments(ctx: Context, pods: list[Obj]) -> None:
             # gone (terminating ones included), only then scale the new one up: the gap.
             for r in olds:
                 _scale(ctx, r, replicas=0, deploy=deploy)
-            old_pods = [p for r in olds for p in pods_by_rs.get(r["metadata"]["uid"], [])]
+            # recreate.go oldPodsRunning: terminating pods count, finished ones do not.
+            old_pods = [
+                p
+                for r in olds
+                for p in pods_by_rs.get(r["metadata"]["uid"], [])
+                if (p.get("status") or {}).get("phase") not in TERMINAL
+            ]
             if any(_replicas(r) for r in olds) or old_pods:
                 _deploy_status(ctx, deploy, new=new, olds=olds)
                 continue
