@@ -68,7 +68,9 @@ new revision shows in status.artifact.revision and Kustomizations that are not s
 apply it.
 """
 _GIT_SET_EPILOG = "Exit codes: 0 switched, 1 the twin refused or could not be reached."
-_WAIT_HELP = """Wait until every Kustomization and HelmRelease of a twin is Ready.
+_WAIT_HELP = """Wait until a twin's Flux has settled: every GitRepository, Kustomization and
+HelmRelease Ready at its generation with no reconcile request pending, and every Kustomization
+at its source's current revision (so it waits for a merge made by git-set).
 
 Suspended ones are skipped. Prints what is still not Ready when --timeout passes.
 """

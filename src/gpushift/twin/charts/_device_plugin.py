@@ -150,7 +150,7 @@ def operand_daemonset(*, namespace: str, spec: Mapping[str, Any], runtime_class:
     )
 
 
-def _fullname(release: str, values: Mapping[str, Any], chart: str) -> str:
+def _fullname(*, release: str, values: Mapping[str, Any], chart: str) -> str:
     # Helm's conventional fullname: the release name when it already contains the chart's.
     if values.get("fullnameOverride"):
         return str(values["fullnameOverride"])
@@ -166,7 +166,7 @@ def render_standalone(*, release: str, namespace: str, values: Mapping[str, Any]
     (daemonset-device-plugin.yml, configmap.yml, _helpers.tpl).
     """
     chart = "nvidia-device-plugin"
-    full = _fullname(release, values, chart)
+    full = _fullname(release=release, values=values, chart=chart)
     labels = helm_labels(name=chart, release=release, chart=chart, version="0.17.4")
     selector = {"app.kubernetes.io/name": chart, "app.kubernetes.io/instance": release}
     config = d(values.get("config"))

@@ -68,7 +68,7 @@ _CTK_PATH = (
 )
 
 
-def _fail(line: int, text: str) -> ChartError:
+def _fail(*, line: int, text: str) -> ChartError:
     # Helm's error for a template `fail`: where it is, then the message.
     return ChartError(f"execution error at ({CHART}/templates/validation.yaml:{line}:4): {text}")
 
@@ -76,20 +76,20 @@ def _fail(line: int, text: str) -> ChartError:
 def validate(*, namespace: str, values: Mapping[str, Any]) -> None:
     """Raise ``ChartError`` as templates/validation.yaml does, first failure first."""
     if values.get("namespace"):
-        raise _fail(21, _EXPLICIT_NAMESPACE.format(ns=values["namespace"]))
+        raise _fail(line=21, text=_EXPLICIT_NAMESPACE.format(ns=values["namespace"]))
     ns = str(values.get("namespaceOverride") or namespace)
     if (
         ns == "default"
         and not values.get("namespaceOverride")
         and not values.get("allowDefaultNamespace")
     ):
-        raise _fail(30, _DEFAULT_NAMESPACE)
+        raise _fail(line=30, text=_DEFAULT_NAMESPACE)
     if get(values, "resources", "gpus", "enabled") and not values.get(
         "gpuResourcesEnabledOverride"
     ):
-        raise _fail(42, _GPUS_WITHOUT_OVERRIDE)
+        raise _fail(line=42, text=_GPUS_WITHOUT_OVERRIDE)
     if values.get("nvidiaCtkPath"):
-        raise _fail(51, _CTK_PATH)
+        raise _fail(line=51, text=_CTK_PATH)
 
 
 def _name(values: Mapping[str, Any]) -> str:

@@ -106,7 +106,7 @@ def _enabled(spec: Mapping[str, Any], key: str, default: bool = True) -> bool:
     return get(spec, key, "enabled", default=default) is not False
 
 
-def _gfd(namespace: str, spec: Mapping[str, Any], runtime_class: str | None) -> Obj:
+def _gfd(*, namespace: str, spec: Mapping[str, Any], runtime_class: str | None) -> Obj:
     config = d(get(spec, "devicePlugin", "config", default={}))
     env = {"GFD_SLEEP_INTERVAL": "60s", "GFD_FAIL_ON_INIT_ERROR": "true"}
     pod: Obj = {
@@ -138,7 +138,7 @@ def _gfd(namespace: str, spec: Mapping[str, Any], runtime_class: str | None) -> 
     )
 
 
-def _dcgm_exporter(namespace: str, spec: Mapping[str, Any], runtime_class: str | None) -> Obj:
+def _dcgm_exporter(*, namespace: str, spec: Mapping[str, Any], runtime_class: str | None) -> Obj:
     env = {
         "DCGM_EXPORTER_LISTEN": ":9400",
         "DCGM_EXPORTER_KUBERNETES": "true",
@@ -169,7 +169,7 @@ def _dcgm_exporter(namespace: str, spec: Mapping[str, Any], runtime_class: str |
     )
 
 
-def _validator(namespace: str, spec: Mapping[str, Any], runtime_class: str | None) -> Obj:
+def _validator(*, namespace: str, spec: Mapping[str, Any], runtime_class: str | None) -> Obj:
     inits = ["driver-validation", "toolkit-validation", "cuda-validation", "plugin-validation"]
     if not _enabled(spec, "devicePlugin"):
         # object_controls.go: the plugin init container goes with the device plugin.
@@ -229,17 +229,17 @@ def operands(
                 "handler": "nvidia",
             }
         )
-    want.append(_validator(namespace, spec, runtime_class))
+    want.append(_validator(namespace=namespace, spec=spec, runtime_class=runtime_class))
     if _enabled(spec, "devicePlugin"):
         want.append(operand_daemonset(namespace=namespace, spec=spec, runtime_class=runtime_class))
     else:
         gone.append(("DaemonSet", DEVICE_PLUGIN))
     if _enabled(spec, "gfd"):
-        want.append(_gfd(namespace, spec, runtime_class))
+        want.append(_gfd(namespace=namespace, spec=spec, runtime_class=runtime_class))
     else:
         gone.append(("DaemonSet", GFD))
     if _enabled(spec, "dcgmExporter"):
-        want.append(_dcgm_exporter(namespace, spec, runtime_class))
+        want.append(_dcgm_exporter(namespace=namespace, spec=spec, runtime_class=runtime_class))
         want.append(
             {
                 "apiVersion": "v1",

@@ -94,7 +94,7 @@ def immutable_error(obj: Obj, live: Obj, kind: Kind) -> str | None:
     return None
 
 
-def _live(store: Store, kind: Kind, obj: Obj) -> Obj | None:
+def _live(store: Store, *, kind: Kind, obj: Obj) -> Obj | None:
     meta = obj.get("metadata") or {}
     try:
         return store.get(
@@ -122,7 +122,7 @@ def apply_all(
             kind = kind_of(obj)
         except ApiError as err:
             raise ApplyFailed(f"{object_id(obj)} dry-run failed: {err.message}") from None
-        live = _live(store, kind, obj)
+        live = _live(store, kind=kind, obj=obj)
         meta = obj.get("metadata") or {}
         if (
             live is not None

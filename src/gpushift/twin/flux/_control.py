@@ -43,17 +43,43 @@ def git_set(
     return f"GitRepository/{namespace}/{name} now at {shown}"
 
 
+def _pending_request(obj: dict[str, Any]) -> bool:
+    token = (obj["metadata"].get("annotations") or {}).get(REQUESTED_AT)
+    return token is not None and token != (obj.get("status") or {}).get("lastHandledReconcileAt")
+
+
 def not_ready(kube: Kube) -> list[str]:
-    """Kustomizations and HelmReleases that are not suspended and not Ready at their current
-    generation, as ``Kind/namespace/name: message``."""
+    """What is not settled, as ``Kind/namespace/name: message``: sources, Kustomizations and
+    HelmReleases that are not suspended and not Ready at their current generation, have a
+    reconcile request not yet handled, or (Kustomizations) have not applied their source's
+    current revision."""
     out: list[str] = []
-    for ref, kind in ((_KS, "Kustomization"), (_HR, "HelmRelease")):
+    revisions: dict[tuple[str, str, str], str] = {}
+    for ref, kind in ((_GIT, "GitRepository"), (_KS, "Kustomization"), (_HR, "HelmRelease")):
         for obj in kube.list(ref):
-            if (obj.get("spec") or {}).get("suspend") is True:
+            meta = obj["metadata"]
+            spec = obj.get("spec") or {}
+            if kind == "GitRepository":
+                artifact = (obj.get("status") or {}).get("artifact") or {}
+                key = (kind, str(meta.get("namespace")), str(meta["name"]))
+                revisions[key] = str(artifact.get("revision", ""))
+            if spec.get("suspend") is True:
                 continue
             ok, message = ready(obj)
+            if ok and _pending_request(obj):
+                ok, message = False, "reconcile requested"
+            if ok and kind == "Kustomization":
+                src = spec.get("sourceRef") or {}
+                key = (
+                    str(src.get("kind") or "GitRepository"),
+                    str(src.get("namespace") or meta.get("namespace")),
+                    str(src.get("name")),
+                )
+                want = revisions.get(key)
+                have = (obj.get("status") or {}).get("lastAppliedRevision")
+                if want and have != want:
+                    ok, message = False, f"revision {want} not applied yet"
             if not ok:
-                meta = obj["metadata"]
                 what = message or "not reconciled yet"
                 out.append(f"{kind}/{meta.get('namespace')}/{meta['name']}: {what}")
     return out

@@ -304,7 +304,7 @@ class HelmReleases:
             reason = "InstallFailed" if action == "install" else "UpgradeFailed"
             message = f"{failed} {chart_label}: {err}"
             self._mark(hr, state="False", reason=reason, message=message, released=False)
-            self.store_event(hr, reason, message)
+            self._event(hr, reason=reason, message=message)
             self._due[key] = now + interval
             return self._due[key]
         applied: list[tuple[str, str, str | None, str]] = []
@@ -362,7 +362,7 @@ class HelmReleases:
         self._mark(hr, state="Unknown", reason="Progressing", message=message)
         return self._wait(hr, new)
 
-    def store_event(self, hr: Obj, reason: str, message: str) -> None:
+    def _event(self, hr: Obj, *, reason: str, message: str) -> None:
         """Record a Warning Event on the HelmRelease, as helm-controller's recorder does."""
         meta = hr["metadata"]
         ns = str(meta.get("namespace"))

@@ -227,7 +227,7 @@ class Kustomizations:
                 revision=None,
                 retry=retry,
             )
-        blocked = self._dependencies(ks, source, str(revision))
+        blocked = self._dependencies(ks, revision=str(revision))
         if blocked is not None:
             return self._fail(
                 ks,
@@ -271,7 +271,9 @@ class Kustomizations:
             ({"id": inventory_id(o, k), "v": k.version} for o, k in applied), key=lambda e: e["id"]
         )
         if spec.get("prune") is True:
-            self._prune(d(st.get("inventory")).get("entries") or [], {e["id"] for e in inventory})
+            self._prune(
+                d(st.get("inventory")).get("entries") or [], keep={e["id"] for e in inventory}
+            )
         if spec.get("wait") is True:
             checks = [
                 (
@@ -405,7 +407,7 @@ class Kustomizations:
             )
         return min(self.now() + 2.0, waiting.deadline)
 
-    def _dependencies(self, ks: Obj, source: Obj, revision: str) -> str | None:
+    def _dependencies(self, ks: Obj, *, revision: str) -> str | None:
         # internal/controller/kustomization_controller.go checkDependencies
         src_ref = d(d(ks.get("spec")).get("sourceRef"))
         own_ns = str(ks["metadata"].get("namespace"))
@@ -415,7 +417,7 @@ class Kustomizations:
             try:
                 other = self.store.get(self.kind, name=name, namespace=ns)
             except ApiError:
-                if self.lenient and not self._defined(ns, name):
+                if self.lenient and not self._defined(ns=ns, name=name):
                     continue  # a partial repository: the dependency is not in it at all
                 return (
                     f"unable to get '{ns}/{name}' dependency: "
@@ -437,7 +439,7 @@ class Kustomizations:
                 return f"dependency '{ns}/{name}' revision is not up to date"
         return None
 
-    def _defined(self, ns: str, name: str) -> bool:
+    def _defined(self, *, ns: str, name: str) -> bool:
         # Whether some Kustomization's inventory lists it (it will exist once applied).
         for ks in self.store.list(self.kind).objects:
             for e in d(d(ks.get("status")).get("inventory")).get("entries") or []:
@@ -445,7 +447,7 @@ class Kustomizations:
                     return True
         return False
 
-    def _prune(self, old: list[Obj], keep: set[str]) -> None:
+    def _prune(self, old: list[Obj], *, keep: set[str]) -> None:
         for entry in old:
             eid = str(entry.get("id"))
             if eid in keep:
@@ -473,7 +475,7 @@ class Kustomizations:
         spec = d(ks.get("spec"))
         # finalizerShouldDeleteResources: not when suspended, only with prune.
         if spec.get("prune") is True and spec.get("suspend") is not True:
-            self._prune(d(d(ks.get("status")).get("inventory")).get("entries") or [], set())
+            self._prune(d(d(ks.get("status")).get("inventory")).get("entries") or [], keep=set())
         if FINALIZER in (meta.get("finalizers") or []):
             self.store.update(
                 self.kind,

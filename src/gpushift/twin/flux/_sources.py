@@ -8,6 +8,7 @@ import os
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,8 +58,9 @@ class Sources:
     """Artifacts of the GitRepositories: where each revision's files are."""
 
     store: Store
-    now: Any  # () -> float, virtual seconds
-    stamp: Any  # () -> str, RFC 3339 of now
+    #: Virtual seconds now, and now as RFC 3339.
+    now: Callable[[], float]
+    stamp: Callable[[], str]
     artifacts: dict[tuple[str, str], Path] = field(default_factory=dict)
     _due: dict[str, float] = field(default_factory=dict)
     _checkouts: dict[str, Path] = field(default_factory=dict)
@@ -70,7 +72,7 @@ class Sources:
             self._tmp.cleanup()
             self._tmp = None
 
-    def _checkout(self, root: Path, commit: str) -> Path:
+    def _checkout(self, root: Path, *, commit: str) -> Path:
         if commit in self._checkouts:
             return self._checkouts[commit]
         if self._tmp is None:
@@ -117,7 +119,7 @@ class Sources:
             branch = str(ref.get("branch") or _git(root, "rev-parse", "--abbrev-ref", "HEAD"))
             commit = _git(root, "rev-parse", "--verify", f"{branch}^{{commit}}")
             label = f"{branch}@"
-        return f"{label}sha1:{commit}", self._checkout(root, commit)
+        return f"{label}sha1:{commit}", self._checkout(root, commit=commit)
 
     def sync(self) -> float | None:
         """Reconcile every source that is due; returns the next due time."""
