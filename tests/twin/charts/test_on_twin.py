@@ -101,6 +101,8 @@ def test_missing_consumable_shares_gate_crash_loops_the_plugin(twin: tuple[Store
 
     assert len(wait_for(crashing, what="crash-looping kubelet plugins")) == 3
     assert store.list(by_kind("ResourceSlice")).objects == []
+    # install.disableWait: the release does not wait for its pods.
+    assert _ready(store, "dra")["reason"] == "InstallSucceeded"
 
 
 def test_uninstall_removes_the_release_objects(twin: tuple[Store, Cluster]) -> None:
@@ -139,3 +141,25 @@ def test_suspended_release_is_not_installed(twin: tuple[Store, Cluster]) -> None
     wait_for(lambda: cluster.clock.seconds() - start > 120, what="two virtual minutes")
     assert _ready(store, "idle") == {}
     assert store.list(by_kind("Deployment"), namespace="apps").objects == []
+
+
+def test_operator_restores_a_deleted_operand(twin: tuple[Store, Cluster]) -> None:
+    store, _ = twin
+    _release(store, "gpu-operator", "oci://ghcr.io/nvidia/gpu-operator", {})
+    ds_kind = by_kind("DaemonSet")
+
+    def plugin() -> dict[str, Any] | None:
+        for ds in store.list(ds_kind, namespace="apps").objects:
+            if ds["metadata"]["name"] == "nvidia-device-plugin-daemonset":
+                return ds
+        return None
+
+    first = wait_for(plugin, what="the operand")
+    store.delete(ds_kind, name="nvidia-device-plugin-daemonset", namespace="apps")
+    again = wait_for(
+        lambda: (p := plugin()) is not None and p["metadata"]["uid"] != first["metadata"]["uid"],
+        what="the operand to come back",
+    )
+    assert again
+    policy = store.get(by_kind("ClusterPolicy"), name="cluster-policy")
+    assert policy["status"]["namespace"] == "apps"

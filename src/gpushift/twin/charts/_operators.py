@@ -120,9 +120,10 @@ class Operators:
             delete(self.store, by_kind(kind_name), name=name, namespace=ns)
         ready = all(self._ds_ready(o) for o in want if o["kind"] == "DaemonSet")
         self._set_state(policy, "ready" if ready else "notReady", namespace=ns)
-        if not ready:
-            # Poll the operands as the operator requeues (5 s) until they are ready.
-            self._policy_seen[meta["uid"]] = (int(meta.get("generation", 1)), self.now() + 5.0)
+        # The operator requeues every 5 s until its operands are ready, then resyncs (and so
+        # restores an operand someone deleted) every minute.
+        again = 5.0 if not ready else 60.0
+        self._policy_seen[meta["uid"]] = (int(meta.get("generation", 1)), self.now() + again)
 
     def _ds_ready(self, obj: Obj) -> bool:
         try:

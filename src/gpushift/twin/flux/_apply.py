@@ -10,6 +10,7 @@ from typing import Any
 from gpushift._kinds import Kind, by_kind
 from gpushift.twin import ApiError, Store
 from gpushift.twin.charts import apply, kind_of
+from gpushift.twin.flux._status import InventoryEntry
 
 Obj = dict[str, Any]
 MANAGER = "kustomize-controller"
@@ -42,6 +43,11 @@ def object_id(obj: Obj) -> str:
         if ns
         else f"{obj.get('kind')}/{meta.get('name')}"
     )
+
+
+def inventory_entry(obj: Obj, kind: Kind) -> InventoryEntry:
+    """The inventory entry of an applied object."""
+    return {"id": inventory_id(obj, kind), "v": kind.version}
 
 
 def inventory_id(obj: Obj, kind: Kind) -> str:

@@ -387,9 +387,12 @@ class HelmReleases:
             self.store.create(by_kind("Event"), body, namespace=ns)
 
     def _wait(self, hr: Obj, release: _Release) -> float:
-        # Helm's --wait (install.disableWait false): workloads ready before the release is.
+        # Helm's --wait: workloads ready before the release is, unless the action's
+        # disableWait is set.
         pending = []
-        for api, kind_name, ns, name in release.objects:
+        action = d(d(hr.get("spec")).get(release.action))
+        objects = [] if action.get("disableWait") is True else release.objects
+        for api, kind_name, ns, name in objects:
             if kind_name not in ("Deployment", "StatefulSet", "DaemonSet"):
                 continue
             kind = lookup(api, kind_name)

@@ -13,11 +13,12 @@ from gpushift._kinds import by_kind, lookup
 from gpushift.twin import ApiError, Store
 from gpushift.twin.charts._common import d
 from gpushift.twin.charts._writes import served
-from gpushift.twin.flux._apply import PRUNE, ApplyFailed, apply_all, inventory_id, object_id
+from gpushift.twin.flux._apply import PRUNE, ApplyFailed, apply_all, inventory_entry, object_id
 from gpushift.twin.flux._build import BuildError, build_path, substitute_objects, transform
 from gpushift.twin.flux._status import (
     FINALIZER,
     REQUESTED_AT,
+    InventoryEntry,
     drop_condition,
     duration,
     go_duration,
@@ -39,7 +40,7 @@ class _Waiting:
     revision: str
     deadline: float
     checks: list[tuple[str, str, str | None, str]]  # apiVersion, kind, namespace, name
-    inventory: list[Obj]
+    inventory: list[InventoryEntry]
 
 
 @dataclass(slots=True)
@@ -267,9 +268,8 @@ class Kustomizations:
                 revision=str(revision),
                 retry=retry,
             )
-        inventory = sorted(
-            ({"id": inventory_id(o, k), "v": k.version} for o, k in applied), key=lambda e: e["id"]
-        )
+        inventory = sorted((inventory_entry(o, k) for o, k in applied), key=lambda e: e["id"])
+
         if spec.get("prune") is True:
             self._prune(
                 d(st.get("inventory")).get("entries") or [], keep={e["id"] for e in inventory}

@@ -16,7 +16,7 @@ from typing import Any
 from gpushift._kinds import by_kind
 from gpushift.twin import ApiError, Store
 from gpushift.twin.charts._common import d
-from gpushift.twin.flux._status import REQUESTED_AT, duration, set_condition
+from gpushift.twin.flux._status import REQUESTED_AT, Artifact, duration, set_condition
 
 Obj = dict[str, Any]
 
@@ -160,7 +160,7 @@ class Sources:
         gen = int(meta.get("generation") or 1)
         stamp = self.stamp()
         ok = True
-        artifact: Obj | None = None
+        artifact: Artifact | None = None
         if kind == "GitRepository":
             try:
                 revision, path = self.resolve(spec)

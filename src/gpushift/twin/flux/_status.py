@@ -2,11 +2,41 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from gpushift.twin.charts._common import d
 
 Obj = dict[str, Any]
+
+
+class Condition(TypedDict):
+    """A metav1.Condition as Flux controllers write them."""
+
+    type: str
+    status: str
+    observedGeneration: int
+    lastTransitionTime: str
+    reason: str
+    message: str
+
+
+class InventoryEntry(TypedDict):
+    """kustomize-controller ``status.inventory.entries[]``: ``<ns>_<name>_<group>_<Kind>``."""
+
+    id: str
+    v: str
+
+
+class Artifact(TypedDict, total=False):
+    """source-controller ``status.artifact``."""
+
+    path: str
+    url: str
+    revision: str
+    digest: str
+    lastUpdateTime: str
+    metadata: dict[str, str]
+
 
 #: fluxcd/pkg apis/meta: the reconcile request annotation.
 REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
@@ -26,19 +56,23 @@ def set_condition(
     """Set one condition; ``lastTransitionTime`` changes only when ``status`` flips."""
     conds: list[Obj] = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
     old = next((c for c in conds if c.get("type") == type_), None)
-    new = {
+    new: Condition = {
         "type": type_,
         "status": state,
         "observedGeneration": generation,
         "lastTransitionTime": now
         if old is None or old.get("status") != state
-        else old.get("lastTransitionTime", now),
+        else str(old.get("lastTransitionTime", now)),
         "reason": reason,
         "message": message,
     }
     conds = [c for c in conds if c.get("type") != type_]
     # Ready first, as kstatus and `flux get` read it.
-    conds.insert(0, new) if type_ == "Ready" else conds.append(new)
+    entry: Obj = dict(new)
+    if type_ == "Ready":
+        conds.insert(0, entry)
+    else:
+        conds.append(entry)
     status["conditions"] = conds
 
 
