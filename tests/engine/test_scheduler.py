@@ -698,3 +698,63 @@ def test_daemonset_pod_is_only_tried_on_its_node() -> None:
         "2 node(s) didn't match Pod's node affinity/selector. "
         f"preemption: 0/3 nodes are available: 1 {NO_VICTIMS}, 2 {NOT_HELPFUL}."
     )
+
+
+def _preferred_anti(app: str, weight: int = 100) -> dict[str, Any]:
+    return {
+        "affinity": {
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": weight,
+                        "podAffinityTerm": {
+                            "topologyKey": "kubernetes.io/hostname",
+                            "labelSelector": {"matchLabels": {"app": app}},
+                        },
+                    }
+                ]
+            }
+        }
+    }
+
+
+def test_preferred_anti_affinity_outweighs_least_allocated() -> None:
+    # x (100m) runs on the big node a. For y (1 cpu): a scores 98 + 99 = 197 and b (4 cpu)
+    # 87 + 87 = 174 on cpu/memory, so y alone goes to a. With a preferred anti-affinity of
+    # weight 100 to x, InterPodAffinity gives a -100 and b 0, scaled to 0 and 100 and
+    # weighted 2: b wins 374 to 197. The same holds when x carries the term about y.
+    a, b = node("a", cpu="64"), node("b", cpu="4")
+    x = pod("x", cpu="100m", labels={"app": "x"}, spec={"nodeName": "a"})
+    assert where(run(a, b, x, pod("y", cpu="1", labels={"app": "y"})))["y"] == "a"
+    y = pod("y", cpu="1", labels={"app": "y"}, spec=_preferred_anti("x"))
+    assert where(run(a, b, x, y))["y"] == "b"
+    x_avoids_y = pod(
+        "x", cpu="100m", labels={"app": "x"}, spec={"nodeName": "a", **_preferred_anti("y")}
+    )
+    assert where(run(a, b, x_avoids_y, pod("y", cpu="1", labels={"app": "y"})))["y"] == "b"
+
+
+def test_preferred_node_affinity_scores() -> None:
+    # Weight 1 on zone=b: NodeAffinity gives b 100 and a 0, weighted 2 (+200): enough to
+    # beat a's cpu/memory lead of 197 vs 174.
+    prefer_b = {
+        "affinity": {
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 1,
+                        "preference": {
+                            "matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]
+                        },
+                    }
+                ]
+            }
+        }
+    }
+    sim = run(
+        node("a", cpu="64", labels={"zone": "a"}),
+        node("b", cpu="4", labels={"zone": "b"}),
+        pod("x", cpu="100m", spec={"nodeName": "a"}),
+        pod("y", cpu="1", spec=prefer_b),
+    )
+    assert where(sim)["y"] == "b"
