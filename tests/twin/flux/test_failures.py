@@ -70,7 +70,7 @@ def test_immutable_claim_template_change_fails_without_force(tmp_path: Path) -> 
         assert cond["message"] == (
             "ResourceClaimTemplate/media/any-nvidia-gpu dry-run failed (Invalid): "
             'ResourceClaimTemplate.resource.k8s.io "any-nvidia-gpu" is invalid: spec: '
-            'Invalid value: "object": field is immutable'
+            "Invalid value: resource.ResourceClaimTemplateSpec{...}: field is immutable"
         )
         # Nothing was written: the live template keeps its request name.
         live = env.get("ResourceClaimTemplate", "any-nvidia-gpu", "media")

@@ -17,21 +17,55 @@ MANAGER = "kustomize-controller"
 FORCE = "kustomize.toolkit.fluxcd.io/force"
 PRUNE = "kustomize.toolkit.fluxcd.io/prune"
 RECONCILE = "kustomize.toolkit.fluxcd.io/reconcile"
-#: Fields the API server refuses to change (the kinds' ValidateUpdate), by kind.
-_IMMUTABLE: dict[str, tuple[tuple[str, ...], ...]] = {
-    "ResourceClaimTemplate": (("spec",),),
-    "ResourceClaim": (("spec",),),
-    "Deployment": (("spec", "selector"),),
-    "ReplicaSet": (("spec", "selector"),),
-    "DaemonSet": (("spec", "selector"),),
-    "StatefulSet": (
-        ("spec", "selector"),
-        ("spec", "serviceName"),
-        ("spec", "volumeClaimTemplates"),
+#: Fields the API server refuses to change (each kind's ValidateUpdate calls
+#: ValidateImmutableField on them), with the Go type the error prints the new value as.
+_IMMUTABLE: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {
+    "ResourceClaimTemplate": ((("spec",), "resource.ResourceClaimTemplateSpec"),),
+    "ResourceClaim": ((("spec",), "resource.ResourceClaimSpec"),),
+    "Deployment": ((("spec", "selector"), "v1.LabelSelector"),),
+    "ReplicaSet": ((("spec", "selector"), "v1.LabelSelector"),),
+    "DaemonSet": ((("spec", "selector"), "v1.LabelSelector"),),
+    "StatefulSet": ((("spec", "selector"), "v1.LabelSelector"),),
+    "Job": (
+        (("spec", "selector"), "v1.LabelSelector"),
+        (("spec", "template"), "core.PodTemplateSpec"),
     ),
-    "Job": (("spec", "selector"), ("spec", "template")),
-    "PersistentVolumeClaim": (("spec", "storageClassName"), ("spec", "volumeName")),
 }
+
+
+def _go_strings(values: Any) -> str:
+    return "[]string{" + ", ".join(json.dumps(str(v)) for v in values or []) + "}"
+
+
+def _go_value(value: Any, go_type: str) -> str:
+    """The new value as field.Invalid prints it: Go's ``%#v`` of the internal type.
+
+    A label selector is printed in full. Other structs hold pointers whose addresses
+    ``%#v`` prints, which no copy can reproduce, so their fields are elided as ``{...}``.
+    """
+    if go_type != "v1.LabelSelector" or not isinstance(value, dict):
+        return f"{go_type}{{...}}"
+    labels = value.get("matchLabels") or {}
+    exprs = value.get("matchExpressions")
+    ml = (
+        "map[string]string{"
+        + ", ".join(f"{json.dumps(str(k))}:{json.dumps(str(labels[k]))}" for k in sorted(labels))
+        + "}"
+        if labels
+        else "map[string]string(nil)"
+    )
+    if exprs:
+        items = ", ".join(
+            "v1.LabelSelectorRequirement{"
+            f"Key:{json.dumps(str(e.get('key', '')))}, "
+            f"Operator:{json.dumps(str(e.get('operator', '')))}, "
+            f"Values:{_go_strings(e.get('values'))}}}"
+            for e in exprs
+        )
+        me = f"[]v1.LabelSelectorRequirement{{{items}}}"
+    else:
+        me = "[]v1.LabelSelectorRequirement(nil)"
+    return f"v1.LabelSelector{{MatchLabels:{ml}, MatchExpressions:{me}}}"
 
 
 def object_id(obj: Obj) -> str:
@@ -79,24 +113,20 @@ def _covers(desired: Any, live: Any) -> bool:
 
 
 def immutable_error(obj: Obj, live: Obj, kind: Kind) -> str | None:
-    """The API server's Invalid message when applying ``obj`` would change an immutable field."""
-    for path in _IMMUTABLE.get(kind.kind, ()):
+    """The API server's Invalid message when applying ``obj`` would change an immutable field
+    (apimachinery ValidateImmutableField: ``<field>: Invalid value: <new>: field is
+    immutable``), or None."""
+    for path, go_type in _IMMUTABLE.get(kind.kind, ()):
         want = _at(obj, path)
-        if want is None:
+        if want is None or _covers(want, _at(live, path)):
             continue
-        if not _covers(want, _at(live, path)):
-            field = ".".join(path)
-            group = f".{kind.group}" if kind.group else ""
-            value = (
-                json.dumps(want, separators=(",", ":"))
-                if not isinstance(want, dict | list)
-                else '"object"'
-            )
-            name = (obj.get("metadata") or {}).get("name")
-            return (
-                f'{kind.kind}{group} "{name}" is invalid: {field}: Invalid value: {value}: '
-                "field is immutable"
-            )
+        field = ".".join(path)
+        group = f".{kind.group}" if kind.group else ""
+        name = (obj.get("metadata") or {}).get("name")
+        return (
+            f'{kind.kind}{group} "{name}" is invalid: {field}: Invalid value: '
+            f"{_go_value(want, go_type)}: field is immutable"
+        )
     return None
 
 
