@@ -758,3 +758,14 @@ def test_preferred_node_affinity_scores() -> None:
         pod("y", cpu="1", spec=prefer_b),
     )
     assert where(sim)["y"] == "b"
+
+
+def test_long_names_are_truncated_in_proportion() -> None:
+    # pod 50 chars, claim 20: "<pod>-<claim>-" is 72 > 57, so the pod part keeps
+    # 50 * 57 // 72 = 39 characters and the claim part 20 * 57 // 72 = 15, joined by "-"
+    # (and, as upstream, without a trailing "-").
+    from gpushift.engine._scheduler import _pod_claim_generate_name
+
+    pod_name, claim = "p" * 50, "c" * 20
+    assert _pod_claim_generate_name(pod=pod_name, claim=claim) == "p" * 39 + "-" + "c" * 15
+    assert _pod_claim_generate_name(pod="web", claim="gpu") == "web-gpu-"
