@@ -223,3 +223,10 @@ def test_unknown_chart_renders_nothing_and_says_so() -> None:
     )
     assert out.objects == []
     assert out.message is not None and "not modelled" in out.message
+
+
+def test_llmkube_pod_labels_reach_the_pods() -> None:
+    dep = inference_deployment(_isvc(podLabels={"llm-gpu-model": "true"}), None)
+    labels = dep["spec"]["template"]["metadata"]["labels"]
+    assert labels["llm-gpu-model"] == "true"
+    assert labels["app"] == "llama"

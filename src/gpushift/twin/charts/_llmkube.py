@@ -127,6 +127,9 @@ def inference_deployment(isvc: Obj, model: Obj | None) -> Obj:
             "replicas": spec.get("replicas", 1),
             "strategy": {"type": "Recreate"},
             "selector": {"matchLabels": selector},
-            "template": {"metadata": {"labels": selector}, "spec": pod},
+            "template": {
+                "metadata": {"labels": {**d(spec.get("podLabels")), **selector}},
+                "spec": pod,
+            },
         },
     }
