@@ -10,8 +10,10 @@ setup:
 	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
 	$(UV) sync --locked --quiet
 
+# Exit code 1 means "findings" (here: Pending pods under memory sharing), which is the point of
+# the demo, so only 2 (bad input) or worse fails the target.
 demo: setup
-	$(BIN)/gpushift simulate --example homelab --compare
+	$(BIN)/gpushift simulate --example homelab --compare || [ $$? -eq 1 ]
 
 lint: setup
 	$(BIN)/ruff check src tests bench
