@@ -163,3 +163,68 @@ def test_operator_restores_a_deleted_operand(twin: tuple[Store, Cluster]) -> Non
     assert again
     policy = store.get(by_kind("ClusterPolicy"), name="cluster-policy")
     assert policy["status"]["namespace"] == "apps"
+
+
+def test_chart_from_a_helm_repository_with_values_from(twin: tuple[Store, Cluster]) -> None:
+    store, _ = twin
+    store.create(
+        by_kind("HelmRepository"),
+        {
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "HelmRepository",
+            "metadata": {"name": "bjw-s", "namespace": "apps"},
+            "spec": {"interval": "1h", "url": "https://bjw-s-labs.github.io/helm-charts"},
+        },
+        namespace="apps",
+    )
+    store.create(
+        by_kind("ConfigMap"),
+        {
+            "metadata": {"name": "web-values", "namespace": "apps"},
+            "data": {
+                "values.yaml": "controllers:\n  web:\n    replicas: 2\n    containers:\n"
+                "      app:\n        image: {repository: nginx, tag: '1'}\n",
+                "tag": "2",
+            },
+        },
+        namespace="apps",
+    )
+    store.create(
+        by_kind("HelmRelease"),
+        {
+            "apiVersion": "helm.toolkit.fluxcd.io/v2",
+            "kind": "HelmRelease",
+            "metadata": {"name": "web", "namespace": "apps"},
+            "spec": {
+                "interval": "1h",
+                "chart": {
+                    "spec": {
+                        "chart": "app-template",
+                        "version": "4.1.1",
+                        "sourceRef": {"kind": "HelmRepository", "name": "bjw-s"},
+                    }
+                },
+                "valuesFrom": [
+                    {"kind": "ConfigMap", "name": "web-values"},
+                    {
+                        "kind": "ConfigMap",
+                        "name": "web-values",
+                        "valuesKey": "tag",
+                        "targetPath": "controllers.web.containers.app.image.tag",
+                    },
+                ],
+                # spec.values merges last, over every valuesFrom.
+                "values": {"controllers": {"web": {"replicas": 1}}},
+            },
+        },
+        namespace="apps",
+    )
+    cond = wait_for(lambda: _ready(store, "web").get("status") == "True" and _ready(store, "web"))
+    assert cond["message"] == (
+        "Helm install succeeded for release apps/web.v1 with chart app-template@4.1.1"
+    )
+    dep = store.get(by_kind("Deployment"), name="web", namespace="apps")
+    assert dep["spec"]["replicas"] == 1
+    assert dep["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:2"
+    repo = store.get(by_kind("HelmRepository"), name="bjw-s", namespace="apps")
+    assert ready_condition(repo)["status"] == "True"

@@ -289,3 +289,53 @@ def test_git_ref_switch_changes_the_revision(flux: tuple[Store, Path, VirtualClo
     )
     wait_for(lambda: revision() == f"sha1:{first}", what="the pinned commit")
     wait_for(lambda: (_get(store, "ConfigMap", "a", "default") or {}).get("data") == {"k": "one"})
+
+
+def test_health_check_times_out_on_the_virtual_clock(tmp_path: Path) -> None:
+    from gpushift.twin.cluster import example, run_cluster
+
+    repo = tmp_path / "repo"
+    # Asks for more GPUs than any node has: it stays Pending, the Deployment never Available.
+    _write(
+        repo,
+        {
+            "clusters/ks.yaml": _ks(
+                "app",
+                "./app",
+                "  timeout: 2m\n  retryInterval: 10m\n  healthChecks:\n"
+                "    - apiVersion: apps/v1\n      kind: Deployment\n      name: big\n"
+                "      namespace: default\n",
+            ),
+            "app/deploy.yaml": (
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: big\n"
+                "  namespace: default\nspec:\n  selector:\n    matchLabels: {app: big}\n"
+                "  template:\n    metadata:\n      labels: {app: big}\n    spec:\n"
+                "      containers:\n        - name: c\n          image: x\n"
+                "          resources:\n            limits: {nvidia.com/gpu: 9}\n"
+            ),
+        },
+    )
+    with run_cluster(example("homelab"), time_scale=200.0) as (twin, cluster):
+        flux = Flux(twin.store, clock=cluster.clock).start()
+        try:
+            bootstrap(twin.store, directory=repo, path="./clusters")
+            store = twin.store
+            progressing = wait_for(
+                lambda: _cond(store, "app").get("reason") == "Progressing" and _cond(store, "app")
+            )
+            assert progressing["status"] == "Unknown"
+            assert progressing["message"].endswith("with a timeout of 2m0s")
+            started = cluster.clock.seconds()
+            cond = wait_for(
+                lambda: (
+                    _cond(store, "app").get("reason") == "HealthCheckFailed" and _cond(store, "app")
+                )
+            )
+            # Not before the 2-minute timeout of cluster time.
+            assert cluster.clock.seconds() - started >= 110
+            assert cond["message"] == (
+                "health check failed after 2m0s: timeout waiting for: "
+                "[Deployment/default/big status: 'InProgress']"
+            )
+        finally:
+            flux.stop()
