@@ -11,7 +11,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -116,26 +116,43 @@ class Cluster:
         self._wake.set()
 
     def run_once(self) -> float | None:
-        """One pass of every agent; returns the virtual time of the next timer, if any."""
+        """One pass of every agent; returns the virtual time of the next timer, if any.
+
+        An agent that fails is logged and skipped for this pass, so one bad object cannot
+        stop the others.
+        """
         with self._lock:
             ctx = self.ctx
             kinds = ctx.kinds
             self.passes += 1
-            pods = ctx.list(kinds.pod)
-            nodes = ctx.list(kinds.node)
-            _workloads.sync_deployments(ctx, pods)
-            _workloads.sync_replicasets(ctx, ctx.list(kinds.pod))
-            _workloads.sync_statefulsets(ctx, pods)
-            _workloads.sync_daemonsets(ctx, pods=pods, nodes=nodes)
-            pods = ctx.list(kinds.pod)
-            _claims.create_claims(ctx, pods)
-            _claims.clean_claims(ctx, pods)
-            self.scheduler.sync()
-            pods = ctx.list(kinds.pod)
-            self.kubelet.sync(pods=pods, nodes=ctx.list(kinds.node))
-            nodes = ctx.list(kinds.node)
-            self.monitor.sync(self.kubelet, nodes)
-            self.metrics.sync(self.kubelet, nodes=nodes, pods=pods)
+
+            def pods() -> list[Obj]:
+                return ctx.list(kinds.pod)
+
+            def nodes() -> list[Obj]:
+                return ctx.list(kinds.node)
+
+            stages: list[tuple[str, Callable[[], object]]] = [
+                ("deployments", lambda: _workloads.sync_deployments(ctx, pods())),
+                ("replicasets", lambda: _workloads.sync_replicasets(ctx, pods())),
+                ("statefulsets", lambda: _workloads.sync_statefulsets(ctx, pods())),
+                ("daemonsets", lambda: _workloads.sync_daemonsets(ctx, pods=pods(), nodes=nodes())),
+                ("resourceclaims", lambda: _claims.create_claims(ctx, pods())),
+                ("resourceclaim cleanup", lambda: _claims.clean_claims(ctx, pods())),
+                ("scheduler", self.scheduler.sync),
+                ("kubelets", lambda: self.kubelet.sync(pods=pods(), nodes=nodes())),
+                ("monitor", lambda: self.monitor.sync(self.kubelet, nodes())),
+                ("dcgm", lambda: self.metrics.sync(self.kubelet, nodes=nodes(), pods=pods())),
+            ]
+            for name, stage in stages:
+                try:
+                    stage()
+                except ApiError as err:  # a write raced a client's; the next pass retries
+                    log.debug("%s: %s", name, err)
+                    ctx.wake_at(self.clock.seconds())
+                except Exception:
+                    log.exception("cluster agent %s failed", name)
+                    ctx.wake_at(self.clock.seconds() + self.clock.time_scale)
             due = min(ctx.wakeups) if ctx.wakeups else None
             ctx.wakeups.clear()
             return due
@@ -147,14 +164,7 @@ class Cluster:
             # Without a timer due, sleep until the store changes: an idle pass over a large
             # cluster is not free.
             wait: float | None = None
-            try:
-                due = self.run_once()
-            except ApiError as err:  # a write raced a client's; the next pass retries
-                log.debug("pass failed: %s", err)
-                due = self.clock.seconds()
-            except Exception:
-                log.exception("cluster pass failed")
-                due, wait = None, 1.0
+            due = self.run_once()
             if due is not None:
                 wait = min(self.clock.wall_delay(due - self.clock.seconds()), 1.0)
             if wait is not None:

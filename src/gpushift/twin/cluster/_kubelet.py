@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpushift import _quantity
+from gpushift._errors import InputError
 from gpushift.engine import (
     ConsumableShares,
     ConsumableSharesError,
@@ -261,8 +263,12 @@ def _gpu_requests(pod: Obj, resource: str) -> dict[str, int]:
     for c in (pod.get("spec") or {}).get("containers") or []:
         res = c.get("resources") or {}
         raw = (res.get("limits") or {}).get(resource, (res.get("requests") or {}).get(resource))
-        if raw is not None and int(str(raw)) > 0 and c.get("name") not in mapped:
-            out[str(c["name"])] = int(str(raw))
+        try:
+            amount = _quantity.value(raw) if raw is not None else 0
+        except (InputError, ValueError):
+            amount = 0  # the scheduler never binds such a pod
+        if amount > 0 and c.get("name") not in mapped:
+            out[str(c["name"])] = int(amount)
     return out
 
 

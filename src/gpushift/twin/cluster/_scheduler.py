@@ -13,7 +13,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gpushift.engine import EXTENDED_RESOURCE_CLAIM_ANNOTATION, Inputs, PodInfo, schedule
+from gpushift._errors import InputError
+from gpushift.engine import (
+    EXTENDED_RESOURCE_CLAIM_ANNOTATION,
+    Inputs,
+    PodInfo,
+    pod_requests,
+    schedule,
+)
 from gpushift.twin import ApiError
 from gpushift.twin.cluster._claims import FINALIZER
 from gpushift.twin.cluster._context import Context, Obj
@@ -109,6 +116,8 @@ class Scheduler:
         todo: list[Obj] = []
         for p in pending:
             copy = _loads(raws[id(p)])
+            if not self._valid(copy):
+                continue
             if _resolve_claim_refs(copy, templates):
                 todo.append(copy)
         if not todo:
@@ -116,6 +125,8 @@ class Scheduler:
         prebound = []
         for p in bound:
             copy = _loads(raws[id(p)])
+            if not self._valid(copy):
+                continue
             _resolve_claim_refs(copy, templates)
             _strip_delegated(copy)
             prebound.append(copy)
@@ -144,6 +155,25 @@ class Scheduler:
             if self._bind(info, live_claims):
                 count += 1
         return count
+
+    def _valid(self, pod: Obj) -> bool:
+        # kube-apiserver rejects unparsable quantities at admission; the twin's store may
+        # hold one, which must not stop every other pod from being scheduled.
+        try:
+            pod_requests(pod.get("spec") or {})
+        except (InputError, ValueError, TypeError) as err:
+            uid = str(pod["metadata"].get("uid"))
+            if self._tried.get(uid) != -1:
+                self._tried[uid] = -1
+                self.ctx.event(
+                    pod,
+                    reason="FailedScheduling",
+                    message=str(err),
+                    component=SCHEDULER,
+                    warning=True,
+                )
+            return False
+        return True
 
     # -- writes --
 
