@@ -6,6 +6,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,11 @@ class Flux:
         self._thread: threading.Thread | None = None
         self._watcher: Any = None
         self._lock = threading.Lock()
+        self._on_stop: list[Callable[[], None]] = []
+
+    def on_stop(self, fn: Callable[[], None]) -> None:
+        """Call ``fn`` when the controllers stop (removing a temporary repository, …)."""
+        self._on_stop.append(fn)
 
     def run_once(self) -> float | None:
         """One pass of every controller; returns the virtual time of the next timer."""
@@ -108,6 +114,8 @@ class Flux:
             self._watcher.cancel()
             self._watcher = None
         self.sources.close()
+        while self._on_stop:
+            self._on_stop.pop()()
 
     def __enter__(self) -> Flux:
         return self.start()

@@ -47,7 +47,8 @@ def start_flux(
 ) -> Flux:
     """Install the CRDs, bootstrap the GitRepository and root Kustomization, and return the
     (not yet started) controllers. ``example`` writes the embedded repository to a temporary
-    directory and prints where; ``repo`` runs leniently (partial repositories).
+    directory, prints where, and removes it when the controllers stop; ``repo`` runs
+    leniently (partial repositories).
 
     Raises ``UsageError``/``InputError`` for bad options or files.
     """
@@ -61,12 +62,15 @@ def start_flux(
             raise UsageError(f"--example: choose homelab, got {example!r}")
         if vars_file is not None:
             raise UsageError("--vars goes with --repo")
-        directory = write_example(Path(tempfile.mkdtemp(prefix="gpushift-homelab-")) / "repo")
+        holder = tempfile.TemporaryDirectory(prefix="gpushift-homelab-")
+        directory = write_example(Path(holder.name) / "repo")
         print(f"flux source: {directory}", file=sys.stderr, flush=True)
         variables = None
     path = root or ("./kubernetes/apps" if (directory / "kubernetes" / "apps").is_dir() else "./")
     if not (directory / path).is_dir():
         raise InputError(f"--root {path}: no such directory in the repository", path=str(directory))
     flux = Flux(store, clock=clock, operator_delay=operator_delay, lenient=repo is not None)
+    if repo is None:
+        flux.on_stop(holder.cleanup)  # the embedded repository lives as long as the run
     bootstrap(store, directory=directory, path=path, variables=variables)
     return flux
