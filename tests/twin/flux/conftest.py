@@ -14,8 +14,8 @@ import pytest
 from gpushift import kube
 from gpushift._kinds import by_kind
 from gpushift.twin import Twin
-from gpushift.twin.cluster import Cluster, example, run_cluster
-from gpushift.twin.flux import Flux, bootstrap, write_example
+from gpushift.twin.cluster import Cluster, example
+from gpushift.twin.flux import Flux, run_gitops, write_example
 
 TIME_SCALE = 200.0
 
@@ -61,13 +61,13 @@ def wait_for(check: Callable[[], Any], *, timeout: float = 60.0, what: str = "")
 @contextlib.contextmanager
 def start(tmp: Path, *, operator_delay: float = 10.0) -> Iterator[Env]:
     repo = write_example(tmp / "repo")
-    with run_cluster(example("homelab"), time_scale=TIME_SCALE) as (twin, cluster):
-        flux = Flux(twin.store, clock=cluster.clock, operator_delay=operator_delay).start()
-        bootstrap(twin.store, directory=repo, path="./kubernetes/apps")
-        try:
-            yield Env(twin, cluster, flux, repo, tmp)
-        finally:
-            flux.stop()
+    with run_gitops(
+        example("homelab"),
+        directory=repo,
+        time_scale=TIME_SCALE,
+        operator_delay=operator_delay,
+    ) as (twin, cluster, flux):
+        yield Env(twin, cluster, flux, repo, tmp)
 
 
 @pytest.fixture

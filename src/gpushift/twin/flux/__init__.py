@@ -6,9 +6,9 @@ repository; OCIRepository and HelmRepository Ready without network), kustomize-c
 health checks, force) and helm-controller (the chart models of ``gpushift.twin.charts``) run
 on the cluster's virtual clock::
 
-    with run_cluster(example("homelab"), time_scale=200) as (twin, cluster):
-        flux = Flux(twin.store, clock=cluster.clock).start()
-        bootstrap(twin.store, directory=write_example(tmp), path="./kubernetes/apps")
+    repo = write_example(tmp / "repo")
+    with run_gitops(example("homelab"), directory=repo, time_scale=200) as (twin, cluster, flux):
+        ...  # kubectl --kubeconfig twin.kubeconfig get ks,hr -A
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from gpushift.twin.flux._control import git_set, not_ready, wait_ready
 from gpushift.twin.flux._crds import crd
 from gpushift.twin.flux._crds import install as install_crds
 from gpushift.twin.flux._example import write_example
-from gpushift.twin.flux._runner import Flux, bootstrap
+from gpushift.twin.flux._runner import Flux, bootstrap, run_gitops
 from gpushift.twin.flux._serve import read_vars, start_flux
 from gpushift.twin.flux._sources import local_path
 
@@ -30,6 +30,7 @@ __all__ = [
     "local_path",
     "not_ready",
     "read_vars",
+    "run_gitops",
     "start_flux",
     "wait_ready",
     "write_example",

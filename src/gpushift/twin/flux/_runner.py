@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -194,3 +195,31 @@ def bootstrap(
         except ApiError as err:
             if err.code != 409:
                 raise
+
+
+@contextlib.contextmanager
+def run_gitops(
+    inventory: Any,
+    *,
+    directory: Path,
+    path: str = "./kubernetes/apps",
+    variables: dict[str, str] | None = None,
+    time_scale: float = 100.0,
+    operator_delay: float = 10.0,
+    lenient: bool = False,
+) -> Iterator[tuple[Any, Any, Flux]]:
+    """A twin with the cluster's agents and Flux running on ``directory`` from ``path``.
+
+    Yields ``(twin, cluster, flux)`` (see ``gpushift.twin.cluster.run_cluster``); everything
+    stops on exit.
+    """
+    from gpushift.twin.cluster import run_cluster
+
+    with run_cluster(inventory, time_scale=time_scale) as (twin, cluster):
+        flux = Flux(twin.store, clock=cluster.clock, operator_delay=operator_delay, lenient=lenient)
+        flux.start()
+        try:
+            bootstrap(twin.store, directory=directory, path=path, variables=variables)
+            yield twin, cluster, flux
+        finally:
+            flux.stop()
