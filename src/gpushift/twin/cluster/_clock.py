@@ -51,8 +51,3 @@ class VirtualClock:
 def rfc3339(when: datetime) -> str:
     """``2026-01-02T03:04:05Z``, the timestamp form of object metadata and conditions."""
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def micro(when: datetime) -> str:
-    """``2026-01-02T03:04:05.123456Z``, the MicroTime form (Event ``eventTime``)."""
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -166,8 +165,3 @@ class Context:
         except ApiError:
             return  # the namespace is going away; kube-apiserver refuses such Events too
         self._recorded[key] = name
-
-    def copy(self, obj: Obj) -> Obj:
-        """A private deep copy of a stored object."""
-        out: Obj = json.loads(json.dumps(obj))
-        return out

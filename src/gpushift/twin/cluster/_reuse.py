@@ -6,7 +6,6 @@ Kept in one place so that, once the engine's package exports them, only this mod
 from __future__ import annotations
 
 from gpushift.engine._filters import (
-    match_label_selector,
     node_matches_pod,
     untolerated_taint,
 )
@@ -24,7 +23,6 @@ __all__ = [
     "Tenant",
     "TimeSlicingConfig",
     "find_hazards",
-    "match_label_selector",
     "node_matches_pod",
     "parse_device_plugin_config",
     "template_hash",

@@ -16,7 +16,6 @@ from gpushift.twin import ApiError
 from gpushift.twin.cluster._context import Context, Obj
 from gpushift.twin.cluster._reuse import (
     DAEMONSET_TOLERATIONS,
-    match_label_selector,
     node_matches_pod,
     template_hash,
     untolerated_taint,
@@ -668,8 +667,3 @@ def sync_daemonsets(ctx: Context, *, pods: list[Obj], nodes: list[Obj]) -> None:
                 "updatedNumberScheduled": len(current) - len(outdated),
             },
         )
-
-
-def selects(selector: Obj | None, pod: Obj) -> bool:
-    """Whether a workload's label selector selects ``pod``."""
-    return bool(match_label_selector(selector, pod["metadata"].get("labels") or {}))
