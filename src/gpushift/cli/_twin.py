@@ -36,7 +36,8 @@ with --vars as substitution variables. `gpushift twin git-set` switches the repo
 
 _SERVE_EPILOG = (
     "Exit codes: 0 stopped cleanly (state saved), 2 bad input: an unreadable or invalid "
-    "--state file (naming file, line and object), a bad option, or an address already in use."
+    "--state or --nodes file (naming file, line and object), a bad option, or an address "
+    "already in use."
 )
 
 _EXPORT_HELP = """Write every object of a twin as one v1 List (JSON; YAML for .yaml/.yml).
