@@ -339,3 +339,94 @@ def test_health_check_times_out_on_the_virtual_clock(tmp_path: Path) -> None:
             )
         finally:
             flux.stop()
+
+
+ES = (
+    "---\napiVersion: external-secrets.io/v1\nkind: ExternalSecret\nmetadata:\n"
+    "  name: creds\n  namespace: default\nspec: {}\n"
+)
+CRD = """---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.org
+spec:
+  group: example.org
+  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+---
+apiVersion: example.org/v1
+kind: Widget
+metadata:
+  name: w
+  namespace: default
+spec: {size: 3}
+"""
+
+
+def test_unserved_kind_fails_the_apply(flux: tuple[Store, Path, VirtualClock]) -> None:
+    store, repo, _ = flux
+    _write(
+        repo,
+        {
+            "app/es.yaml": ES,
+            "app/cm.yaml": CM.format(name="a", meta="  namespace: default\n", data="  k: v\n"),
+        },
+    )
+    bootstrap(store, directory=repo, path="./app")
+    cond = wait_for(
+        lambda: (
+            _cond(store, "cluster-apps").get("status") == "False" and _cond(store, "cluster-apps")
+        )
+    )
+    assert cond["reason"] == "ReconciliationFailed"
+    assert cond["message"] == (
+        "ExternalSecret/default/creds dry-run failed: "
+        'no matches for kind "ExternalSecret" in version "external-secrets.io/v1"'
+    )
+    # The stage failed in its dry-run: nothing of it was written.
+    assert _get(store, "ConfigMap", "a", "default") is None
+
+
+def test_lenient_apply_skips_unserved_kinds(tmp_path: Path) -> None:
+    store = new_store()
+    clock = VirtualClock(time_scale=200.0)
+    store.clock = clock.now
+    repo = tmp_path / "repo"
+    _write(
+        repo,
+        {
+            "app/es.yaml": ES,
+            "app/cm.yaml": CM.format(name="a", meta="  namespace: default\n", data="  k: v\n"),
+        },
+    )
+    runner = Flux(store, clock=clock, lenient=True).start()
+    try:
+        bootstrap(store, directory=repo, path="./app")
+        cond = wait_for(
+            lambda: (
+                _cond(store, "cluster-apps").get("status") == "True"
+                and _cond(store, "cluster-apps")
+            )
+        )
+        assert cond["message"].endswith(
+            "; skipped 1 objects of kinds the twin does not serve: ExternalSecret/default/creds"
+        )
+        assert _get(store, "ConfigMap", "a", "default") is not None
+    finally:
+        runner.stop()
+
+
+def test_crd_and_its_objects_in_one_kustomization(flux: tuple[Store, Path, VirtualClock]) -> None:
+    store, repo, _ = flux
+    _write(repo, {"app/widget.yaml": CRD})
+    bootstrap(store, directory=repo, path="./app")
+    wait_for(lambda: _cond(store, "cluster-apps").get("status") == "True", what="the apply")
+    kind = store.kind_for("example.org", "v1", "widgets")
+    assert store.get(kind, name="w", namespace="default")["spec"] == {"size": 3}

@@ -9,10 +9,23 @@ from gpushift.twin._store import rfc3339
 from gpushift.twin.charts._common import Obj
 
 
-def kind_of(obj: Obj) -> Kind:
-    """The served kind of ``obj``; raises ``ApiError`` 404 when the twin does not serve it."""
+def kind_of(obj: Obj, store: Store | None = None) -> Kind:
+    """The kind of ``obj``: from the kind table, else (with ``store``) one a CRD made served.
+
+    Raises ``ApiError`` 404 with the API's "no matches for kind" text when neither knows it.
+    """
     api, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
     found = lookup(api, kind)
+    if found is None and store is not None:
+        group, _, version = api.rpartition("/")
+        found = next(
+            (
+                k
+                for k in store.kinds()
+                if (k.group, k.version, k.kind) == (group, version or api, kind)
+            ),
+            None,
+        )
     if found is None:
         group, _, _version = api.rpartition("/")
         raise ApiError(
@@ -39,7 +52,7 @@ def apply(store: Store, obj: Obj, *, manager: str, force: bool = True) -> Obj:
     Raises ``ApiError`` as the API would (404 for an unserved kind or a missing namespace,
     409 on a conflict without ``force``, 422 when invalid).
     """
-    kind = kind_of(obj)
+    kind = kind_of(obj, store)
     meta = obj.get("metadata") or {}
     name = str(meta.get("name", ""))
     namespace = meta.get("namespace") if kind.namespaced else None

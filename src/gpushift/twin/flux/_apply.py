@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpushift._kinds import Kind, by_kind
@@ -142,21 +143,30 @@ def _live(store: Store, *, kind: Kind, obj: Obj) -> Obj | None:
         return None
 
 
-def apply_all(
-    store: Store, objects: list[Obj], *, force: bool, create_namespaces: bool = False
-) -> list[tuple[Obj, Kind]]:
-    """Dry-run every object, then apply them all (Namespaces and CRDs first); recreate those
-    whose immutable fields change when ``force`` (or the object's force annotation) allows.
+#: fluxcd/pkg/ssa ApplyAllStaged: cluster definitions go first, so what uses them resolves.
+_FIRST = ("CustomResourceDefinition", "Namespace")
 
-    ``create_namespaces`` creates namespaces the objects need that nothing defines (partial
-    repositories). Returns the applied objects with their kinds. Raises ``ApplyFailed`` with
-    Flux's message before anything is written when one object cannot be applied.
-    """
+
+@dataclass(slots=True)
+class Applied:
+    """What an apply did: the objects applied (with their kinds), and those skipped."""
+
+    objects: list[tuple[Obj, Kind]] = field(default_factory=list)
+    #: ``Kind/namespace/name`` of objects whose kind the twin does not serve (lenient only).
+    unserved: list[str] = field(default_factory=list)
+
+
+def _plan(
+    store: Store, objects: list[Obj], *, force: bool, lenient: bool, done: Applied
+) -> list[tuple[Obj, Kind, bool]]:
     planned: list[tuple[Obj, Kind, bool]] = []
     for obj in objects:
         try:
-            kind = kind_of(obj)
+            kind = kind_of(obj, store)
         except ApiError as err:
+            if lenient:
+                done.unserved.append(object_id(obj))
+                continue
             raise ApplyFailed(f"{object_id(obj)} dry-run failed: {err.message}") from None
         live = _live(store, kind=kind, obj=obj)
         meta = obj.get("metadata") or {}
@@ -174,9 +184,12 @@ def apply_all(
                     raise ApplyFailed(f"{object_id(obj)} dry-run failed (Invalid): {error}")
                 recreate = True
         planned.append((obj, kind, recreate))
-    # fluxcd/pkg/ssa ApplyAllStaged: cluster definitions (CRDs, Namespaces) first.
-    planned.sort(key=lambda p: 0 if p[1].kind in ("CustomResourceDefinition", "Namespace") else 1)
-    out: list[tuple[Obj, Kind]] = []
+    return planned
+
+
+def _write(
+    store: Store, planned: list[tuple[Obj, Kind, bool]], *, lenient: bool, done: Applied
+) -> None:
     for obj, kind, recreate in planned:
         meta = obj.get("metadata") or {}
         ns = meta.get("namespace") if kind.namespaced else None
@@ -188,15 +201,32 @@ def apply_all(
             except ApiError as err:
                 if err.code != 404:
                     raise ApplyFailed(f"{object_id(obj)} delete failed: {err.message}") from None
-        if create_namespaces and ns:
+        if lenient and ns:
             with contextlib.suppress(ApiError):  # 409: it exists
                 store.create(by_kind("Namespace"), {"metadata": {"name": ns}}, manager=MANAGER)
         try:
             apply(store, obj, manager=MANAGER)
         except ApiError as err:
             raise ApplyFailed(f"{object_id(obj)} apply failed: {err.message}") from None
-        out.append((obj, kind))
-    return out
+        done.objects.append((obj, kind))
+
+
+def apply_all(store: Store, objects: list[Obj], *, force: bool, lenient: bool = False) -> Applied:
+    """Apply ``objects`` in two stages as fluxcd/pkg/ssa does: CRDs and Namespaces, then the
+    rest. Each stage is dry-run in full before any of it is written; objects whose immutable
+    fields change are recreated when ``force`` (or the object's force annotation) allows.
+
+    ``lenient`` (partial repositories) creates namespaces nothing defines and skips objects
+    of kinds the twin does not serve instead of failing. Raises ``ApplyFailed`` with Flux's
+    message; a failing stage writes nothing.
+    """
+    done = Applied()
+    first = [o for o in objects if o.get("kind") in _FIRST]
+    rest = [o for o in objects if o.get("kind") not in _FIRST]
+    for stage in (first, rest):
+        planned = _plan(store, stage, force=force, lenient=lenient, done=done)
+        _write(store, planned, lenient=lenient, done=done)
+    return done
 
 
 class ApplyFailed(Exception):  # noqa: N818 - a Kustomization state, not a program error

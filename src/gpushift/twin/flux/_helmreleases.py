@@ -310,7 +310,7 @@ class HelmReleases:
         applied: list[tuple[str, str, str | None, str]] = []
         for obj in rendered.objects:
             om = obj.setdefault("metadata", {})
-            kind = kind_of(obj)
+            kind = kind_of(obj, self.store)
             if kind.namespaced:
                 om.setdefault("namespace", target_ns)
             om["labels"] = {

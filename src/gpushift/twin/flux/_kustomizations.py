@@ -41,6 +41,8 @@ class _Waiting:
     deadline: float
     checks: list[tuple[str, str, str | None, str]]  # apiVersion, kind, namespace, name
     inventory: list[InventoryEntry]
+    #: Objects left out because the twin does not serve their kind (lenient only).
+    unserved: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -254,11 +256,8 @@ class Kustomizations:
             labels[_NS_LABEL] = str(meta.get("namespace"))
             obj["metadata"]["labels"] = labels
         try:
-            applied = apply_all(
-                self.store,
-                objects,
-                force=spec.get("force") is True,
-                create_namespaces=self.lenient,
+            result = apply_all(
+                self.store, objects, force=spec.get("force") is True, lenient=self.lenient
             )
         except ApplyFailed as err:
             return self._fail(
@@ -268,6 +267,7 @@ class Kustomizations:
                 revision=str(revision),
                 retry=retry,
             )
+        applied = result.objects
         inventory = sorted((inventory_entry(o, k) for o, k in applied), key=lambda e: e["id"])
 
         if spec.get("prune") is True:
@@ -328,7 +328,7 @@ class Kustomizations:
                 )
 
         self._status(ks, applied_status)
-        waiting = _Waiting(str(revision), now + timeout, checks, inventory)
+        waiting = _Waiting(str(revision), now + timeout, checks, inventory, result.unserved)
         if checks:
             self._waiting[key] = waiting
             self._due[key] = now + interval
@@ -339,6 +339,11 @@ class Kustomizations:
         gen = int(ks["metadata"].get("generation") or 1)
         stamp = self.stamp()
         message = f"Applied revision: {waiting.revision}"
+        if waiting.unserved:
+            message += (
+                f"; skipped {len(waiting.unserved)} objects of kinds the twin does not serve: "
+                + ", ".join(waiting.unserved)
+            )
 
         def update(st: Obj) -> None:
             st["observedGeneration"] = gen
