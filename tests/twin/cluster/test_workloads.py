@@ -264,3 +264,49 @@ def test_scaling_and_a_pods_conditions_and_events(three_nodes: Any) -> None:
             f"Scaled down replica set {rs} from 5 to 1",
         ]
     )
+
+
+def test_statefulset_rolls_a_new_template_from_the_highest_ordinal(three_nodes: Any) -> None:
+    d = three_nodes
+    sts = """\
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {{name: db, namespace: default}}
+spec:
+  replicas: 3
+  serviceName: db
+  selector: {{matchLabels: {{app: db}}}}
+  template:
+    metadata: {{labels: {{app: db}}}}
+    spec:
+      containers: [{{name: db, image: "ghcr.io/example/db:{version}"}}]
+"""
+
+    def images() -> dict[str, str]:
+        pods = d.get("pods", "-n", "default", "-l", "app=db")["items"]
+        return {
+            p["metadata"]["name"]: p["spec"]["containers"][0]["image"][-1]
+            for p in pods
+            if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
+        }
+
+    d.apply(sts.format(version=1))
+    d.wait_for("v1", lambda: images() == {"db-0": "1", "db-1": "1", "db-2": "1"})
+    d.apply(sts.format(version=2))
+    d.wait_for("v2", lambda: images() == {"db-0": "2", "db-1": "2", "db-2": "2"})
+    deleted = [
+        e["message"]
+        for e in sorted(
+            d.get(
+                "events",
+                "-n",
+                "default",
+                "--field-selector",
+                "involvedObject.kind=StatefulSet,reason=SuccessfulDelete",
+            )["items"],
+            key=lambda e: e["metadata"]["name"],
+        )
+    ]
+    assert deleted == [f"delete Pod db-{i} in StatefulSet db successful" for i in (2, 1, 0)]
+    status = d.get("statefulset", "-n", "default", "db")["status"]
+    assert (status["updatedReplicas"], status["currentReplicas"]) == (3, 0)

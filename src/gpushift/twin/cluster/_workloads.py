@@ -22,6 +22,7 @@ from gpushift.twin.cluster._reuse import (
 )
 
 HASH_LABEL = "pod-template-hash"
+REVISION_LABEL = "controller-revision-hash"
 REVISION = "deployment.kubernetes.io/revision"
 TERMINAL = ("Succeeded", "Failed")
 
@@ -451,6 +452,8 @@ def sync_statefulsets(ctx: Context, pods: list[Obj]) -> None:
         ordered = spec.get("podManagementPolicy", "OrderedReady") != "Parallel"
         mine = {p["metadata"]["name"]: p for p in owned.get(meta["uid"], [])}
         name = meta["name"]
+        revision = f"{name}-{template_hash(spec.get('template') or {})}"
+        deleted = False
         for i in range(want):
             pod_name = f"{name}-{i}"
             existing = mine.get(pod_name)
@@ -466,6 +469,7 @@ def sync_statefulsets(ctx: Context, pods: list[Obj]) -> None:
                 labels={
                     "statefulset.kubernetes.io/pod-name": pod_name,
                     "apps.kubernetes.io/pod-index": str(i),
+                    REVISION_LABEL: revision,
                 },
             )
             pod["spec"]["hostname"] = pod_name
@@ -487,6 +491,7 @@ def sync_statefulsets(ctx: Context, pods: list[Obj]) -> None:
             key=lambda p: -_ordinal(p["metadata"]["name"], name),
         )
         for pod in extra[:1] if ordered else extra:
+            deleted = True
             _delete(ctx, pod)
             ctx.event(
                 sts,
@@ -494,8 +499,34 @@ def sync_statefulsets(ctx: Context, pods: list[Obj]) -> None:
                 message=f"delete Pod {pod['metadata']['name']} in StatefulSet {name} successful",
                 component="statefulset-controller",
             )
+        members = [mine.get(f"{name}-{i}") for i in range(want)]
+        strategy = spec.get("updateStrategy") or {}
+        if (
+            not deleted
+            and (strategy.get("type") or "RollingUpdate") == "RollingUpdate"
+            and all(p is not None and is_active(p) and is_ready(p) for p in members)
+        ):
+            # stateful_set_control.go updateStatefulSet: replace the highest outdated ordinal
+            # at or above the partition, one at a time, once every pod is Running and Ready.
+            partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
+            for i in reversed(range(partition, want)):
+                member = members[i]
+                assert member is not None
+                if (member["metadata"].get("labels") or {}).get(REVISION_LABEL) != revision:
+                    _delete(ctx, member)
+                    ctx.event(
+                        sts,
+                        reason="SuccessfulDelete",
+                        message=f"delete Pod {member['metadata']['name']} in StatefulSet "
+                        f"{name} successful",
+                        component="statefulset-controller",
+                    )
+                    break
         active = [p for p in mine.values() if is_active(p)]
         ready = sum(1 for p in active if is_ready(p))
+        updated = sum(
+            1 for p in active if (p["metadata"].get("labels") or {}).get(REVISION_LABEL) == revision
+        )
         _set_status(
             ctx,
             sts,
@@ -504,8 +535,9 @@ def sync_statefulsets(ctx: Context, pods: list[Obj]) -> None:
                 "replicas": len(active),
                 "readyReplicas": ready,
                 "availableReplicas": ready,
-                "currentReplicas": len(active),
-                "updatedReplicas": len(active),
+                "currentReplicas": len(active) - updated,
+                "updatedReplicas": updated,
+                "updateRevision": revision,
             },
         )
 
