@@ -310,3 +310,38 @@ spec:
     assert deleted == [f"delete Pod db-{i} in StatefulSet db successful" for i in (2, 1, 0)]
     status = d.get("statefulset", "-n", "default", "db")["status"]
     assert (status["updatedReplicas"], status["currentReplicas"]) == (3, 0)
+
+
+def test_daemonset_rolls_a_new_template_one_node_at_a_time(three_nodes: Any) -> None:
+    d = three_nodes
+    ds = """\
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {{name: agent, namespace: default}}
+spec:
+  selector: {{matchLabels: {{app: agent}}}}
+  template:
+    metadata: {{labels: {{app: agent}}}}
+    spec:
+      containers: [{{name: agent, image: "ghcr.io/example/agent:{version}"}}]
+"""
+
+    def versions() -> list[str]:
+        pods = d.get("pods", "-n", "default", "-l", "app=agent")["items"]
+        return sorted(p["spec"]["containers"][0]["image"][-1] for p in pods)
+
+    d.apply(ds.format(version=1))
+    d.wait_for("v1 everywhere", lambda: versions() == ["1", "1", "1"])
+    seen: set[tuple[str, ...]] = set()
+
+    def rolled() -> bool:
+        now = versions()
+        seen.add(tuple(now))
+        return now == ["2", "2", "2"]
+
+    d.apply(ds.format(version=2))
+    d.wait_for("v2 everywhere", rolled)
+    # maxUnavailable 1: never two nodes without their pod or with both versions missing.
+    assert all(len(v) >= 2 for v in seen)
+    status = d.get("daemonset", "-n", "default", "agent")["status"]
+    assert (status["desiredNumberScheduled"], status["updatedNumberScheduled"]) == (3, 3)
