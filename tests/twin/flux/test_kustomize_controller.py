@@ -430,3 +430,32 @@ def test_crd_and_its_objects_in_one_kustomization(flux: tuple[Store, Path, Virtu
     wait_for(lambda: _cond(store, "cluster-apps").get("status") == "True", what="the apply")
     kind = store.kind_for("example.org", "v1", "widgets")
     assert store.get(kind, name="w", namespace="default")["spec"] == {"size": 3}
+
+
+def test_components_are_added_to_the_build(flux: tuple[Store, Path, VirtualClock]) -> None:
+    store, repo, _ = flux
+    _write(
+        repo,
+        {
+            "clusters/ks.yaml": _ks(
+                "app",
+                "./app/base",
+                "  components:\n    - ../../comp\n    - ../../absent\n"
+                "  ignoreMissingComponents: true\n",
+            ),
+            "app/base/kustomization.yaml": "resources:\n  - cm.yaml\n",
+            "app/base/cm.yaml": CM.format(name="a", meta="  namespace: default\n", data="  k: v\n"),
+            "comp/kustomization.yaml": (
+                "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
+                "patches:\n  - patch: |-\n      apiVersion: v1\n      kind: ConfigMap\n"
+                "      metadata:\n        name: a\n        namespace: default\n"
+                "      data:\n        added: by-component\n"
+            ),
+        },
+    )
+    bootstrap(store, directory=repo, path="./clusters")
+    cm = wait_for(
+        lambda: (_get(store, "ConfigMap", "a", "default") or {}).get("data", {}).get("added"),
+        what="the component's patch",
+    )
+    assert cm == "by-component"

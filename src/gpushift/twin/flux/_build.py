@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import copy
 import functools
+import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -136,6 +138,52 @@ def build_path(root: Path, path: str, *, revision: str, lenient: bool) -> list[O
     if err is not None:
         if lenient:
             return _builtin(root, rel)
+        raise BuildError(f"kustomize build failed: {err}")
+    return [copy.deepcopy(x) for x in yaml.load_all(text, Loader=_LOADER) if isinstance(x, dict)]
+
+
+def build(
+    root: Path,
+    path: str,
+    *,
+    revision: str,
+    lenient: bool,
+    components: list[str] | None = None,
+    ignore_missing_components: bool = False,
+) -> list[Obj]:
+    """:func:`build_path` with a Kustomization's ``spec.components`` (paths relative to
+    ``path``), added through an overlay as kustomize-controller adds them.
+
+    Missing components are dropped with ``ignore_missing_components`` (or ``lenient``);
+    otherwise kustomize reports them. Raises ``BuildError``.
+    """
+    directory = (root / path).resolve()
+    wanted = [c for c in components or [] if isinstance(c, str)]
+    if not wanted or not directory.is_dir() or not _has_kustomization(directory):
+        return build_path(root, path, revision=revision, lenient=lenient)
+    dirs = [(directory / c).resolve() for c in wanted]
+    if ignore_missing_components or lenient:
+        dirs = [c for c in dirs if c.is_dir()]
+    if not dirs:
+        return build_path(root, path, revision=revision, lenient=lenient)
+    if kubectl() is None:
+        out = build_path(root, path, revision=revision, lenient=lenient)
+        for c in dirs:
+            out += _builtin(root, c.relative_to(root.resolve()).as_posix())
+        return out
+    with tempfile.TemporaryDirectory(prefix="gpushift-flux-overlay-") as tmp:
+        # kustomize refuses absolute roots; the overlay names everything relative to itself.
+        overlay = {
+            "apiVersion": "kustomize.config.k8s.io/v1beta1",
+            "kind": "Kustomization",
+            "resources": [os.path.relpath(directory, tmp)],
+            "components": [os.path.relpath(c, tmp) for c in dirs],
+        }
+        Path(tmp, "kustomization.yaml").write_text(yaml.safe_dump(overlay))
+        text, err = _kubectl_build(tmp, f"{revision}:{overlay}")
+    if err is not None:
+        if lenient:
+            return build_path(root, path, revision=revision, lenient=lenient)
         raise BuildError(f"kustomize build failed: {err}")
     return [copy.deepcopy(x) for x in yaml.load_all(text, Loader=_LOADER) if isinstance(x, dict)]
 

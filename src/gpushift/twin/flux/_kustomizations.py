@@ -14,7 +14,7 @@ from gpushift.twin import ApiError, Store
 from gpushift.twin.charts._common import d
 from gpushift.twin.charts._writes import served
 from gpushift.twin.flux._apply import PRUNE, ApplyFailed, apply_all, inventory_entry, object_id
-from gpushift.twin.flux._build import BuildError, build_path, substitute_objects, transform
+from gpushift.twin.flux._build import BuildError, build, substitute_objects, transform
 from gpushift.twin.flux._status import (
     FINALIZER,
     REQUESTED_AT,
@@ -241,8 +241,13 @@ class Kustomizations:
                 retry=REQUEUE_DEPENDENCY,
             )
         try:
-            objects = build_path(
-                root, str(spec.get("path") or "./"), revision=str(revision), lenient=self.lenient
+            objects = build(
+                root,
+                str(spec.get("path") or "./"),
+                revision=str(revision),
+                lenient=self.lenient,
+                components=spec.get("components"),
+                ignore_missing_components=spec.get("ignoreMissingComponents") is True,
             )
             objects = transform(objects, spec)
             objects = substitute_objects(objects, self._variables(ks))
