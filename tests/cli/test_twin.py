@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import ssl
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
+import pytest
 import yaml
 
 from gpushift.cli import main
@@ -146,3 +149,34 @@ def test_help_documents_exit_codes() -> None:
         timeout=60,
     )
     assert "Exit codes: 0 stopped cleanly" in done.stdout
+
+
+def test_sigterm_ends_open_watches_and_saves_state_promptly(tmp_path: Path) -> None:
+    # aiohttp waits up to 60 s for open handlers; an open watch must not hold the exit.
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed")
+    state = tmp_path / "state.yaml"
+    state.write_text(STATE)
+    proc, _ = _serve(tmp_path, "--state", str(state))
+    watch = subprocess.Popen(
+        [kubectl, "--kubeconfig", str(tmp_path / "kc"), "get", "configmaps", "-A", "-w"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert watch.stdout is not None
+        watch.stdout.readline()  # the header: the watch is open
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        assert time.monotonic() - started < 10
+        assert proc.returncode == 0
+        assert "kept" in state.read_text()
+    finally:
+        watch.kill()
+        watch.wait()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

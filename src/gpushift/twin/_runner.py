@@ -61,7 +61,9 @@ async def start(
     app = server.app()
     if routes is not None:
         routes(app)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    # Watch streams never finish on their own; without a short grace, shutdown would wait
+    # aiohttp's default 60 s for them before the state file is saved.
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=2.0)
     await runner.setup()
     context = None
     if certificate is not None:

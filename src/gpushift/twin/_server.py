@@ -116,12 +116,21 @@ class TwinServer:
         self.access_log = access_log
         self.requests = 0
         self._openapi_cache: dict[tuple[int, str], bytes] = {}
+        self._watch_queues: set[asyncio.Queue[Event | None]] = set()
 
     def app(self) -> web.Application:
         """A fresh aiohttp application for this server."""
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self.handle)
+        app.on_shutdown.append(self._end_watches)
         return app
+
+    async def _end_watches(self, app: web.Application) -> None:
+        # Open watch streams would otherwise hold shutdown until their timeout; a real
+        # apiserver ends them too, and clients re-list and re-watch.
+        del app
+        for queue in list(self._watch_queues):
+            queue.put_nowait(None)
 
     # --- entry -------------------------------------------------------------------------------
 
@@ -778,6 +787,7 @@ class TwinServer:
             await response.write(b'{"type":"ERROR","object":' + encode(err.status()) + b"}\n")
             return response
         deadline = loop.time() + timeout
+        self._watch_queues.add(queue)
         try:
             if initial_events:
                 await self._drain(response, queue, t, table, request)
@@ -810,6 +820,7 @@ class TwinServer:
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         finally:
+            self._watch_queues.discard(queue)
             watcher.cancel()
         return response
 
