@@ -8,6 +8,15 @@ summary. Chart knowledge (outcome-changing defaults, known top-level values keys
 from __future__ import annotations
 
 from gpushift.gitops._charts import chart_defaults, chart_identity, known_values_keys
+
+# The kustomize subset, tree reader and substitution the model uses, for Flux in the twin.
+from gpushift.gitops._kustomize import KUSTOMIZATION_FILES
+from gpushift.gitops._kustomize import Builder as KustomizeBuilder
+from gpushift.gitops._kustomize import _apply as apply_patch
+from gpushift.gitops._kustomize import _parse_patch as parse_patches
+from gpushift.gitops._kustomize import _targets as patch_targets
+from gpushift.gitops._load import _read_tree as read_tree
+from gpushift.gitops._load import _set_path as value_at_target_path
 from gpushift.gitops._load import load_repo
 from gpushift.gitops._model import (
     GPU_RESOURCE,
@@ -44,10 +53,13 @@ from gpushift.gitops._model import (
     WorkloadOrigin,
     YamlError,
 )
+from gpushift.gitops._subst import substitute
 from gpushift.gitops._summary import summarize
+from gpushift.gitops._timeslicing import parse_config as parse_time_slicing_config
 
 __all__ = [
     "GPU_RESOURCE",
+    "KUSTOMIZATION_FILES",
     "Allocator",
     "ChartId",
     "Claim",
@@ -61,6 +73,7 @@ __all__ = [
     "HealthCheck",
     "HelmRelease",
     "KsRef",
+    "KustomizeBuilder",
     "Obj",
     "PodClaim",
     "PodSpec",
@@ -80,9 +93,16 @@ __all__ = [
     "Workload",
     "WorkloadOrigin",
     "YamlError",
+    "apply_patch",
     "chart_defaults",
     "chart_identity",
     "known_values_keys",
     "load_repo",
+    "parse_patches",
+    "parse_time_slicing_config",
+    "patch_targets",
+    "read_tree",
+    "substitute",
     "summarize",
+    "value_at_target_path",
 ]

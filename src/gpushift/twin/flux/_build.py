@@ -17,15 +17,15 @@ from typing import Any
 import yaml
 
 from gpushift._kinds import lookup
-from gpushift.gitops._kustomize import (  # the GitOps model's kustomize subset, reused
+from gpushift.gitops import (  # the GitOps model's kustomize subset, reused
     KUSTOMIZATION_FILES,
-    Builder,
-    _apply,
-    _parse_patch,
-    _targets,
+    KustomizeBuilder,
+    apply_patch,
+    parse_patches,
+    patch_targets,
+    read_tree,
+    substitute,
 )
-from gpushift.gitops._load import _read_tree  # reads a tree the way the GitOps model does
-from gpushift.gitops._subst import substitute
 
 Obj = dict[str, Any]
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -65,8 +65,8 @@ def _kubectl_build(directory: str, stamp: str) -> tuple[str, str | None]:
 
 
 def _builtin(root: Path, rel: str) -> list[Obj]:
-    tree, _errors, _real = _read_tree(root, [root])
-    builder = Builder(tree, read_text=lambda r: tree.texts.get(r))
+    tree, _errors, _real = read_tree(root, [root])
+    builder = KustomizeBuilder(tree, read_text=lambda r: tree.texts.get(r))
     out: list[Obj] = []
     for item in builder.build(rel):
         obj = copy.deepcopy(item.data)
@@ -193,7 +193,7 @@ def transform(objects: list[Obj], spec: Mapping[str, Any]) -> list[Obj]:
     for p in spec.get("patches") or []:
         if not isinstance(p, Mapping) or not isinstance(p.get("patch"), str):
             continue
-        for patch in _parse_patch(p["patch"]):
+        for patch in parse_patches(p["patch"]):
             target = p.get("target")
             if isinstance(target, Mapping) and isinstance(patch, dict):
                 # With a target, the patch's own name and namespace select nothing and are
@@ -209,8 +209,10 @@ def transform(objects: list[Obj], spec: Mapping[str, Any]) -> list[Obj]:
                     else {k: v for k, v in patch.items() if k != "metadata"}
                 )
             objects = [
-                _apply(o, patch)
-                if _targets(o, patch=patch, target=target if isinstance(target, dict) else None)
+                apply_patch(o, patch)
+                if patch_targets(
+                    o, patch=patch, target=target if isinstance(target, dict) else None
+                )
                 else o
                 for o in objects
             ]

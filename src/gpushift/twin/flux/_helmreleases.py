@@ -14,7 +14,9 @@ from typing import Any
 import yaml
 
 from gpushift._kinds import by_kind, lookup
-from gpushift.gitops._load import _set_path  # helm-controller's targetPath, as the model reads it
+from gpushift.gitops import (
+    value_at_target_path,  # helm-controller's targetPath, as the model reads it
+)
 from gpushift.twin import ApiError, Store
 from gpushift.twin.charts import ChartError, apply, identity, kind_of, render
 from gpushift.twin.charts._common import d, merge
@@ -212,7 +214,7 @@ class HelmReleases:
                     continue
                 raise _ValuesError(f"missing key '{key}' in {kind_name} '{ns}/{name}'")
             if ref.get("targetPath"):
-                acc = merge(acc, _set_path(str(ref["targetPath"]), data[key]))
+                acc = merge(acc, value_at_target_path(str(ref["targetPath"]), data[key]))
                 continue
             parsed = yaml.safe_load(data[key])
             if isinstance(parsed, dict):
