@@ -97,9 +97,7 @@ def simulate(
         if compare:
             if output is not OutputFormat.TABLE:
                 raise UsageError("--compare prints a table; drop -o")
-            from gpushift.engine._compare import compare_homelab
-
-            text, code = compare_homelab()
+            text, code = engine.compare_homelab()
             sys.stdout.write(text)
             raise typer.Exit(code)
         inputs = engine.from_objects(

@@ -25,6 +25,7 @@ from gpushift.engine._cel import (
     SelectorError,
     SelectorEvaluationError,
 )
+from gpushift.engine._compare import compare_homelab
 from gpushift.engine._core_types import Event, KubeList
 from gpushift.engine._example import COMPARE, Setup, homelab, setup
 from gpushift.engine._filters import match_label_selector, node_matches_pod, untolerated_taint
@@ -84,6 +85,7 @@ __all__ = [
     "bridge_claim",
     "card_layout",
     "class_mapping",
+    "compare_homelab",
     "delegated",
     "device_key",
     "find_hazards",
