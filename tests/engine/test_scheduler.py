@@ -769,3 +769,39 @@ def test_long_names_are_truncated_in_proportion() -> None:
     pod_name, claim = "p" * 50, "c" * 20
     assert _pod_claim_generate_name(pod=pod_name, claim=claim) == "p" * 39 + "-" + "c" * 15
     assert _pod_claim_generate_name(pod="web", claim="gpu") == "web-gpu-"
+
+
+def test_live_claim_with_a_missing_class_leaves_only_its_pod_unschedulable() -> None:
+    # The twin hands the scheduler live objects that were never validated as files: a claim
+    # naming a DeviceClass that does not exist must not stop the other pods.
+    from gpushift.engine import Inputs, schedule
+
+    objs = _dra_objects()
+    nodes = [o for o in objs if o["kind"] == "Node"]
+    slices = [o for o in objs if o["kind"] == "ResourceSlice"]
+    classes = [o for o in objs if o["kind"] == "DeviceClass"]
+
+    def claim(name: str, cls: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+            "spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": cls}}]}},
+        }
+
+    inputs = Inputs(
+        nodes=nodes,
+        slices=slices,
+        classes=classes,
+        claims=[claim("bad", "no-such-class"), claim("good", "gpu.nvidia.com")],
+        pods=[
+            _claim_pod("a", {"resourceClaimName": "bad"}),
+            _claim_pod("b", {"resourceClaimName": "good"}),
+        ],
+    )
+    outcome = schedule(inputs)
+    placed = {p.name: (p.node.name if p.node else None) for p in outcome.pods}
+    assert placed == {"a": None, "b": "n1"}
+    msg = next(p.message for p in outcome.pods if p.name == "a")
+    assert msg is not None and msg.startswith("0/1 nodes are available: 1 ")
+    assert "no-such-class" in msg

@@ -44,7 +44,7 @@ from heapq import merge
 from typing import Any, cast
 
 from gpushift.engine import _bridging, _filters, _ledger, _requests
-from gpushift.engine._allocator import AllocatedState, Allocator
+from gpushift.engine._allocator import AllocatedState, Allocator, UnknownDeviceClassError
 from gpushift.engine._cel import SelectorEvaluationError
 from gpushift.engine._dra_nodeselector import node_selector_matches
 from gpushift.engine._dra_types import AllocationResult, Node, ResourceClaim
@@ -506,8 +506,11 @@ class Scheduler:
             result = self.allocator.allocate(
                 claims=claims, node=cast(Node, node.obj), state=self.state
             )
-        except SelectorEvaluationError as err:
-            return (UNRESOLVABLE, [str(err)]), None, None
+        except (SelectorEvaluationError, UnknownDeviceClassError) as err:
+            # Inputs read from files are checked up front (exit 2); live objects (the twin)
+            # are not, and a missing class leaves only this pod unschedulable, as upstream.
+            reason = err.message if isinstance(err, UnknownDeviceClassError) else str(err)
+            return (UNRESOLVABLE, [reason]), None, None
         if result is None:
             return (UNSCHEDULABLE, [REASON_DRA_ALLOCATE]), None, None
         return None, result, bridge
