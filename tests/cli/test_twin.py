@@ -180,3 +180,14 @@ def test_sigterm_ends_open_watches_and_saves_state_promptly(tmp_path: Path) -> N
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_wait_ready_without_a_kubeconfig_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "never-written.kubeconfig"
+    code = main(["twin", "wait-ready", "--kubeconfig", str(missing), "--timeout", "0.3"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith(f"gpushift: error: {missing}: cannot load kubeconfig")
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1

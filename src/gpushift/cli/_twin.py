@@ -337,12 +337,19 @@ def register(app: typer.Typer) -> None:
         kubeconfig: Annotated[Path, typer.Option(help="Kubeconfig of a running twin.")],
         timeout: Annotated[float, typer.Option(help="Wall seconds to wait.")] = 300.0,
     ) -> None:
+        import time
+
         from gpushift import kube
         from gpushift.twin.flux import wait_ready as wait
 
+        # Scripts start `twin serve` in the background and wait at once: the kubeconfig
+        # appears once the server listens, so its absence is waited out too.
+        deadline = time.monotonic() + timeout
+        while not kubeconfig.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
         try:
             with kube.connect(kubeconfig=kubeconfig) as client:
-                pending = wait(client, timeout=timeout)
+                pending = wait(client, timeout=max(deadline - time.monotonic(), 0.0))
         except kube.KubeError as err:
             print(f"gpushift: error: cannot reach the twin: {err}", file=sys.stderr)
             raise typer.Exit(3) from None

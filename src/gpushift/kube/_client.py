@@ -19,10 +19,13 @@ from typing import Any, Literal, TypeVar
 
 import httpx2
 import lightkube
+import yaml
 from lightkube import generic_resource
 from lightkube.config.kubeconfig import KubeConfig
+from lightkube.core.exceptions import ConfigError
 from lightkube.types import CascadeType, PatchType
 
+from gpushift._errors import InputError
 from gpushift._kinds import Kind, by_kind, lookup
 
 Obj = dict[str, Any]
@@ -482,8 +485,15 @@ def connect(
     timeout: float = 30.0,
     retries: int = 6,
 ) -> Kube:
-    """A client for the cluster of a kubeconfig (default: ``$KUBECONFIG`` or ~/.kube/config)."""
-    config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
+    """A client for the cluster of a kubeconfig (default: ``$KUBECONFIG`` or ~/.kube/config).
+
+    Raises InputError (exit 2) when the kubeconfig is missing or unreadable, and KubeError
+    when the context does not exist.
+    """
+    try:
+        config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
+    except (ConfigError, OSError, ValueError, yaml.YAMLError) as err:
+        raise InputError(f"cannot load kubeconfig: {err}", path=str(kubeconfig or "")) from None
     single = config.get(context_name=context)
     if single is None:
         raise KubeError(f"no context {context!r} in the kubeconfig")
