@@ -6,7 +6,6 @@ import base64
 import contextlib
 import hashlib
 import json
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,12 +16,11 @@ from gpushift._kinds import by_kind, lookup
 from gpushift.gitops import (
     value_at_target_path,  # helm-controller's targetPath, as the model reads it
 )
-from gpushift.twin import ApiError, Store
+from gpushift.twin import ApiError
 from gpushift.twin.charts import ChartError, apply, identity, kind_of, render
 from gpushift.twin.charts._common import d, merge
-from gpushift.twin.charts._writes import served
+from gpushift.twin.flux._reconciler import Reconciler
 from gpushift.twin.flux._status import (
-    FINALIZER,
     REQUESTED_AT,
     drop_condition,
     duration,
@@ -33,8 +31,6 @@ from gpushift.twin.flux._status import (
 )
 
 Obj = dict[str, Any]
-log = logging.getLogger("gpushift.twin.flux")
-MANAGER = "helm-controller"
 
 
 class _ValuesError(Exception):
@@ -56,57 +52,17 @@ class _Release:
 
 
 @dataclass(slots=True)
-class HelmReleases:
+class HelmReleases(Reconciler):
     """Reconciles every HelmRelease that is due."""
 
-    store: Store
-    now: Callable[[], float]
-    stamp: Callable[[], str]
+    API_VERSION = "helm.toolkit.fluxcd.io/v2"
+    KIND = "HelmRelease"
+    MANAGER = "helm-controller"
+
     lenient: bool = False
     releases: dict[str, _Release] = field(default_factory=dict)
     _due: dict[str, float] = field(default_factory=dict)
     _seen: dict[str, tuple[int, str | None]] = field(default_factory=dict)
-
-    @property
-    def kind(self) -> Any:
-        return lookup("helm.toolkit.fluxcd.io/v2", "HelmRelease")
-
-    def sync(self) -> float | None:
-        """One pass; returns the next time a release is due."""
-        kind = self.kind
-        if kind is None or not served(self.store, kind):
-            return None
-        due: float | None = None
-        for hr in self.store.list(kind).objects:
-            try:
-                nxt = self._one(hr)
-            except ApiError as err:
-                log.debug("HelmRelease %s: %s", hr["metadata"]["name"], err)
-                nxt = self.now() + 1.0
-            if nxt is not None:
-                due = nxt if due is None else min(due, nxt)
-        return due
-
-    def _key(self, hr: Obj) -> str:
-        return f"{hr['metadata'].get('namespace')}/{hr['metadata']['name']}"
-
-    def _status(self, hr: Obj, update: Callable[[Obj], None]) -> None:
-        meta = hr["metadata"]
-
-        def put(cur: Obj) -> Obj:
-            st = d(cur.get("status"))
-            update(st)
-            cur["status"] = st
-            return cur
-
-        self.store.update(
-            self.kind,
-            name=meta["name"],
-            namespace=meta.get("namespace"),
-            mutate=put,
-            subresource="status",
-            manager=MANAGER,
-        )
 
     def _mark(
         self,
@@ -119,13 +75,11 @@ class HelmReleases:
         extra: Callable[[Obj], None] | None = None,
     ) -> None:
         gen = int(hr["metadata"].get("generation") or 1)
-        requested = d(hr["metadata"].get("annotations")).get(REQUESTED_AT)
+        observed = self._observed(hr)
         stamp = self.stamp()
 
         def update(st: Obj) -> None:
-            st["observedGeneration"] = gen
-            if requested is not None:
-                st["lastHandledReconcileAt"] = requested
+            observed(st)
             set_condition(
                 st,
                 type_="Ready",
@@ -223,31 +177,10 @@ class HelmReleases:
 
     # -- the reconcile --
 
-    def _one(self, hr: Obj) -> float | None:
+    def _reconcile(self, hr: Obj, *, now: float) -> float | None:
         meta = hr["metadata"]
         spec = d(hr.get("spec"))
         key = self._key(hr)
-        now = self.now()
-        if meta.get("deletionTimestamp"):
-            self._uninstall(hr)
-            return None
-        if FINALIZER not in (meta.get("finalizers") or []):
-            self.store.update(
-                self.kind,
-                name=meta["name"],
-                namespace=meta.get("namespace"),
-                mutate=lambda c: {
-                    **c,
-                    "metadata": {
-                        **c["metadata"],
-                        "finalizers": [*(c["metadata"].get("finalizers") or []), FINALIZER],
-                    },
-                },
-                manager=MANAGER,
-            )
-            return now
-        if spec.get("suspend") is True:
-            return None
         gen = int(meta.get("generation") or 1)
         requested = d(meta.get("annotations")).get(REQUESTED_AT)
         release = self.releases.get(key)
@@ -327,7 +260,7 @@ class HelmReleases:
                 "meta.helm.sh/release-namespace": target_ns,
             }
             try:
-                apply(self.store, obj, manager=MANAGER)
+                apply(self.store, obj, manager=self.MANAGER)
             except ApiError as err:
                 reason = "InstallFailed" if action == "install" else "UpgradeFailed"
                 message = f"{failed} {chart_label}: {err.message}"
@@ -380,7 +313,7 @@ class HelmReleases:
             "reason": reason,
             "message": message,
             "type": "Warning",
-            "source": {"component": MANAGER},
+            "source": {"component": self.MANAGER},
             "firstTimestamp": self.stamp(),
             "lastTimestamp": self.stamp(),
             "count": 1,
@@ -474,29 +407,14 @@ class HelmReleases:
         with contextlib.suppress(ApiError):
             self.store.delete(kind, name=name, namespace=ns, propagation="Background")
 
-    def _uninstall(self, hr: Obj) -> None:
+    def _finalize(self, hr: Obj) -> None:
+        # Uninstall: the release's objects go, unless the release is suspended.
         key = self._key(hr)
         release = self.releases.pop(key, None)
         spec = d(hr.get("spec"))
         if release is not None and spec.get("suspend") is not True:
             for ref in release.objects:
                 self._delete(ref)
-        meta = hr["metadata"]
-        if FINALIZER in (meta.get("finalizers") or []):
-            self.store.update(
-                self.kind,
-                name=meta["name"],
-                namespace=meta.get("namespace"),
-                mutate=lambda c: {
-                    **c,
-                    "metadata": {
-                        **c["metadata"],
-                        "finalizers": [
-                            f for f in c["metadata"].get("finalizers") or [] if f != FINALIZER
-                        ],
-                    },
-                },
-                manager=MANAGER,
-            )
+        self._drop_finalizer(hr)
         self._seen.pop(key, None)
         self._due.pop(key, None)

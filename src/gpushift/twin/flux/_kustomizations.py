@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import base64
-import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gpushift._kinds import by_kind, lookup
-from gpushift.twin import ApiError, Store
+from gpushift.twin import ApiError
 from gpushift.twin.charts._common import d
-from gpushift.twin.charts._writes import served
 from gpushift.twin.flux._apply import PRUNE, ApplyFailed, apply_all, inventory_entry, object_id
 from gpushift.twin.flux._build import BuildError, build, substitute_objects, transform
+from gpushift.twin.flux._reconciler import Reconciler
 from gpushift.twin.flux._status import (
-    FINALIZER,
     REQUESTED_AT,
     InventoryEntry,
     drop_condition,
@@ -28,7 +25,6 @@ from gpushift.twin.flux._status import (
 )
 
 Obj = dict[str, Any]
-log = logging.getLogger("gpushift.twin.flux")
 #: kustomize-controller --requeue-dependency default.
 REQUEUE_DEPENDENCY = 30.0
 _NAME_LABEL = "kustomize.toolkit.fluxcd.io/name"
@@ -46,42 +42,20 @@ class _Waiting:
 
 
 @dataclass(slots=True)
-class Kustomizations:
+class Kustomizations(Reconciler):
     """Reconciles every Kustomization that is due."""
 
-    store: Store
-    now: Callable[[], float]
-    stamp: Callable[[], str]
+    API_VERSION = "kustomize.toolkit.fluxcd.io/v1"
+    KIND = "Kustomization"
+    MANAGER = "kustomize-controller"
+
     artifacts: dict[tuple[str, str], Path]
     lenient: bool = False
     _due: dict[str, float] = field(default_factory=dict)
     _waiting: dict[str, _Waiting] = field(default_factory=dict)
     _seen: dict[str, tuple[int, str | None, str | None]] = field(default_factory=dict)
 
-    @property
-    def kind(self) -> Any:
-        return lookup("kustomize.toolkit.fluxcd.io/v1", "Kustomization")
-
-    def sync(self) -> float | None:
-        """One pass over all Kustomizations; returns the next time one is due."""
-        kind = self.kind
-        if kind is None or not served(self.store, kind):
-            return None
-        due: float | None = None
-        for ks in self.store.list(kind).objects:
-            try:
-                nxt = self._one(ks)
-            except ApiError as err:  # raced a client's write; look again soon
-                log.debug("Kustomization %s: %s", ks["metadata"]["name"], err)
-                nxt = self.now() + 1.0
-            if nxt is not None:
-                due = nxt if due is None else min(due, nxt)
-        return due
-
     # -- helpers --
-
-    def _key(self, ks: Obj) -> str:
-        return f"{ks['metadata'].get('namespace')}/{ks['metadata']['name']}"
 
     def _source(self, ks: Obj) -> tuple[Obj | None, str]:
         ref = d(d(ks.get("spec")).get("sourceRef"))
@@ -96,35 +70,15 @@ class Kustomizations:
         except ApiError:
             return None, label
 
-    def _status(self, ks: Obj, update: Callable[[Obj], None]) -> None:
-        meta = ks["metadata"]
-
-        def put(cur: Obj) -> Obj:
-            st = d(cur.get("status"))
-            update(st)
-            cur["status"] = st
-            return cur
-
-        self.store.update(
-            self.kind,
-            name=meta["name"],
-            namespace=meta.get("namespace"),
-            mutate=put,
-            subresource="status",
-            manager="kustomize-controller",
-        )
-
     def _fail(
         self, ks: Obj, *, reason: str, message: str, revision: str | None, retry: float
     ) -> float:
         gen = int(ks["metadata"].get("generation") or 1)
-        requested = d(ks["metadata"].get("annotations")).get(REQUESTED_AT)
+        observed = self._observed(ks)
         stamp = self.stamp()
 
         def update(st: Obj) -> None:
-            st["observedGeneration"] = gen
-            if requested is not None:
-                st["lastHandledReconcileAt"] = requested
+            observed(st)
             if revision:
                 st["lastAttemptedRevision"] = revision
             set_condition(
@@ -170,31 +124,10 @@ class Kustomizations:
 
     # -- the reconcile --
 
-    def _one(self, ks: Obj) -> float | None:
+    def _reconcile(self, ks: Obj, *, now: float) -> float | None:
         meta = ks["metadata"]
         spec = d(ks.get("spec"))
         key = self._key(ks)
-        now = self.now()
-        if meta.get("deletionTimestamp"):
-            self._finalize(ks)
-            return None
-        if FINALIZER not in (meta.get("finalizers") or []):
-            self.store.update(
-                self.kind,
-                name=meta["name"],
-                namespace=meta.get("namespace"),
-                mutate=lambda c: {
-                    **c,
-                    "metadata": {
-                        **c["metadata"],
-                        "finalizers": [*(c["metadata"].get("finalizers") or []), FINALIZER],
-                    },
-                },
-                manager="kustomize-controller",
-            )
-            return now
-        if spec.get("suspend") is True:
-            return None
         gen = int(meta.get("generation") or 1)
         st = d(ks.get("status"))
         requested = d(meta.get("annotations")).get(REQUESTED_AT)
@@ -481,27 +414,11 @@ class Kustomizations:
                 continue
 
     def _finalize(self, ks: Obj) -> None:
-        meta = ks["metadata"]
         spec = d(ks.get("spec"))
         # finalizerShouldDeleteResources: not when suspended, only with prune.
         if spec.get("prune") is True and spec.get("suspend") is not True:
             self._prune(d(d(ks.get("status")).get("inventory")).get("entries") or [], keep=set())
-        if FINALIZER in (meta.get("finalizers") or []):
-            self.store.update(
-                self.kind,
-                name=meta["name"],
-                namespace=meta.get("namespace"),
-                mutate=lambda c: {
-                    **c,
-                    "metadata": {
-                        **c["metadata"],
-                        "finalizers": [
-                            f for f in c["metadata"].get("finalizers") or [] if f != FINALIZER
-                        ],
-                    },
-                },
-                manager="kustomize-controller",
-            )
+        self._drop_finalizer(ks)
         key = self._key(ks)
         self._waiting.pop(key, None)
         self._due.pop(key, None)
