@@ -25,12 +25,14 @@ from gpushift.twin.cluster._inventory import (
     load,
     uniform,
 )
+from gpushift.twin.cluster._loop import AgentThread
 from gpushift.twin.cluster._monitor import Violation, ViolationBody, ViolationList
 from gpushift.twin.cluster._promql import QueryError
 
 __all__ = [
     "EXAMPLES",
     "MODELS",
+    "AgentThread",
     "Cluster",
     "Delays",
     "Gpu",

@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from aiohttp import web
 
@@ -25,6 +24,7 @@ from gpushift.twin.cluster._dcgm import Metrics
 from gpushift.twin.cluster._http import routes
 from gpushift.twin.cluster._inventory import Inventory
 from gpushift.twin.cluster._kubelet import Kubelet
+from gpushift.twin.cluster._loop import AgentThread
 from gpushift.twin.cluster._monitor import Monitor, ViolationList
 from gpushift.twin.cluster._nodes import node_object
 from gpushift.twin.cluster._scheduler import Scheduler
@@ -43,7 +43,7 @@ _CAPACITY_KINDS = {
 _MIN_INTERVAL = 0.005
 
 
-class Cluster:
+class Cluster(AgentThread):
     """Nodes from an inventory, and the agents that make the store behave like a cluster.
 
     Use as a context manager (or :meth:`start`/:meth:`stop`); :meth:`run_once` runs one pass
@@ -60,7 +60,7 @@ class Cluster:
         events: bool = True,
         clock: VirtualClock | None = None,
     ) -> None:
-        self.store = store
+        super().__init__(store, thread_name="gpushift-cluster")
         self.inventory = inventory
         self.clock = clock or VirtualClock(time_scale=time_scale)
         # Object timestamps come from cluster time, like the agents' timers.
@@ -72,11 +72,7 @@ class Cluster:
         self.metrics = Metrics(self.ctx)
         self.passes = 0
         self.token: str | None = None
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self._watcher: Any = None
         self._bootstrap()
 
     def _bootstrap(self) -> None:
@@ -174,33 +170,6 @@ class Cluster:
             else:
                 self._wake.wait()
                 time.sleep(_MIN_INTERVAL)  # a burst of API writes is handled in one pass
-
-    def start(self) -> Cluster:
-        """Start the agents on a background thread."""
-        if self._thread is None:
-            self._watcher = self.store.watch(
-                None, deliver=self._on_event, resource_version=str(self.store.resource_version)
-            )
-            self._thread = threading.Thread(target=self._loop, name="gpushift-cluster", daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop the agents (the store keeps its objects)."""
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(10)
-            self._thread = None
-        if self._watcher is not None:
-            self._watcher.cancel()
-            self._watcher = None
-
-    def __enter__(self) -> Cluster:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -- surfaces --
 

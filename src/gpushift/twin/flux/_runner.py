@@ -15,6 +15,7 @@ from gpushift._kinds import by_kind, lookup
 from gpushift.twin import ApiError, Event, Store
 from gpushift.twin._store import rfc3339
 from gpushift.twin.charts import Operators
+from gpushift.twin.cluster import AgentThread
 from gpushift.twin.flux import _crds
 from gpushift.twin.flux._helmreleases import HelmReleases
 from gpushift.twin.flux._kustomizations import Kustomizations
@@ -24,7 +25,7 @@ log = logging.getLogger("gpushift.twin.flux")
 _IGNORED = {"events", "leases"}
 
 
-class Flux:
+class Flux(AgentThread):
     """source-, kustomize- and helm-controller plus the GPU Operator and llmkube operators.
 
     ``clock`` is the cluster's :class:`~gpushift.twin.cluster.VirtualClock` (its
@@ -41,7 +42,7 @@ class Flux:
         operator_delay: float = 10.0,
         lenient: bool = False,
     ) -> None:
-        self.store = store
+        super().__init__(store, thread_name="gpushift-flux")
         self.clock = clock
         _crds.install(store)
         stamp = lambda: rfc3339(clock.now())  # noqa: E731
@@ -51,10 +52,6 @@ class Flux:
         )
         self.helmreleases = HelmReleases(store, clock.seconds, stamp, lenient=lenient)
         self.operators = Operators(store, now=clock.seconds, delay=operator_delay)
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._watcher: Any = None
         self._lock = threading.Lock()
         self._on_stop: list[Callable[[], None]] = []
 
@@ -94,35 +91,12 @@ class Flux:
             if wait > 0:
                 self._wake.wait(wait)
 
-    def start(self) -> Flux:
-        """Run the controllers on a background thread."""
-        if self._thread is None:
-            self._watcher = self.store.watch(
-                None, deliver=self._on_event, resource_version=str(self.store.resource_version)
-            )
-            self._thread = threading.Thread(target=self._loop, name="gpushift-flux", daemon=True)
-            self._thread.start()
-        return self
-
     def stop(self) -> None:
         """Stop the controllers (objects stay)."""
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(10)
-            self._thread = None
-        if self._watcher is not None:
-            self._watcher.cancel()
-            self._watcher = None
+        super().stop()
         self.sources.close()
         while self._on_stop:
             self._on_stop.pop()()
-
-    def __enter__(self) -> Flux:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def bootstrap(
