@@ -31,7 +31,7 @@ import yaml
 from gpushift import _yaml
 from gpushift._errors import InputError
 from gpushift._kinds import KINDS
-from gpushift.gitops import _pods
+from gpushift.gitops import _modelpool, _pods
 from gpushift.gitops._bodies import HelmReleaseSpec, KustomizationSpec
 from gpushift.gitops._charts import chart_defaults, chart_identity
 from gpushift.gitops._kustomize import (
@@ -269,7 +269,8 @@ def _load(paths: Sequence[str | Path]) -> Repo:
     for o in objects:
         state.index.setdefault((o.kind, o.name), []).append(o)
     releases = tuple(_helm_release(state, o) for o in objects if _is_hr(o))
-    workloads = tuple(_workloads(objects, releases))
+    model_pools = _modelpool.model_pools(objects)
+    workloads = _modelpool.mark_members(tuple(_workloads(objects, releases)), model_pools)
     time_slicing, dp_configs = _time_slicing(state, objects, releases)
     claims = tuple(_claim(o) for o in objects if o.kind in _CLAIM_KINDS)
     device_classes = tuple(_device_classes(objects, releases))
@@ -289,6 +290,7 @@ def _load(paths: Sequence[str | Path]) -> Repo:
         runtime_classes=runtime_classes,
         talos=tuple(state.talos),
         errors=tuple(state.errors),
+        model_pools=model_pools,
     )
 
 

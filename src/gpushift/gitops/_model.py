@@ -379,7 +379,8 @@ class Workload:
     ``origin`` is the object that produces it (a HelmRelease for app-template and
     dcgm-exporter charts, an InferenceService for llmkube, the manifest itself otherwise).
     ``monitoring`` is True for GPU metrics exporters. ``replicas`` is the pod count when
-    written (None: controller default).
+    written (None: controller default). ``pool`` names the llmkube ModelPool whose one GPU
+    slot this InferenceService takes turns on (None: not a pool member).
     """
 
     kind: str
@@ -390,6 +391,7 @@ class Workload:
     pod: PodSpec
     monitoring: bool = False
     replicas: int | None = None
+    pool: str | None = None
 
     @property
     def active(self) -> bool:
@@ -400,6 +402,64 @@ class Workload:
     def source(self) -> Source:
         """Where the workload (its pod spec) is written."""
         return self.pod.source
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPoolMember:
+    """A ModelPool ``spec.members[]`` entry: the InferenceService ``inferenceServiceRef.name``
+    names in the pool's namespace.
+
+    ``found`` is False when the repository has no such InferenceService (an active one, for an
+    active pool); llmkube then sets the pool's ``MembersValid`` condition False and holds the
+    pool ``Degraded``. ``source`` points at the entry.
+    """
+
+    name: str
+    found: bool
+    source: Source
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPool:
+    """An llmkube ``inference.llmkube.dev`` ModelPool: InferenceServices that share one
+    exclusive GPU slot on one node, at most one of them resident at a time.
+
+    ``members`` are in written order; ``default`` is the member warmed on a cold pool (None
+    when unset). ``node_selector`` pins the slot to a node or node class; llmkube does not copy
+    it into the member pods, so member workloads keep their own. ``gpu`` is the slot size
+    (informational, CRD default 1; members request their own GPUs); ``swap_policy`` and
+    ``swap_budget`` are as written or their CRD defaults (``sticky``, ``300s``).
+    """
+
+    name: str
+    namespace: str | None
+    members: tuple[ModelPoolMember, ...]
+    default: str | None
+    node_selector: Mapping[str, str]
+    gpu: int
+    swap_policy: str
+    swap_budget: str
+    obj: Obj
+
+    @property
+    def active(self) -> bool:
+        """Whether the pool is deployed."""
+        return self.obj.active
+
+    @property
+    def source(self) -> Source:
+        """Where the ModelPool is written."""
+        return self.obj.source
+
+    @property
+    def member_names(self) -> tuple[str, ...]:
+        """The member InferenceService names, in written order."""
+        return tuple(m.name for m in self.members)
+
+    @property
+    def missing(self) -> tuple[ModelPoolMember, ...]:
+        """Members whose InferenceService is not in the repository."""
+        return tuple(m for m in self.members if not m.found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -594,6 +654,8 @@ class Repo:
     runtime_classes: tuple[RuntimeClass, ...]
     talos: tuple[TalosEvidence, ...]
     errors: tuple[YamlError, ...]
+    #: llmkube ModelPools.
+    model_pools: tuple[ModelPool, ...] = ()
 
     def find(self, kind: str, name: str, namespace: str | None = None) -> tuple[Obj, ...]:
         """Objects of ``kind`` named ``name`` (in ``namespace`` when given)."""
@@ -624,14 +686,22 @@ class Consumer:
     request: RequestKind
     workload: Workload
 
+    @property
+    def pool(self) -> str | None:
+        """The llmkube ModelPool the consumer takes turns in, if any (``Workload.pool``)."""
+        return self.workload.pool
+
     def to_dict(self) -> dict[str, Any]:
-        """``{"kind", "namespace", "name", "request"}``."""
-        return {
+        """``{"kind", "namespace", "name", "request"}``, with ``"pool"`` for pool members."""
+        out: dict[str, Any] = {
             "kind": self.kind,
             "namespace": self.namespace,
             "name": self.name,
             "request": self.request,
         }
+        if self.pool is not None:
+            out["pool"] = self.pool
+        return out
 
 
 @dataclass(frozen=True, slots=True)
