@@ -33,8 +33,6 @@ from gpushift.gitops._model import (
     HealthCheck,
     HelmRelease,
     KsRef,
-    ModelPool,
-    ModelPoolMember,
     Obj,
     PodClaim,
     PodSpec,
@@ -55,13 +53,16 @@ from gpushift.gitops._model import (
     WorkloadOrigin,
     YamlError,
 )
+from gpushift.gitops._pods import CHART_POD_FIELDS, LLMKUBE_VENDOR_RESOURCES
 from gpushift.gitops._subst import substitute
 from gpushift.gitops._summary import summarize
 from gpushift.gitops._timeslicing import parse_config as parse_time_slicing_config
 
 __all__ = [
+    "CHART_POD_FIELDS",
     "GPU_RESOURCE",
     "KUSTOMIZATION_FILES",
+    "LLMKUBE_VENDOR_RESOURCES",
     "Allocator",
     "ChartId",
     "Claim",
@@ -76,8 +77,6 @@ __all__ = [
     "HelmRelease",
     "KsRef",
     "KustomizeBuilder",
-    "ModelPool",
-    "ModelPoolMember",
     "Obj",
     "PodClaim",
     "PodSpec",

@@ -36,6 +36,18 @@ _POD_OPTIONS = (
     "annotations",
 )
 
+#: The chart values the dcgm-exporter chart and llmkube copy to the pod spec as they are, each
+#: with the pod-spec field it sets (``podSecurityContext`` is the pod's ``securityContext``).
+#: The twin's chart models render from the same table.
+CHART_POD_FIELDS: tuple[tuple[str, str], ...] = (
+    ("runtimeClassName", "runtimeClassName"),
+    ("nodeSelector", "nodeSelector"),
+    ("affinity", "affinity"),
+    ("tolerations", "tolerations"),
+    ("podSecurityContext", "securityContext"),
+    ("priorityClassName", "priorityClassName"),
+)
+
 
 def _dict(v: Any) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
@@ -250,15 +262,7 @@ def dcgm_exporter_workload(hr: HelmRelease) -> Workload:
     )
     options: dict[str, Any] = {}
     sources: dict[str, Source] = {}
-    for key, opt in (
-        ("runtimeClassName", "runtimeClassName"),
-        ("nodeSelector", "nodeSelector"),
-        ("affinity", "affinity"),
-        ("tolerations", "tolerations"),
-        ("podSecurityContext", "securityContext"),
-        ("priorityClassName", "priorityClassName"),
-        ("hostNetwork", "hostNetwork"),
-    ):
+    for key, opt in (*CHART_POD_FIELDS, ("hostNetwork", "hostNetwork")):
         if values.get(key) not in (None, "", {}, []):
             options[opt] = values[key]
             sources[opt] = base.child((key,))
@@ -282,7 +286,13 @@ def dcgm_exporter_workload(hr: HelmRelease) -> Workload:
 
 # -- llmkube ----------------------------------------------------------------------------------
 
-_VENDOR_RESOURCE = {"nvidia": GPU_RESOURCE, "amd": "amd.com/gpu", "intel": "gpu.intel.com/i915"}
+#: llmkube's extended resource per ``hardware.gpu.vendor``
+#: (internal/controller/gpu_resources.go); unknown vendors get ``GPU_RESOURCE``.
+LLMKUBE_VENDOR_RESOURCES: Mapping[str, str] = {
+    "nvidia": GPU_RESOURCE,
+    "amd": "amd.com/gpu",
+    "intel": "gpu.intel.com/i915",
+}
 
 
 def llmkube_workload(isvc: Obj, model: Obj | None) -> Workload:
@@ -305,7 +315,7 @@ def llmkube_workload(isvc: Obj, model: Obj | None) -> Workload:
     if claims:
         resources["claims"] = [{"name": c.name} for c in claims]
     elif count and gpu.get("enabled", True) is not False:
-        name = gpu.get("resourceName") or _VENDOR_RESOURCE.get(
+        name = gpu.get("resourceName") or LLMKUBE_VENDOR_RESOURCES.get(
             str(gpu.get("vendor", "nvidia")).lower(), GPU_RESOURCE
         )
         resources["limits"] = {str(name): count}
@@ -326,14 +336,7 @@ def llmkube_workload(isvc: Obj, model: Obj | None) -> Workload:
     )
     options: dict[str, Any] = {}
     sources: dict[str, Source] = {}
-    for key, opt in (
-        ("runtimeClassName", "runtimeClassName"),
-        ("nodeSelector", "nodeSelector"),
-        ("affinity", "affinity"),
-        ("tolerations", "tolerations"),
-        ("podSecurityContext", "securityContext"),
-        ("priorityClassName", "priorityClassName"),
-    ):
+    for key, opt in CHART_POD_FIELDS:
         if key in spec:
             options[opt] = spec[key]
             sources[opt] = src.child(("spec", key))

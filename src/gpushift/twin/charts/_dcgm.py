@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gpushift.gitops import CHART_POD_FIELDS
 from gpushift.twin.charts._common import Obj, Rendered, d, daemonset, extra_env, helm_labels
 
 IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter:4.4.1-4.6.0-ubuntu22.04"
@@ -40,14 +41,7 @@ def render(*, release: str, namespace: str, values: Mapping[str, Any]) -> Render
     if values.get("resources"):
         container["resources"] = values["resources"]
     pod: Obj = {"serviceAccountName": name, "containers": [container]}
-    for key, opt in (
-        ("runtimeClassName", "runtimeClassName"),
-        ("nodeSelector", "nodeSelector"),
-        ("affinity", "affinity"),
-        ("tolerations", "tolerations"),
-        ("podSecurityContext", "securityContext"),
-        ("priorityClassName", "priorityClassName"),
-    ):
+    for key, opt in CHART_POD_FIELDS:
         if values.get(key):
             pod[opt] = values[key]
     resources = ["pods", "resourceslices"] if dra else ["pods"]

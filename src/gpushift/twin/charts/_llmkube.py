@@ -6,11 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gpushift.gitops import CHART_POD_FIELDS, GPU_RESOURCE, LLMKUBE_VENDOR_RESOURCES
 from gpushift.twin.charts._common import Obj, Rendered, d, helm_labels
 
 OPERATOR_IMAGE = "ghcr.io/defilantech/llmkube-controller:0.9.19"
-# internal/controller/gpu_resources.go: vendor → extended resource.
-_VENDOR_RESOURCE = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "intel": "gpu.intel.com/i915"}
 
 
 def render(*, release: str, namespace: str, values: Mapping[str, Any]) -> Rendered:
@@ -77,7 +76,7 @@ def inference_deployment(isvc: Obj, model: Obj | None) -> Obj:
     elif count and gpu.get("enabled", True) is not False:
         name = str(
             gpu.get("resourceName")
-            or _VENDOR_RESOURCE.get(str(gpu.get("vendor", "nvidia")).lower(), "nvidia.com/gpu")
+            or LLMKUBE_VENDOR_RESOURCES.get(str(gpu.get("vendor", "nvidia")).lower(), GPU_RESOURCE)
         )
         resources["limits"] = {name: count}
         tolerations.append(
@@ -95,14 +94,9 @@ def inference_deployment(isvc: Obj, model: Obj | None) -> Obj:
     pod["containers"] = [container]
     if tolerations:
         pod["tolerations"] = tolerations
-    for key, opt in (
-        ("runtimeClassName", "runtimeClassName"),
-        ("nodeSelector", "nodeSelector"),
-        ("affinity", "affinity"),
-        ("podSecurityContext", "securityContext"),
-        ("priorityClassName", "priorityClassName"),
-    ):
-        if spec.get(key):
+    for key, opt in CHART_POD_FIELDS:
+        # The tolerations are set above: the user's plus the one for the GPU resource.
+        if key != "tolerations" and spec.get(key):
             pod[opt] = spec[key]
     selector = {"app": str(meta["name"]), "inference.llmkube.dev/service": str(meta["name"])}
     return {
