@@ -57,7 +57,7 @@ from gpushift.gitops._model import (
 )
 from gpushift.gitops._pods import CHART_POD_FIELDS, LLMKUBE_VENDOR_RESOURCES
 from gpushift.gitops._subst import substitute
-from gpushift.gitops._summary import summarize
+from gpushift.gitops._summary import NVIDIA_PREFIX, summarize, truthy
 from gpushift.gitops._timeslicing import parse_config as parse_time_slicing_config
 
 __all__ = [
@@ -65,6 +65,7 @@ __all__ = [
     "GPU_RESOURCE",
     "KUSTOMIZATION_FILES",
     "LLMKUBE_VENDOR_RESOURCES",
+    "NVIDIA_PREFIX",
     "Allocator",
     "ChartId",
     "Claim",
@@ -111,5 +112,6 @@ __all__ = [
     "read_tree",
     "substitute",
     "summarize",
+    "truthy",
     "value_at_target_path",
 ]

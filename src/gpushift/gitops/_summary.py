@@ -16,14 +16,15 @@ from gpushift.gitops._model import (
     Workload,
 )
 
-#: Extended resources the NVIDIA device plugin advertises all start with this.
+#: NVIDIA's extended resources all live under this prefix (nvidia.com/gpu, nvidia.com/gpu.shared
+#: with renameByDefault, nvidia.com/mig-1g.10gb with the mixed MIG strategy).
 NVIDIA_PREFIX = "nvidia.com/"
 #: The DRA driver's DeviceClasses (gpu.nvidia.com, mig.nvidia.com, vfio.gpu.nvidia.com).
 NVIDIA_CLASS_SUFFIX = "nvidia.com"
 
 
 def truthy(value: Any, *, default: bool) -> bool:
-    """A Helm value read as a boolean (None means ``default``; strings as YAML reads them)."""
+    """A Helm value read as a boolean: None means ``default``; strings as YAML would read them."""
     if value is None:
         return default
     if isinstance(value, str):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpushift.gitops import GPU_RESOURCE, Workload
+from gpushift.gitops import GPU_RESOURCE, Workload, truthy
 from gpushift.rules._context import (
     Context,
     dra_gpus_on,
@@ -14,7 +14,6 @@ from gpushift.rules._context import (
     operator_plugin_on,
     option_line,
     request_keys,
-    truthy,
 )
 from gpushift.rules._finding import Finding
 

@@ -14,6 +14,7 @@ from typing import Any
 from gpushift._quantity import QuantityError, parse
 from gpushift.gitops import (
     GPU_RESOURCE,
+    NVIDIA_PREFIX,
     Claim,
     Container,
     HelmRelease,
@@ -22,27 +23,16 @@ from gpushift.gitops import (
     Repo,
     Source,
     Workload,
+    truthy,
 )
 from gpushift.rules._finding import Finding
 from gpushift.rules._registry import rule
 
-#: NVIDIA's extended resources all live under this prefix (nvidia.com/gpu, nvidia.com/gpu.shared
-#: with renameByDefault, nvidia.com/mig-1g.10gb with the mixed MIG strategy).
-NVIDIA_PREFIX = "nvidia.com/"
 #: The DRA driver's name; its DeviceClasses are gpu.nvidia.com, mig.nvidia.com, vfio.gpu.nvidia.com.
 NVIDIA_DRIVER = "gpu.nvidia.com"
 #: Chart default when ``nvidiaDriverRoot``/``hostPaths.driverInstallDir`` is not set.
 DRA_DRIVER_ROOT_DEFAULT = "/"
 OPERATOR_DRIVER_DIR_DEFAULT = "/run/nvidia/driver"
-
-
-def truthy(value: Any, *, default: bool) -> bool:
-    """A Helm value read as a boolean: None means ``default``; strings as YAML would read them."""
-    if value is None:
-        return default
-    if isinstance(value, str):
-        return value.strip().lower() not in ("", "false", "0", "no", "off")
-    return bool(value)
 
 
 def name_of(obj: Obj) -> str:

@@ -5,13 +5,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from gpushift.gitops import GPU_RESOURCE, HelmRelease
+from gpushift.gitops import GPU_RESOURCE, HelmRelease, truthy
 from gpushift.rules._context import (
     Context,
     is_nvidia_claim,
     name_of,
     request_keys,
-    truthy,
 )
 from gpushift.rules._finding import Finding
 

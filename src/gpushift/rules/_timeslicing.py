@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpushift.gitops import DevicePluginConfig, TimeSlicingConfig
-from gpushift.rules._context import Context, name_of, truthy
+from gpushift.gitops import DevicePluginConfig, TimeSlicingConfig, truthy
+from gpushift.rules._context import Context, name_of
 from gpushift.rules._finding import Finding
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gpushift.gitops import Container, HelmRelease, PodSpec, Workload
+from gpushift.gitops import Container, HelmRelease, PodSpec, Workload, truthy
 from gpushift.rules._context import (
     Context,
     body_at,
@@ -13,7 +13,6 @@ from gpushift.rules._context import (
     nvidia_requests,
     option_line,
     request_keys,
-    truthy,
 )
 from gpushift.rules._finding import Finding
 
