@@ -174,6 +174,8 @@ def _priority(spec: Mapping[str, Any], *, classes: Mapping[str, int], default: i
 
 
 def _pod_claim_generate_name(*, pod: str, claim: str) -> str:
+    """The ``generateName`` of a pod's claim from a template: ``<pod>-<claim>-``, both parts
+    cut in proportion to fit 57 characters."""
     # k8s.io/kubernetes pkg/controller/resourceclaim controller.go handleClaim: both parts are
     # truncated in proportion so that the name plus 5 random characters fits 63 characters.
     generate = f"{pod}-{claim}-"

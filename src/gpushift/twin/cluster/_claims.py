@@ -11,25 +11,13 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from gpushift.engine import pod_claim_generate_name
 from gpushift.twin import ApiError
 from gpushift.twin.cluster._context import Context, Obj
 from gpushift.twin.cluster._workloads import TERMINAL
 
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 FINALIZER = "resource.kubernetes.io/delete-protection"
-
-
-def generate_name(pod: str, claim: str) -> str:
-    """The claim's ``generateName``: ``<pod>-<claim>-``, both cut in proportion to fit 57."""
-    # pkg/controller/resourceclaim controller.go handleClaim.
-    generate = f"{pod}-{claim}-"
-    max_base = 57
-    if len(generate) > max_base:
-        total = len(generate)
-        generate = (
-            pod[: len(pod) * max_base // total] + "-" + claim[: len(claim) * max_base // total]
-        )
-    return generate
 
 
 def _pod_ref(pod: Obj) -> Obj:
@@ -75,7 +63,9 @@ def create_claims(ctx: Context, pods: list[Obj]) -> None:
             tspec = template.get("spec") or {}
             tmeta = tspec.get("metadata") or {}
             meta: dict[str, Any] = {
-                "generateName": generate_name(pod["metadata"]["name"], str(pc["name"])),
+                "generateName": pod_claim_generate_name(
+                    pod=pod["metadata"]["name"], claim=str(pc["name"])
+                ),
                 "namespace": ns,
                 "annotations": {
                     **(tmeta.get("annotations") or {}),
