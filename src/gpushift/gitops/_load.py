@@ -975,17 +975,7 @@ def _time_slicing(
             continue
         for key, text in _dict(o.body.get("data")).items():
             if looks_like_config(text):
-                configs.append(
-                    parse_config(
-                        text,
-                        config_map=o.name,
-                        key=str(key),
-                        namespace=o.namespace,
-                        form="generator" if o.generated else "configmap",
-                        active=o.active,
-                        source=o.source if o.generated else o.source.child(("data", key)),
-                    )
-                )
+                configs.append(_config_map_config(o, key=key, text=text))
     pointers: list[DevicePluginConfig] = []
     for hr in releases:
         if hr.chart == "gpu-operator":
@@ -1057,6 +1047,20 @@ def _configmap_exists(objects: Sequence[Obj], *, name: str | None, namespace: st
     )
 
 
+def _config_map_config(o: Obj, *, key: Any, text: Any) -> TimeSlicingConfig:
+    """The time-slicing config in ConfigMap ``o`` under ``key``; a generated ConfigMap's
+    source is its generator, a written one's the key in its ``data``."""
+    return parse_config(
+        text,
+        config_map=o.name,
+        key=str(key),
+        namespace=o.namespace,
+        form="generator" if o.generated else "configmap",
+        active=o.active,
+        source=o.source if o.generated else o.source.child(("data", key)),
+    )
+
+
 def _all_keys(
     objects: Sequence[Obj],
     *,
@@ -1070,15 +1074,7 @@ def _all_keys(
     for o in objects:
         if o.kind == "ConfigMap" and o.name == name and o.namespace in (None, namespace):
             for key, text in _dict(o.body.get("data")).items():
-                cfg = parse_config(
-                    text,
-                    config_map=o.name,
-                    key=str(key),
-                    namespace=o.namespace,
-                    form="generator" if o.generated else "configmap",
-                    active=o.active,
-                    source=o.source if o.generated else o.source.child(("data", key)),
-                )
+                cfg = _config_map_config(o, key=key, text=text)
                 configs.append(cfg)
                 out.append(cfg)
     return out
