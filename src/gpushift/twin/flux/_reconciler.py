@@ -72,19 +72,7 @@ class Reconciler:
             self._finalize(obj)
             return None
         if FINALIZER not in (meta.get("finalizers") or []):
-            self.store.update(
-                self.kind,
-                name=meta["name"],
-                namespace=meta.get("namespace"),
-                mutate=lambda c: {
-                    **c,
-                    "metadata": {
-                        **c["metadata"],
-                        "finalizers": [*(c["metadata"].get("finalizers") or []), FINALIZER],
-                    },
-                },
-                manager=self.MANAGER,
-            )
+            self._edit_finalizers(obj, lambda fs: [*fs, FINALIZER])
             return now
         if d(obj.get("spec")).get("suspend") is True:
             return None
@@ -96,28 +84,30 @@ class Reconciler:
         raise NotImplementedError
 
     def _finalize(self, obj: Obj) -> None:
-        """Clean up after a deleted object; must end with :meth:`_drop_finalizer`."""
+        """Clean up after a deleted object; must call :meth:`_drop_finalizer` so it goes."""
         raise NotImplementedError
 
     def _drop_finalizer(self, obj: Obj) -> None:
         """Remove the Flux finalizer, if present, so the deletion completes."""
+        if FINALIZER in (obj["metadata"].get("finalizers") or []):
+            self._edit_finalizers(obj, lambda fs: [f for f in fs if f != FINALIZER])
+
+    def _edit_finalizers(self, obj: Obj, edit: Callable[[list[str]], list[str]]) -> None:
+        """Replace the live object's finalizers with ``edit`` of them (read at write time)."""
         meta = obj["metadata"]
-        if FINALIZER in (meta.get("finalizers") or []):
-            self.store.update(
-                self.kind,
-                name=meta["name"],
-                namespace=meta.get("namespace"),
-                mutate=lambda c: {
-                    **c,
-                    "metadata": {
-                        **c["metadata"],
-                        "finalizers": [
-                            f for f in c["metadata"].get("finalizers") or [] if f != FINALIZER
-                        ],
-                    },
+        self.store.update(
+            self.kind,
+            name=meta["name"],
+            namespace=meta.get("namespace"),
+            mutate=lambda c: {
+                **c,
+                "metadata": {
+                    **c["metadata"],
+                    "finalizers": edit(c["metadata"].get("finalizers") or []),
                 },
-                manager=self.MANAGER,
-            )
+            },
+            manager=self.MANAGER,
+        )
 
     def _key(self, obj: Obj) -> str:
         return f"{obj['metadata'].get('namespace')}/{obj['metadata']['name']}"
