@@ -26,6 +26,7 @@ from gpushift.twin.flux._status import (
     duration,
     go_duration,
     kstatus,
+    observed,
     ready,
     set_condition,
 )
@@ -75,11 +76,11 @@ class HelmReleases(Reconciler):
         extra: Callable[[Obj], None] | None = None,
     ) -> None:
         gen = int(hr["metadata"].get("generation") or 1)
-        observed = self._observed(hr)
+        record = observed(hr)
         stamp = self.stamp()
 
         def update(st: Obj) -> None:
-            observed(st)
+            record(st)
             set_condition(
                 st,
                 type_="Ready",

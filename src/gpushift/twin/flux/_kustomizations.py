@@ -20,6 +20,7 @@ from gpushift.twin.flux._status import (
     duration,
     go_duration,
     kstatus,
+    observed,
     ready,
     set_condition,
 )
@@ -74,11 +75,11 @@ class Kustomizations(Reconciler):
         self, ks: Obj, *, reason: str, message: str, revision: str | None, retry: float
     ) -> float:
         gen = int(ks["metadata"].get("generation") or 1)
-        observed = self._observed(ks)
+        record = observed(ks)
         stamp = self.stamp()
 
         def update(st: Obj) -> None:
-            observed(st)
+            record(st)
             if revision:
                 st["lastAttemptedRevision"] = revision
             set_condition(

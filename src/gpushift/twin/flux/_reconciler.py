@@ -2,8 +2,7 @@
 
 One :class:`Reconciler` per Flux kind: a pass over every object, the finalizer added on
 first sight and removed on deletion, ``spec.suspend``, the ``status`` subresource written
-under the controller's field manager, and ``observedGeneration`` /
-``lastHandledReconcileAt`` as every Flux controller reports them.
+under the controller's field manager.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from gpushift._kinds import lookup
 from gpushift.twin import ApiError, Store
 from gpushift.twin.charts._common import d
 from gpushift.twin.charts._writes import served
-from gpushift.twin.flux._status import FINALIZER, REQUESTED_AT
+from gpushift.twin.flux._status import FINALIZER
 
 Obj = dict[str, Any]
 log = logging.getLogger("gpushift.twin.flux")
@@ -130,18 +129,3 @@ class Reconciler:
             subresource="status",
             manager=self.MANAGER,
         )
-
-    def _observed(self, obj: Obj) -> Callable[[Obj], None]:
-        """A status update recording what this reconcile handled: ``observedGeneration`` and,
-        when a reconcile was requested, ``lastHandledReconcileAt``.
-
-        The values are read from ``obj`` now, not from the status being written."""
-        gen = int(obj["metadata"].get("generation") or 1)
-        requested = d(obj["metadata"].get("annotations")).get(REQUESTED_AT)
-
-        def update(st: Obj) -> None:
-            st["observedGeneration"] = gen
-            if requested is not None:
-                st["lastHandledReconcileAt"] = requested
-
-        return update

@@ -16,7 +16,7 @@ from typing import Any
 from gpushift._kinds import by_kind
 from gpushift.twin import ApiError, Store
 from gpushift.twin.charts._common import d
-from gpushift.twin.flux._status import REQUESTED_AT, Artifact, duration, set_condition
+from gpushift.twin.flux._status import REQUESTED_AT, Artifact, duration, observed, set_condition
 
 Obj = dict[str, Any]
 
@@ -208,13 +208,11 @@ class Sources:
                     "lastUpdateTime": stamp,
                 }
                 message, reason = f"stored artifact: revision '{digest}'", "Succeeded"
-        requested = d(meta.get("annotations")).get(REQUESTED_AT)
+        record = observed(obj)
 
         def put(cur: Obj) -> Obj:
             st = d(cur.get("status"))
-            st["observedGeneration"] = gen
-            if requested is not None:
-                st["lastHandledReconcileAt"] = requested
+            record(st)
             if artifact is not None:
                 old = d(st.get("artifact"))
                 if old.get("revision") == artifact["revision"]:

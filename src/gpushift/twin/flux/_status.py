@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypedDict
 
 from gpushift.twin.charts._common import d
@@ -41,6 +42,22 @@ class Artifact(TypedDict, total=False):
 #: fluxcd/pkg apis/meta: the reconcile request annotation.
 REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
 FINALIZER = "finalizers.fluxcd.io"
+
+
+def observed(obj: Obj) -> Callable[[Obj], None]:
+    """A status update recording what a reconcile of ``obj`` handled, as every Flux controller
+    reports it: ``observedGeneration`` and, when a reconcile was requested,
+    ``lastHandledReconcileAt``. The values are read from ``obj`` now, not from the status
+    being written."""
+    gen = int(obj["metadata"].get("generation") or 1)
+    requested = d(obj["metadata"].get("annotations")).get(REQUESTED_AT)
+
+    def update(status: Obj) -> None:
+        status["observedGeneration"] = gen
+        if requested is not None:
+            status["lastHandledReconcileAt"] = requested
+
+    return update
 
 
 def set_condition(
