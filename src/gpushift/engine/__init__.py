@@ -51,7 +51,7 @@ from gpushift.engine._scheduler import NodeInfo, Outcome, PodInfo, schedule
 # The resourceclaim controller's claim naming, for the twin's controller.
 from gpushift.engine._scheduler import _pod_claim_generate_name as pod_claim_generate_name
 from gpushift.engine._simulation import Simulation, simulate
-from gpushift.engine._workloads import DAEMONSET_TOLERATIONS, template_hash
+from gpushift.engine._workloads import DAEMONSET_TOLERATIONS, pin_daemon_pod, template_hash
 
 __all__ = [
     "ALLOCATION_RESULTS_MAX_SIZE",
@@ -102,6 +102,7 @@ __all__ = [
     "nvidia_gpu_device",
     "nvidia_resource_slice",
     "parse_consumable_shares",
+    "pin_daemon_pod",
     "placement",
     "pod_claim_generate_name",
     "pod_non_zero_requests",

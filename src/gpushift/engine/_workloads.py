@@ -194,23 +194,33 @@ def daemonset_pods(ds: Mapping[str, Any], *, node_names: list[str]) -> list[dict
             owner=owner,
             created=created,
         )
-        spec = pod["spec"]
-        affinity = spec.setdefault("affinity", {})
-        affinity["nodeAffinity"] = {
-            **(affinity.get("nodeAffinity") or {}),
-            "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [
-                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
-                ]
-            },
-        }
-        tolerations = list(spec.get("tolerations") or [])
-        for t in DAEMONSET_TOLERATIONS:
-            if t not in tolerations:
-                tolerations.append(dict(t))
-        spec["tolerations"] = tolerations
+        pin_daemon_pod(pod["spec"], node=node)
         pods.append(pod)
     return pods
+
+
+def pin_daemon_pod(spec: dict[str, Any], *, node: str) -> None:
+    """Pin a DaemonSet pod's ``spec`` to ``node`` in place, as the DaemonSet controller does.
+
+    The required node affinity becomes ``matchFields metadata.name In [node]`` (other node
+    affinity is kept), and the DaemonSet tolerations missing from ``spec`` are appended.
+    """
+    # pkg/controller/daemon/util ReplaceDaemonSetPodNodeNameNodeAffinity and
+    # AddOrUpdateDaemonPodTolerations.
+    affinity = dict(spec.get("affinity") or {})
+    node_aff = dict(affinity.get("nodeAffinity") or {})
+    node_aff["requiredDuringSchedulingIgnoredDuringExecution"] = {
+        "nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+        ]
+    }
+    affinity["nodeAffinity"] = node_aff
+    spec["affinity"] = affinity
+    tolerations = list(spec.get("tolerations") or [])
+    for t in DAEMONSET_TOLERATIONS:
+        if t not in tolerations:
+            tolerations.append(dict(t))
+    spec["tolerations"] = tolerations
 
 
 #: The same tolerations under their former private name.

@@ -8,6 +8,7 @@ from gpushift.engine import (
     Tenant,
     find_hazards,
     node_matches_pod,
+    pin_daemon_pod,
     template_hash,
     untolerated_taint,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "find_hazards",
     "node_matches_pod",
     "parse_device_plugin_config",
+    "pin_daemon_pod",
     "template_hash",
     "untolerated_taint",
 ]

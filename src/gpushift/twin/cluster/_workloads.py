@@ -17,6 +17,7 @@ from gpushift.twin.cluster._context import Context, Obj
 from gpushift.twin.cluster._reuse import (
     DAEMONSET_TOLERATIONS,
     node_matches_pod,
+    pin_daemon_pod,
     template_hash,
     untolerated_taint,
 )
@@ -577,22 +578,7 @@ def _daemon_pod(ds: Obj, *, node: str, generation: int) -> Obj:
             "controller-revision-hash": template_hash(template),
         },
     )
-    spec = pod["spec"]
-    # pkg/controller/daemon/util ReplaceDaemonSetPodNodeNameNodeAffinity.
-    affinity = dict(spec.get("affinity") or {})
-    node_aff = dict(affinity.get("nodeAffinity") or {})
-    node_aff["requiredDuringSchedulingIgnoredDuringExecution"] = {
-        "nodeSelectorTerms": [
-            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
-        ]
-    }
-    affinity["nodeAffinity"] = node_aff
-    spec["affinity"] = affinity
-    tolerations = list(spec.get("tolerations") or [])
-    for t in DAEMONSET_TOLERATIONS:
-        if t not in tolerations:
-            tolerations.append(dict(t))
-    spec["tolerations"] = tolerations
+    pin_daemon_pod(pod["spec"], node=node)
     return pod
 
 
