@@ -6,7 +6,6 @@ errors, and stands in minimally for any operation that is not implemented yet.
 
 from __future__ import annotations
 
-import copy
 from datetime import datetime
 from typing import Any
 
@@ -18,19 +17,6 @@ from gpushift.twin._status import ApiError, StatusDetails
 
 Obj = dict[str, Any]
 _REASONS = {400: "BadRequest", 413: "RequestEntityTooLarge", 415: "UnsupportedMediaType"}
-
-
-def _merge(obj: Any, patch: Any) -> Any:
-    # RFC 7386
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = dict(obj) if isinstance(obj, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = _merge(out.get(key), value)
-    return out
 
 
 def _patch_error(err: _patch.PatchError) -> ApiError:
@@ -58,7 +44,7 @@ def merge_patch(obj: Obj, patch: Any) -> Obj:
     except _patch.PatchError as err:
         raise _patch_error(err) from err
     except NotImplementedError:
-        out: Obj = _merge(obj, patch)
+        out: Obj = _patch.merge_value(obj, patch)
         return out
 
 
@@ -73,7 +59,7 @@ def strategic_merge_patch(obj: Obj, patch: Any, *, kind: Kind) -> Obj:
             raise ApiError(
                 415, "UnsupportedMediaType", "strategic merge patch format is not supported"
             ) from None
-        out: Obj = _merge(obj, patch)
+        out: Obj = _patch.merge_value(obj, patch)
         return out
 
 
@@ -91,7 +77,7 @@ def server_side_apply(
     except _patch.PatchError as err:
         raise _patch_error(err) from err
     except NotImplementedError:
-        merged: Obj = _merge(live or {}, applied)
+        merged: Obj = _patch.merge_value(live or {}, applied)
         return _fallback_managed_fields(live, merged, manager=manager, operation="Apply", now=now)
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "clone",
     "json_patch",
     "merge_patch",
+    "merge_value",
     "strategic_merge_patch",
 ]
 
@@ -154,12 +155,14 @@ def merge_patch(obj: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     """
     if not isinstance(patch, dict):
         raise PatchError("Invalid JSON Patch", code=400)
-    result = _merge_value(obj, patch)
+    result = merge_value(obj, patch)
     assert isinstance(result, dict)
     return result
 
 
-def _merge_value(target: Any, patch: Any) -> Any:
+def merge_value(target: Any, patch: Any) -> Any:
+    """RFC 7386 merge of ``patch`` into ``target``, for any JSON value: a non-object ``patch``
+    replaces ``target`` (copied); the result shares untouched subtrees with ``target``."""
     if not isinstance(patch, dict):
         return clone(patch)
     out = dict(target) if isinstance(target, dict) else {}
@@ -167,7 +170,7 @@ def _merge_value(target: Any, patch: Any) -> Any:
         if value is None:
             out.pop(key, None)
         else:
-            out[key] = _merge_value(out.get(key), value)
+            out[key] = merge_value(out.get(key), value)
     return out
 
 
