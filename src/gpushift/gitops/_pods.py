@@ -295,6 +295,11 @@ LLMKUBE_VENDOR_RESOURCES: Mapping[str, str] = {
 }
 
 
+def _gpu_count(value: Any) -> int:
+    # pkg/apiutil/gpu.go GPUCount: only a count above zero means GPUs were asked for.
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
 def llmkube_workload(isvc: Obj, model: Obj | None) -> Workload:
     """The Deployment llmkube renders for an InferenceService (and its Model).
 
@@ -306,15 +311,14 @@ def llmkube_workload(isvc: Obj, model: Obj | None) -> Workload:
     spec = _dict(isvc.body.get("spec"))
     mspec = _dict(model.body.get("spec")) if model is not None else {}
     gpu = _dict(_dict(mspec.get("hardware")).get("gpu"))
-    count = gpu.get("count") if isinstance(gpu.get("count"), int) else 0
-    if not count:
-        rgpu = _dict(spec.get("resources")).get("gpu")
-        count = rgpu if isinstance(rgpu, int) else 0
+    count = _gpu_count(gpu.get("count"))
+    if count == 0:
+        count = _gpu_count(_dict(spec.get("resources")).get("gpu"))
     claims = _claims(gpu.get("resourceClaims"))
     resources: dict[str, Any] = {}
     if claims:
         resources["claims"] = [{"name": c.name} for c in claims]
-    elif count and gpu.get("enabled", True) is not False:
+    elif count > 0 and gpu.get("enabled", True) is not False:
         name = gpu.get("resourceName") or LLMKUBE_VENDOR_RESOURCES.get(
             str(gpu.get("vendor", "nvidia")).lower(), GPU_RESOURCE
         )
