@@ -137,6 +137,8 @@ class PodInfo:
     class_key: Any = None
     owner_uid: str | None = None
     prebound: bool = False
+    #: Set on a victim: the ``namespace/name`` of the pod that preempted it, and the node.
+    preempted_by: tuple[str, str] | None = None
 
     @property
     def key(self) -> str:
@@ -977,6 +979,7 @@ class Scheduler:
         for v in victims:
             self._unbind(v)
             v.message = f"preempted by {pod.key} on {node.name}"
+            v.preempted_by = (pod.key, node.name)
             heapq.heappush(self._queue, (_queue_key(v), v.order))
         failure, results, bridge = self._check(pod, node)
         if failure is not None:

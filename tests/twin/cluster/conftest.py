@@ -167,6 +167,12 @@ def three_nodes(tmp_path: Path) -> Iterator[Driver]:
 
 
 @pytest.fixture
+def one_cpu_bound_node(tmp_path: Path) -> Iterator[Driver]:
+    """One node with 2 CPUs and no GPU: room for one 1.5-CPU pod."""
+    yield from serve('nodes:\n- name: n1\n  cpu: "2"\n  gpus: []\n', tmp_path)
+
+
+@pytest.fixture
 def slow_plugin(tmp_path: Path) -> Iterator[Driver]:
     """Three one-card nodes whose device plugins take 200 s (2 s here) to register."""
     yield from serve(THREE_ONE_CARD_NODES, tmp_path, "--plugin-register-delay", "200")

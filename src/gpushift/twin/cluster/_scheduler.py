@@ -10,6 +10,7 @@ FailedScheduling Events.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -100,15 +101,21 @@ class Scheduler:
         }
         pending: list[Obj] = []
         bound: list[Obj] = []
+        terminating: set[str] = set()
         for p in pods:
             spec = p.get("spec") or {}
             if spec.get("nodeName"):
                 if (p.get("status") or {}).get("phase") not in TERMINAL:
                     bound.append(p)
+                    if p["metadata"].get("deletionTimestamp"):
+                        terminating.add(str(spec["nodeName"]))
             elif (
                 is_active(p)
                 and spec.get("schedulerName", SCHEDULER) == SCHEDULER
                 and self._tried.get(p["metadata"]["uid"]) != self.epoch
+                # pkg/scheduler/framework/preemption PodEligibleToPreemptOthers: a pod whose
+                # nominated node still has victims terminating waits for them to go.
+                and (p.get("status") or {}).get("nominatedNodeName") not in terminating
             ):
                 pending.append(p)
         if not pending:
@@ -144,9 +151,28 @@ class Scheduler:
             (c["metadata"]["namespace"], c["metadata"]["name"]): c
             for c in ctx.list(ctx.kinds.claim)
         }
+        # The engine preempts in its own model; here the victims must really go first. The
+        # preemptor is nominated and binds in a later pass, once they are gone, as upstream.
+        nominated: dict[str, str] = {}
+        by_key = {p.key: p for p in outcome.pods[len(prebound) :]}
+        for victim in outcome.pods[: len(prebound)]:
+            if victim.preempted_by is None:
+                continue
+            preemptor_key, node = victim.preempted_by
+            preemptor = by_key.get(preemptor_key)
+            if preemptor is None:
+                continue
+            nominated[preemptor_key] = node
+            self._evict(victim, preemptor=preemptor, node=node)
+        freeing = set(nominated.values())
         count = 0
         for info in outcome.pods[len(prebound) :]:
             uid = str(info.obj["metadata"]["uid"])
+            if info.key in nominated:
+                self._nominate(info, nominated[info.key])
+                continue
+            if info.node is not None and info.node.name in freeing:
+                continue  # placed into room the victims still hold: retried next pass
             if info.node is None:
                 self._tried[uid] = self.epoch
                 self._unschedulable(info)
@@ -176,6 +202,43 @@ class Scheduler:
         return True
 
     # -- writes --
+
+    def _evict(self, victim: PodInfo, *, preemptor: PodInfo, node: str) -> None:
+        """Delete a preemption victim, with the event kube-scheduler records on it."""
+        ctx = self.ctx
+        try:
+            live = ctx.store.get(ctx.kinds.pod, name=victim.name, namespace=victim.namespace)
+        except ApiError:
+            return
+        if live["metadata"].get("deletionTimestamp"):
+            return
+        # pkg/scheduler/framework/preemption prepareCandidate: the victim's event.
+        preemptor_uid = preemptor.obj["metadata"].get("uid")
+        ctx.event(
+            live,
+            reason="Preempted",
+            message=f"Preempted by pod {preemptor_uid} on node {node}",
+            component=SCHEDULER,
+        )
+        with contextlib.suppress(ApiError):
+            ctx.store.delete(ctx.kinds.pod, name=victim.name, namespace=victim.namespace)
+
+    def _nominate(self, info: PodInfo, node: str) -> None:
+        """Record ``status.nominatedNodeName`` on a preemptor that waits for its victims."""
+        ctx = self.ctx
+
+        def mutate(cur: Obj) -> Obj:
+            cur.setdefault("status", {})["nominatedNodeName"] = node
+            return cur
+
+        with contextlib.suppress(ApiError):
+            ctx.store.update(
+                ctx.kinds.pod,
+                name=info.name,
+                namespace=info.namespace,
+                mutate=mutate,
+                subresource="status",
+            )
 
     def _unschedulable(self, info: PodInfo) -> None:
         ctx = self.ctx
