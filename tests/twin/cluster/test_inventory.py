@@ -139,7 +139,8 @@ def test_counts_expand_into_distinct_padded_names_and_minors(
     lines = ["nodes:"]
     for prefix, count, gpus in groups:
         lines.append(
-            f"- {{name: {prefix}, count: {count}, "
+            # Quoted: a bare `no` or `on` is a YAML 1.1 boolean, not a name.
+            f"- {{name: '{prefix}', count: {count}, "
             f"gpus: [{{product: NVIDIA L4, count: {max(gpus, 1)}}}]}}"
         )
     inv = from_text("\n".join(lines) + "\n")
