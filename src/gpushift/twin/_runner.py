@@ -61,8 +61,8 @@ async def start(
     app = server.app()
     if routes is not None:
         routes(app)
-    # Watch streams never finish on their own; without a short grace, shutdown would wait
-    # aiohttp's default 60 s for them before the state file is saved.
+    # The server ends its watch streams on shutdown; this bounds any other handler still
+    # running, which would otherwise hold the exit (and the state save) for aiohttp's 60 s.
     runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=2.0)
     await runner.setup()
     context = None
