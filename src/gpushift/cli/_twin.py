@@ -256,7 +256,7 @@ def register(app: typer.Typer) -> None:
                 loop.add_signal_handler(sig, stop.set)
 
             def ready(bound: int) -> None:
-                url = t._runner.url_for(host, bound, tls=tls)
+                url = t.apiserver._runner.url_for(host, bound, tls=tls)
                 t.write_kubeconfig(
                     kubeconfig_out,
                     server=url,
@@ -393,6 +393,6 @@ def register(app: typer.Typer) -> None:
         if out is None:
             sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         elif out.suffix in (".yaml", ".yml"):
-            t._state.write_text(out, yaml.safe_dump(doc, sort_keys=False))
+            t.apiserver._state.write_text(out, yaml.safe_dump(doc, sort_keys=False))
         else:
-            t._state.write_text(out, json.dumps(doc, indent=2) + "\n")
+            t.apiserver._state.write_text(out, json.dumps(doc, indent=2) + "\n")

@@ -9,13 +9,30 @@ The :class:`Store` holds the cluster's objects and notifies watchers; the HTTP l
 
 from __future__ import annotations
 
-from gpushift.twin._auth import Certificate, kubeconfig, new_token, self_signed, write_kubeconfig
-from gpushift.twin._faults import FaultConfig, Faults
-from gpushift.twin._runner import Twin, new_store, run_twin, serve_forever
-from gpushift.twin._server import TwinServer
-from gpushift.twin._state import as_list, load, save
-from gpushift.twin._status import ApiError, Status
-from gpushift.twin._store import Event, Page, ScalePaths, Store, Watcher
+from gpushift.twin.apiserver import (
+    ApiError,
+    Certificate,
+    Event,
+    FaultConfig,
+    Faults,
+    Page,
+    ScalePaths,
+    Status,
+    Store,
+    Twin,
+    TwinServer,
+    Watcher,
+    as_list,
+    kubeconfig,
+    load,
+    new_store,
+    new_token,
+    run_twin,
+    save,
+    self_signed,
+    serve_forever,
+    write_kubeconfig,
+)
 
 __all__ = [
     "ApiError",

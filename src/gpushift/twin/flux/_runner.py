@@ -13,7 +13,7 @@ from typing import Any
 
 from gpushift._kinds import by_kind, lookup
 from gpushift.twin import ApiError, Event, Store
-from gpushift.twin._store import rfc3339
+from gpushift.twin.apiserver._store import rfc3339
 from gpushift.twin.charts import Operators
 from gpushift.twin.cluster import AgentThread
 from gpushift.twin.flux import _crds

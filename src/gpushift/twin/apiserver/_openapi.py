@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from gpushift._kinds import Kind
-from gpushift.twin._discovery import VERSION
+from gpushift.twin.apiserver._discovery import VERSION
 
 Obj = dict[str, Any]
 

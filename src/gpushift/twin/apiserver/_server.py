@@ -1,4 +1,4 @@
-"""The twin's HTTP layer: the Kubernetes REST API over a :class:`~gpushift.twin._store.Store`.
+"""The twin's HTTP layer: the Kubernetes REST API over a :class:`Store`.
 
 Paths, verbs, query parameters and response shapes follow kube-apiserver
 (k8s.io/apiserver/pkg/endpoints); errors are ``Status`` bodies from ``_status``.
@@ -20,11 +20,11 @@ import yaml
 from aiohttp import web
 
 from gpushift._kinds import Kind
-from gpushift.twin import _discovery, _openapi, _ops, _protobuf
-from gpushift.twin._auth import check_bearer
-from gpushift.twin._faults import Faults
-from gpushift.twin._selectors import compile_fields, parse_fields, parse_labels
-from gpushift.twin._status import (
+from gpushift.twin.apiserver import _discovery, _openapi, _ops, _protobuf
+from gpushift.twin.apiserver._auth import check_bearer
+from gpushift.twin.apiserver._faults import Faults
+from gpushift.twin.apiserver._selectors import compile_fields, parse_fields, parse_labels
+from gpushift.twin.apiserver._status import (
     ApiError,
     bad_request,
     conflict,
@@ -32,7 +32,7 @@ from gpushift.twin._status import (
     not_found,
     unsupported_media_type,
 )
-from gpushift.twin._store import Event, Store, encode, get_path, rfc3339, set_path
+from gpushift.twin.apiserver._store import Event, Store, encode, get_path, rfc3339, set_path
 
 Obj = dict[str, Any]
 log = logging.getLogger("gpushift.twin")

@@ -18,7 +18,7 @@ import jsonpatch
 import jsonpointer
 
 from gpushift._kinds import Kind
-from gpushift.twin._merge_keys import (
+from gpushift.twin.apiserver._merge_keys import (
     ListOf,
     TypeSpec,
     child_type,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, NotRequired, TypedDict
 
 from gpushift._kinds import Kind, lookup
-from gpushift.twin._merge_keys import (
+from gpushift.twin.apiserver._merge_keys import (
     ATOMIC_LIST,
     ListOf,
     Struct,
@@ -27,7 +27,7 @@ from gpushift.twin._merge_keys import (
     item_type,
     root_type,
 )
-from gpushift.twin._patch import PatchError, clone
+from gpushift.twin.apiserver._patch import PatchError, clone
 
 __all__ = [
     "LAST_APPLIED_ANNOTATION",

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpushift._kinds import by_kind
-from gpushift.twin._patch import (
+from gpushift.twin.apiserver._patch import (
     UNSUPPORTED_PATCH_MESSAGE,
     PatchError,
     json_patch,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpushift._kinds import Kind
-from gpushift.twin._status import ApiError, bad_request
+from gpushift.twin.apiserver._status import ApiError, bad_request
 
 _KEY = re.compile(
     r"^([A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"

@@ -17,8 +17,8 @@ import yaml
 
 from gpushift._errors import InputError
 from gpushift._yaml import describe, expand_lists, read_file
-from gpushift.twin._status import ApiError
-from gpushift.twin._store import Store
+from gpushift.twin.apiserver._status import ApiError
+from gpushift.twin.apiserver._store import Store
 
 Obj = dict[str, Any]
 

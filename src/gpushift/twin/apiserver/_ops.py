@@ -12,8 +12,8 @@ from typing import Any
 import jsonpatch
 
 from gpushift._kinds import Kind
-from gpushift.twin import _apply, _patch, _tables
-from gpushift.twin._status import ApiError, StatusDetails
+from gpushift.twin.apiserver import _apply, _patch, _tables
+from gpushift.twin.apiserver._status import ApiError, StatusDetails
 
 Obj = dict[str, Any]
 _REASONS = {400: "BadRequest", 413: "RequestEntityTooLarge", 415: "UnsupportedMediaType"}

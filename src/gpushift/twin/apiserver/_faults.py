@@ -11,7 +11,7 @@ import random
 import threading
 from dataclasses import dataclass
 
-from gpushift.twin._status import ApiError
+from gpushift.twin.apiserver._status import ApiError
 
 #: Error bodies as kube-apiserver and its filters word them.
 _ERRORS = {

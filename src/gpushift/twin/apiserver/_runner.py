@@ -15,11 +15,11 @@ from typing import Any
 
 from aiohttp import web
 
-from gpushift.twin import _crd
-from gpushift.twin._auth import Certificate, new_token, self_signed, write_kubeconfig
-from gpushift.twin._faults import FaultConfig, Faults
-from gpushift.twin._server import TwinServer
-from gpushift.twin._store import Store
+from gpushift.twin.apiserver import _crd
+from gpushift.twin.apiserver._auth import Certificate, new_token, self_signed, write_kubeconfig
+from gpushift.twin.apiserver._faults import FaultConfig, Faults
+from gpushift.twin.apiserver._server import TwinServer
+from gpushift.twin.apiserver._store import Store
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gpushift.twin._store import Key, Store
+    from gpushift.twin.apiserver._store import Key, Store
 
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpushift._kinds import by_kind
-from gpushift.twin._apply import (
+from gpushift.twin.apiserver._apply import (
     LAST_APPLIED_ANNOTATION,
     ApplyConflict,
     from_fields_v1,
@@ -24,7 +24,7 @@ from gpushift.twin._apply import (
     to_fields_v1,
     update_managed_fields,
 )
-from gpushift.twin._patch import PatchError
+from gpushift.twin.apiserver._patch import PatchError
 
 CM = by_kind("ConfigMap")
 DEPLOY = by_kind("Deployment")

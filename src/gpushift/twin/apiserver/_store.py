@@ -25,9 +25,9 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from gpushift._kinds import Kind, builtin_kinds
-from gpushift.twin import _gc, _ops, _validation
-from gpushift.twin._selectors import LabelSelector, match_labels
-from gpushift.twin._status import (
+from gpushift.twin.apiserver import _gc, _ops, _validation
+from gpushift.twin.apiserver._selectors import LabelSelector, match_labels
+from gpushift.twin.apiserver._status import (
     MODIFIED,
     ApiError,
     already_exists,

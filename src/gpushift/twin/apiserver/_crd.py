@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpushift._kinds import Kind
-from gpushift.twin._store import Event, ScalePaths, Store, rfc3339
+from gpushift.twin.apiserver._store import Event, ScalePaths, Store, rfc3339
 
 Obj = dict[str, Any]
 

@@ -8,7 +8,12 @@ from hypothesis import strategies as st
 
 from gpushift._kinds import by_kind
 from gpushift.twin import ApiError
-from gpushift.twin._selectors import compile_fields, match_labels, parse_fields, parse_labels
+from gpushift.twin.apiserver._selectors import (
+    compile_fields,
+    match_labels,
+    parse_fields,
+    parse_labels,
+)
 
 LABELS = {"app": "web", "tier": "front", "gpu": ""}
 

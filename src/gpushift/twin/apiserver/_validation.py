@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from gpushift._kinds import Kind
-from gpushift.twin._status import ApiError, invalid
+from gpushift.twin.apiserver._status import ApiError, invalid
 
 Obj = dict[str, Any]
 
