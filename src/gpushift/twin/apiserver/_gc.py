@@ -3,127 +3,173 @@
 The store runs it synchronously inside its write lock after each write, so a cascade is
 complete when the write returns; k8s.io/kubernetes/pkg/controller/garbagecollector and the
 namespace controller do the same work asynchronously.
+
+The collector keeps its own work queues and sees the store only through :class:`Objects`,
+the few public store methods it needs; it imports nothing of the store.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from gpushift.twin.apiserver._store import Key, Store
+Obj = dict[str, Any]
 
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
 
 
-def collect(store: Store) -> None:
-    """Delete what the last writes orphaned, to a fixed point.
+class Objects(Protocol):
+    """The store as the collector sees it. Every method is called inside a store write."""
 
-    Dependents whose owners are all gone are deleted (background propagation); owners marked
-    ``foregroundDeletion`` go once their dependents are gone; ``orphan`` strips the owner
-    reference from dependents; a terminating namespace is emptied, then removed.
-    """
-    if store._collecting:
-        return
-    store._collecting = True
-    try:
-        while store._orphans or store._owners_to_check or store._namespaces_to_check:
-            if store._orphans:
-                uid = store._orphans.pop()
-                for dep_uid in list(store._dependents.get(uid, ())):
-                    loc = store._by_uid.get(dep_uid)
-                    if loc is None:
-                        continue
-                    dep = store._data[loc[0]][loc[1]].obj
-                    owners = [r.get("uid") for r in dep["metadata"].get("ownerReferences") or []]
-                    if all(o not in store._by_uid for o in owners):
-                        delete_entry(store, loc)
-                continue
-            if store._owners_to_check:
-                uid = store._owners_to_check.pop()
-                loc = store._by_uid.get(uid)
-                if loc is None:
-                    continue
-                owner = store._data[loc[0]][loc[1]].obj
-                ometa = owner["metadata"]
-                if not ometa.get("deletionTimestamp"):
-                    continue
-                fins = list(ometa.get("finalizers") or [])
-                deps = [
-                    store._by_uid[d] for d in store._dependents.get(uid, ()) if d in store._by_uid
-                ]
-                if ORPHAN in fins:
-                    for dloc in deps:
-                        dobj = store._data[dloc[0]][dloc[1]].obj
-                        dmeta = dict(dobj["metadata"])
-                        refs = [
-                            r for r in dmeta.get("ownerReferences") or [] if r.get("uid") != uid
-                        ]
-                        if refs:
-                            dmeta["ownerReferences"] = refs
-                        else:
-                            dmeta.pop("ownerReferences", None)
-                        store._store(
-                            store._kind_of(dloc[0], dobj), dobj, {**dobj, "metadata": dmeta}
-                        )
-                    fins.remove(ORPHAN)
-                elif FOREGROUND in fins:
-                    if deps:
-                        for dloc in deps:
-                            delete_entry(store, dloc)
-                        deps = [
-                            store._by_uid[d]
-                            for d in store._dependents.get(uid, ())
-                            if d in store._by_uid
-                        ]
-                    if not deps:
-                        fins.remove(FOREGROUND)
-                if fins == list(ometa.get("finalizers") or []):
-                    continue
-                kind = store._kind_of(loc[0], owner)
-                new_meta = {**ometa, "finalizers": fins}
-                if not fins:
-                    new_meta.pop("finalizers")
-                    store._remove(kind, {**owner, "metadata": new_meta})
+    def by_uid(self, uid: str) -> Obj | None:
+        """The stored object with this uid (read-only), or None when there is none."""
+
+    def dependents(self, uid: str) -> list[str]:
+        """The uids of stored objects that have an ownerReference to ``uid``."""
+
+    def namespace_members(self, namespace: str) -> list[Obj]:
+        """Every stored object in ``namespace`` (read-only)."""
+
+    def namespace(self, name: str) -> Obj | None:
+        """The stored Namespace ``name`` (read-only), or None."""
+
+    def put(self, old: Obj, new: Obj) -> None:
+        """Store ``new`` in place of ``old`` as the system: no admission, a new version."""
+
+    def drop(self, obj: Obj) -> None:
+        """Remove the stored object ``obj`` (its last state) and tell watchers."""
+
+    def timestamp(self) -> str:
+        """Now, as the store's clock gives it (``metav1.Time``)."""
+
+
+class Collector:
+    """The garbage collector of one store: queues of what to look at, and the fixed point."""
+
+    def __init__(self, objects: Objects) -> None:
+        self._objects = objects
+        self._orphans: list[str] = []  # uids removed, whose dependents may now be orphaned
+        self._owners: list[str] = []  # uids deleting, whose finalizers may now be done
+        self._namespaces: list[str] = []  # namespaces that may have emptied
+        self._running = False
+
+    def written(self, obj: Obj) -> None:
+        """``obj`` was stored; a deleting owner is checked for its finalizers."""
+        meta = obj["metadata"]
+        if meta.get("deletionTimestamp"):
+            self._owners.append(meta["uid"])
+
+    def removed(self, obj: Obj, *, namespace: str | None) -> None:
+        """``obj`` was removed: its dependents, its owners and ``namespace`` are checked."""
+        meta = obj["metadata"]
+        self._orphans.append(meta["uid"])
+        for ref in meta.get("ownerReferences") or []:
+            self._owners.append(str(ref.get("uid")))
+        if namespace is not None:
+            self._namespaces.append(namespace)
+
+    def terminating(self, namespace: str) -> None:
+        """The namespace was marked for deletion; it is emptied, then removed."""
+        self._namespaces.append(namespace)
+
+    def run(self) -> None:
+        """Delete what the last writes orphaned, to a fixed point.
+
+        Dependents whose owners are all gone are deleted (background propagation); owners
+        marked ``foregroundDeletion`` go once their dependents are gone; ``orphan`` strips the
+        owner reference from dependents; a terminating namespace is emptied, then removed.
+        Re-entrant calls (from the collector's own writes) return at once.
+        """
+        if self._running:
+            return
+        self._running = True
+        try:
+            while self._orphans or self._owners or self._namespaces:
+                if self._orphans:
+                    self._orphaned(self._orphans.pop())
+                elif self._owners:
+                    self._owner(self._owners.pop())
                 else:
-                    store._store(kind, owner, {**owner, "metadata": new_meta})
+                    self._namespace(self._namespaces.pop())
+        finally:
+            self._running = False
+
+    def _present(self, uids: list[str]) -> list[str]:
+        return [u for u in uids if self._objects.by_uid(u) is not None]
+
+    def _orphaned(self, uid: str) -> None:
+        for dep_uid in self._objects.dependents(uid):
+            dep = self._objects.by_uid(dep_uid)
+            if dep is None:
                 continue
-            ns = store._namespaces_to_check.pop()
-            nsloc = (("", "namespaces"), ("", ns))
-            entry = store._data[("", "namespaces")].get(nsloc[1])
-            if entry is None or not entry.obj["metadata"].get("deletionTimestamp"):
-                continue
-            left = False
-            for key, table in store._data.items():
-                if not store._resources[key].kind.namespaced:
+            owners = [r.get("uid") for r in dep["metadata"].get("ownerReferences") or []]
+            if all(not isinstance(o, str) or self._objects.by_uid(o) is None for o in owners):
+                self.delete(dep_uid)
+
+    def _owner(self, uid: str) -> None:
+        owner = self._objects.by_uid(uid)
+        if owner is None:
+            return
+        ometa = owner["metadata"]
+        if not ometa.get("deletionTimestamp"):
+            return
+        fins = list(ometa.get("finalizers") or [])
+        deps = self._present(self._objects.dependents(uid))
+        if ORPHAN in fins:
+            for dep_uid in deps:
+                dobj = self._objects.by_uid(dep_uid)
+                if dobj is None:
                     continue
-                for skey in [k for k in table if k[0] == ns]:
-                    left = True
-                    if not table[skey].obj["metadata"].get("deletionTimestamp"):
-                        delete_entry(store, (key, skey))
-            if not left or not any(k[0] == ns for t in store._data.values() for k in t):
-                nsobj = store._data[("", "namespaces")].get(("", ns))
-                if nsobj is not None and not nsobj.obj["metadata"].get("finalizers"):
-                    store._remove(store._resources[("", "namespaces")].kind, nsobj.obj)
-    finally:
-        store._collecting = False
+                dmeta = dict(dobj["metadata"])
+                refs = [r for r in dmeta.get("ownerReferences") or [] if r.get("uid") != uid]
+                if refs:
+                    dmeta["ownerReferences"] = refs
+                else:
+                    dmeta.pop("ownerReferences", None)
+                self._objects.put(dobj, {**dobj, "metadata": dmeta})
+            fins.remove(ORPHAN)
+        elif FOREGROUND in fins:
+            if deps:
+                for dep_uid in deps:
+                    self.delete(dep_uid)
+                deps = self._present(self._objects.dependents(uid))
+            if not deps:
+                fins.remove(FOREGROUND)
+        if fins == list(ometa.get("finalizers") or []):
+            return
+        new_meta = {**ometa, "finalizers": fins}
+        if not fins:
+            new_meta.pop("finalizers")
+            self._objects.drop({**owner, "metadata": new_meta})
+        else:
+            self._objects.put(owner, {**owner, "metadata": new_meta})
 
+    def _namespace(self, ns: str) -> None:
+        nsobj = self._objects.namespace(ns)
+        if nsobj is None or not nsobj["metadata"].get("deletionTimestamp"):
+            return
+        members = self._objects.namespace_members(ns)
+        for obj in members:
+            if not obj["metadata"].get("deletionTimestamp"):
+                self.delete(obj["metadata"]["uid"])
+        if not members or not self._objects.namespace_members(ns):
+            nsobj = self._objects.namespace(ns)
+            if nsobj is not None and not nsobj["metadata"].get("finalizers"):
+                self._objects.drop(nsobj)
 
-def delete_entry(store: Store, loc: tuple[Key, tuple[str, str]]) -> None:
-    """Delete one stored object, or mark it deleting while it has finalizers."""
-    entry = store._data[loc[0]].get(loc[1])
-    if entry is None:
-        return
-    obj = entry.obj
-    meta = obj["metadata"]
-    kind = store._kind_of(loc[0], obj)
-    if meta.get("finalizers"):
-        if not meta.get("deletionTimestamp"):
-            new_meta = {
-                **meta,
-                "deletionTimestamp": store._now(),
-                "deletionGracePeriodSeconds": 0,
-            }
-            store._store(kind, obj, {**obj, "metadata": new_meta})
-        return
-    store._remove(kind, obj)
+    def delete(self, uid: str) -> None:
+        """Delete one stored object, or mark it deleting while it has finalizers."""
+        obj = self._objects.by_uid(uid)
+        if obj is None:
+            return
+        meta = obj["metadata"]
+        if meta.get("finalizers"):
+            if not meta.get("deletionTimestamp"):
+                new_meta = {
+                    **meta,
+                    "deletionTimestamp": self._objects.timestamp(),
+                    "deletionGracePeriodSeconds": 0,
+                }
+                self._objects.put(obj, {**obj, "metadata": new_meta})
+            return
+        self._objects.drop(obj)

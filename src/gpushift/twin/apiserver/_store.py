@@ -269,10 +269,7 @@ class Store:
     ) -> None:
         self._lock = threading.RLock()
         self._rv = 1
-        self._orphans = []
-        self._owners_to_check = []
-        self._namespaces_to_check = []
-        self._collecting = False
+        self._gc = _gc.Collector(self)
         self.clock = clock
         self._random = random.Random(seed)
         self._resources: dict[Key, Resource] = {}
@@ -327,7 +324,7 @@ class Store:
                 kind = res.kind
                 for entry in builtins.list(self._data.get((group, plural), {}).values()):
                     self._remove(kind, entry.obj)
-                self._run_collect()
+                self._gc.run()
                 del self._resources[(group, plural)]
                 self._data.pop((group, plural), None)
             for version in drop:
@@ -685,13 +682,9 @@ class Store:
         self._index_owners(meta["uid"], obj, None)
         raw = encode(gone_obj)
         self._emit(Event("DELETED", kind, gone_obj, raw, rv))
-        self._orphans.append(meta["uid"])
-        for ref in meta.get("ownerReferences") or []:
-            self._owners_to_check.append(str(ref.get("uid")))
-        if kind.group == "" and kind.plural == "namespaces":
-            pass
-        elif kind.namespaced:
-            self._namespaces_to_check.append(meta.get("namespace") or "")
+        is_namespace = kind.group == "" and kind.plural == "namespaces"
+        namespace = (meta.get("namespace") or "") if kind.namespaced and not is_namespace else None
+        self._gc.removed(gone_obj, namespace=namespace)
         return gone_obj
 
     def update(
@@ -870,7 +863,7 @@ class Store:
             return new
         if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
             gone_obj = self._remove(kind, new)
-            self._run_collect()
+            self._gc.run()
             return gone_obj
         return self._store(kind, old, new)
 
@@ -951,34 +944,59 @@ class Store:
                 new = {**obj, "metadata": new_meta}
                 if is_namespace:
                     new["status"] = {**(obj.get("status") or {}), "phase": "Terminating"}
-                    self._namespaces_to_check.append(name)
+                    self._gc.terminating(name)
                 return self._store(kind, obj, new)
             gone_obj = self._remove(kind, obj)
-            self._run_collect()
+            self._gc.run()
             return gone_obj
 
     # --- garbage collection ------------------------------------------------------------------
 
-    _orphans: builtins.list[str]
-    _owners_to_check: builtins.list[str]
-    _namespaces_to_check: builtins.list[str]
-    _collecting: bool
-
     def _collect(self, kind: Kind, obj: Obj) -> None:
-        meta = obj["metadata"]
-        if meta.get("deletionTimestamp"):
-            self._owners_to_check.append(meta["uid"])
-        self._run_collect()
+        self._gc.written(obj)
+        self._gc.run()
 
-    def _kind_of(self, key: Key, obj: Obj) -> Kind:
-        res = self._resources[key]
-        return res.kind
+    # The collector's view of the store (``_gc.Objects``): called inside a write, these read
+    # stored objects without copying and write without admission. Other callers use the
+    # methods above.
 
-    def _run_collect(self) -> None:
-        _gc.collect(self)
+    def by_uid(self, uid: str) -> Obj | None:
+        """The stored object with this uid (read-only), or None when there is none."""
+        loc = self._by_uid.get(uid)
+        return None if loc is None else self._data[loc[0]][loc[1]].obj
 
-    def _delete_entry(self, loc: tuple[Key, tuple[str, str]]) -> None:
-        _gc.delete_entry(self, loc)
+    def dependents(self, uid: str) -> builtins.list[str]:
+        """The uids of stored objects that have an ownerReference to ``uid``."""
+        return builtins.list(self._dependents.get(uid, ()))
+
+    def namespace_members(self, namespace: str) -> builtins.list[Obj]:
+        """Every stored object in ``namespace`` (read-only)."""
+        return [
+            table[skey].obj
+            for key, table in self._data.items()
+            if self._resources[key].kind.namespaced
+            for skey in table
+            if skey[0] == namespace
+        ]
+
+    def namespace(self, name: str) -> Obj | None:
+        """The stored Namespace ``name`` (read-only), or None."""
+        entry = self._data[("", "namespaces")].get(("", name))
+        return None if entry is None else entry.obj
+
+    def put(self, old: Obj, new: Obj) -> None:
+        """Store ``new`` in place of the stored ``old`` (same uid) with no admission."""
+        with self._lock:
+            self._store(self._resources[self._by_uid[old["metadata"]["uid"]][0]].kind, old, new)
+
+    def drop(self, obj: Obj) -> None:
+        """Remove the stored object ``obj`` (its last state, same uid) and tell watchers."""
+        with self._lock:
+            self._remove(self._resources[self._by_uid[obj["metadata"]["uid"]][0]].kind, obj)
+
+    def timestamp(self) -> str:
+        """Now by the store's clock, as ``metav1.Time``."""
+        return self._now()
 
     # --- watch -------------------------------------------------------------------------------
 
