@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -13,6 +15,7 @@ from gpushift.twin.apiserver._selectors import (
     match_labels,
     parse_fields,
     parse_labels,
+    selector_string,
 )
 
 LABELS = {"app": "web", "tier": "front", "gpu": ""}
@@ -80,6 +83,84 @@ def test_in_and_notin_are_complements(labels: dict[str, str], key: str, values: 
 def test_exists_and_not_exists_are_complements(labels: dict[str, str], key: str) -> None:
     assert match_labels(parse_labels(key), labels) == (key in labels)
     assert match_labels(parse_labels(f"!{key}"), labels) == (key not in labels)
+
+
+@pytest.mark.parametrize(
+    ("selector", "text"),
+    [
+        (None, ""),
+        ({}, ""),
+        ({"matchLabels": {"b": "2", "a": "1"}}, "a=1,b=2"),
+        # Ordered by key, not by the requirement's text: "!canary" and "app-x=1" would sort
+        # before "app=t" as strings.
+        (
+            {
+                "matchLabels": {"app-x": "1", "app": "t"},
+                "matchExpressions": [
+                    {"key": "tier", "operator": "In", "values": ["web", "api"]},
+                    {"key": "canary", "operator": "DoesNotExist"},
+                    {"key": "gpu", "operator": "Exists"},
+                    {"key": "zone", "operator": "NotIn", "values": ["b", "a"]},
+                ],
+            },
+            "app=t,app-x=1,!canary,gpu,tier in (api,web),zone notin (a,b)",
+        ),
+        # matchLabels before matchExpressions of the same key (a stable sort by key).
+        (
+            {
+                "matchLabels": {"app": "t"},
+                "matchExpressions": [{"key": "app", "operator": "Exists"}],
+            },
+            "app=t,app",
+        ),
+        ({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]}, "<invalid>"),
+    ],
+)
+def test_selector_string_as_kube_apiserver_prints_it(selector: object, text: str) -> None:
+    assert selector_string(selector) == text
+
+
+_expression = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "key": _key,
+            "operator": st.sampled_from(["In", "NotIn"]),
+            "values": st.lists(_value, min_size=1, max_size=3),
+        }
+    ),
+    st.fixed_dictionaries({"key": _key, "operator": st.sampled_from(["Exists", "DoesNotExist"])}),
+)
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """metav1.LabelSelector semantics, stated directly."""
+    for key, value in selector["matchLabels"].items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector["matchExpressions"]:
+        key, op = expr["key"], expr["operator"]
+        if op == "In" and labels.get(key) not in expr["values"]:
+            return False
+        if op == "NotIn" and labels.get(key) in expr["values"]:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+@given(
+    match_labels_=st.dictionaries(_key, _value, max_size=3),
+    expressions=st.lists(_expression, max_size=3),
+    labels=st.dictionaries(_key, _value, max_size=5),
+)
+def test_selector_string_parses_back_to_the_same_selector(
+    match_labels_: dict[str, str], expressions: list[dict[str, Any]], labels: dict[str, str]
+) -> None:
+    selector = {"matchLabels": match_labels_, "matchExpressions": expressions}
+    parsed = parse_labels(selector_string(selector))
+    assert match_labels(parsed, labels) == _selects(selector, labels)
 
 
 def test_pod_field_selectors() -> None:

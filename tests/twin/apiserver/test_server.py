@@ -172,6 +172,21 @@ def test_scale_is_an_autoscaling_v1_scale(twin: Twin) -> None:
     assert status == 200 and scaled["spec"] == {"replicas": 0}
 
 
+def test_scale_selector_is_printed_as_kube_apiserver_prints_it(twin: Twin) -> None:
+    # labels.Selector.String(): requirements ordered by key (not by their text), values sorted.
+    selector = {
+        "matchLabels": {"app-x": "1", "app": "t"},
+        "matchExpressions": [
+            {"key": "tier", "operator": "In", "values": ["web", "api"]},
+            {"key": "canary", "operator": "DoesNotExist"},
+        ],
+    }
+    dep = {"metadata": {"name": "t"}, "spec": {"replicas": 1, "selector": selector}}
+    call(twin, "POST", "/apis/apps/v1/namespaces/default/deployments", dep)
+    _, _, scale = call(twin, "GET", "/apis/apps/v1/namespaces/default/deployments/t/scale")
+    assert scale["status"]["selector"] == "app=t,app-x=1,!canary,tier in (api,web)"
+
+
 def test_server_side_apply_creates_and_records_the_manager(twin: Twin) -> None:
     manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  a: b\n"
     path = "/api/v1/namespaces/default/configmaps/ssa?fieldManager=tester"

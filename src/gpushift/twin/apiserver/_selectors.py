@@ -159,6 +159,41 @@ FieldSelector = tuple[tuple[str, bool, str], ...]
 """``(field, equal, value)`` triples; ``equal`` False means ``!=``."""
 
 
+def selector_string(selector: Any) -> str:
+    """The text of a ``metav1.LabelSelector`` object, as kube-apiserver prints it.
+
+    Mirrors ``metav1.LabelSelectorAsSelector(s).String()`` (apimachinery
+    pkg/apis/meta/v1/helpers.go, pkg/labels/selector.go): requirements sorted by key (stably,
+    matchLabels first), values sorted, joined by commas; ``""`` for a missing or empty
+    selector and ``<invalid>`` for an unknown operator (where upstream returns an error).
+    """
+    if not isinstance(selector, dict):
+        return ""
+    parts: list[tuple[str, str]] = []
+    labels = selector.get("matchLabels")
+    for key, value in (labels if isinstance(labels, dict) else {}).items():
+        parts.append((str(key), f"{key}={value}"))
+    expressions = selector.get("matchExpressions")
+    for expr in expressions if isinstance(expressions, list) else []:
+        if not isinstance(expr, dict):
+            return "<invalid>"
+        key = str(expr.get("key") or "")
+        op = expr.get("operator")
+        raw = expr.get("values")
+        values = ",".join(sorted(str(v) for v in (raw if isinstance(raw, list) else [])))
+        if op == "In":
+            parts.append((key, f"{key} in ({values})"))
+        elif op == "NotIn":
+            parts.append((key, f"{key} notin ({values})"))
+        elif op == "Exists":
+            parts.append((key, key))
+        elif op == "DoesNotExist":
+            parts.append((key, f"!{key}"))
+        else:
+            return "<invalid>"
+    return ",".join(text for _, text in sorted(parts, key=lambda p: p[0]))
+
+
 def parse_fields(text: str) -> FieldSelector:
     """Parse a ``fieldSelector`` query value (``a=b,c!=d``; ``\\`` escapes ``,`` and ``=``).
 

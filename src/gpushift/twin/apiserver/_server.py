@@ -23,7 +23,12 @@ from gpushift._kinds import Kind
 from gpushift.twin.apiserver import _discovery, _openapi, _ops, _protobuf
 from gpushift.twin.apiserver._auth import check_bearer
 from gpushift.twin.apiserver._faults import Faults
-from gpushift.twin.apiserver._selectors import compile_fields, parse_fields, parse_labels
+from gpushift.twin.apiserver._selectors import (
+    compile_fields,
+    parse_fields,
+    parse_labels,
+    selector_string,
+)
 from gpushift.twin.apiserver._status import (
     ApiError,
     bad_request,
@@ -612,7 +617,7 @@ class TwinServer:
         status: Obj = {"replicas": int(get_path(obj, paths.status_replicas) or 0)}
         if kind.builtin:
             selector = (obj.get("spec") or {}).get("selector") or {}
-            text = _selector_string(selector)
+            text = selector_string(selector)
             if text:
                 status["selector"] = text
         elif paths.label_selector:
@@ -859,22 +864,6 @@ class TwinServer:
 _MODIFIED = (
     "the object has been modified; please apply your changes to the latest version and try again"
 )
-
-
-def _selector_string(selector: Obj) -> str:
-    """``metav1.LabelSelectorAsSelector(...).String()`` for a label selector object."""
-    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr.get("key"), expr.get("operator"), sorted(expr.get("values") or [])
-        if op == "In":
-            parts.append(f"{key} in ({','.join(values)})")
-        elif op == "NotIn":
-            parts.append(f"{key} notin ({','.join(values)})")
-        elif op == "Exists":
-            parts.append(str(key))
-        elif op == "DoesNotExist":
-            parts.append(f"!{key}")
-    return ",".join(sorted(parts))
 
 
 def not_found_for(kind: Kind, name: str) -> ApiError:

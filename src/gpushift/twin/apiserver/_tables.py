@@ -14,6 +14,7 @@ from typing import Any, NotRequired, TypedDict
 
 from gpushift._kinds import Kind
 from gpushift.twin.apiserver._jsonpath import JsonPathError, find, go_text, parse
+from gpushift.twin.apiserver._selectors import selector_string
 
 __all__ = [
     "Table",
@@ -205,30 +206,6 @@ def _format_labels(labels: dict[str, Any]) -> str:
     if not labels:
         return "<none>"
     return ",".join(f"{k}={labels[k]}" for k in sorted(labels))
-
-
-def _selector_string(selector: Any) -> str:
-    """metav1.LabelSelectorAsSelector(...).String()."""
-    if not isinstance(selector, dict):
-        return ""
-    parts: list[tuple[str, str]] = []
-    for key, value in _map(selector, "matchLabels").items():
-        parts.append((key, f"{key}={value}"))
-    for expr in _list(selector, "matchExpressions"):
-        key = str(_get(expr, "key") or "")
-        op = _get(expr, "operator")
-        values = sorted(str(v) for v in _list(expr, "values"))
-        if op == "In":
-            parts.append((key, f"{key} in ({','.join(values)})"))
-        elif op == "NotIn":
-            parts.append((key, f"{key} notin ({','.join(values)})"))
-        elif op == "Exists":
-            parts.append((key, key))
-        elif op == "DoesNotExist":
-            parts.append((key, f"!{key}"))
-        else:
-            return "<invalid>"
-    return ",".join(text for _, text in sorted(parts, key=lambda p: p[0]))
 
 
 def _containers(template_spec: Any) -> tuple[str, str]:
@@ -456,7 +433,7 @@ def _deployment_cells(obj: Obj, now: datetime) -> list[Any]:
         _age(obj, now),
         names,
         images,
-        _selector_string(_get(obj, "spec", "selector")),
+        selector_string(_get(obj, "spec", "selector")),
     ]
 
 
@@ -471,7 +448,7 @@ def _replicaset_cells(obj: Obj, now: datetime) -> list[Any]:
         _age(obj, now),
         names,
         images,
-        _selector_string(_get(obj, "spec", "selector")),
+        selector_string(_get(obj, "spec", "selector")),
     ]
 
 
@@ -495,7 +472,7 @@ def _daemonset_cells(obj: Obj, now: datetime) -> list[Any]:
         _age(obj, now),
         names,
         images,
-        _selector_string(_get(obj, "spec", "selector")),
+        selector_string(_get(obj, "spec", "selector")),
     ]
 
 
