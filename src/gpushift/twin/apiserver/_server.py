@@ -20,7 +20,7 @@ import yaml
 from aiohttp import web
 
 from gpushift._kinds import Kind
-from gpushift.twin.apiserver import _discovery, _openapi, _ops, _protobuf
+from gpushift.twin.apiserver import _discovery, _openapi, _ops, _protobuf, _tables
 from gpushift.twin.apiserver._auth import check_bearer
 from gpushift.twin.apiserver._faults import Faults
 from gpushift.twin.apiserver._selectors import (
@@ -380,8 +380,8 @@ class TwinServer:
             except ApiError:
                 crd = None
             if crd is not None:
-                columns = _ops.printer_columns(crd, kind.version)
-        return _ops.to_table(
+                columns = _tables.printer_columns(crd, kind.version)
+        return _tables.to_table(
             kind, objects, now=self.store.clock(), include_object=include, columns=columns
         )
 

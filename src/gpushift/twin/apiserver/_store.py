@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from gpushift._kinds import Kind, builtin_kinds
-from gpushift.twin.apiserver import _gc, _ops, _validation
+from gpushift.twin.apiserver import _apply, _gc, _validation
 from gpushift.twin.apiserver._selectors import LabelSelector, match_labels
 from gpushift.twin.apiserver._status import (
     MODIFIED,
@@ -598,7 +598,7 @@ class Store:
             if kind.group == "" and kind.plural == "pods":
                 new["status"] = {"phase": "Pending", "qosClass": _qos_class(new.get("spec") or {})}
         if manager:
-            new = _ops.update_managed_fields(
+            new = _apply.update_managed_fields(
                 None, new, manager=manager, operation="Update", now=now
             )
         return new
@@ -846,7 +846,7 @@ class Store:
         ):
             meta["generation"] = int(old_meta["generation"]) + 1
         if managed and manager:
-            new = _ops.update_managed_fields(
+            new = _apply.update_managed_fields(
                 old,
                 new,
                 manager=manager,
