@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from gpushift._kinds import Kind, lookup
-from gpushift.twin import ApiError, Store
-from gpushift.twin.apiserver._ops import server_side_apply  # the same engine the API's PATCH uses
-from gpushift.twin.apiserver._store import rfc3339
+from gpushift.twin.apiserver import (
+    ApiError,
+    Store,
+    rfc3339,
+    server_side_apply,  # the same engine the API's PATCH uses
+)
 from gpushift.twin.charts._common import Obj
 
 

@@ -12,7 +12,7 @@ import contextlib
 from typing import Any
 
 from gpushift.engine import pod_claim_generate_name
-from gpushift.twin import ApiError
+from gpushift.twin.apiserver import ApiError
 from gpushift.twin.cluster._context import Context, Obj
 from gpushift.twin.cluster._workloads import TERMINAL
 

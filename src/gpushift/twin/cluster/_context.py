@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpushift._kinds import Kind, by_kind, lookup
-from gpushift.twin import ApiError, Store
+from gpushift.twin.apiserver import ApiError, Store
 from gpushift.twin.cluster._clock import VirtualClock, rfc3339
 
 Obj = dict[str, Any]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from gpushift.twin import ApiError, Event, Store, Twin, new_store, run_twin
+from gpushift.twin.apiserver import ApiError, Event, Store, Twin, new_store, run_twin
 from gpushift.twin.cluster import _claims, _workloads
 from gpushift.twin.cluster._clock import VirtualClock
 from gpushift.twin.cluster._context import Context, Delays, Obj

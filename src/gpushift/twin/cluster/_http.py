@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from gpushift.twin.apiserver._auth import check_bearer
+from gpushift.twin.apiserver import check_bearer
 from gpushift.twin.cluster._dcgm import Metrics
 from gpushift.twin.cluster._monitor import Monitor
 from gpushift.twin.cluster._promql import QueryError, parse

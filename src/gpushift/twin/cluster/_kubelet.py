@@ -29,7 +29,7 @@ from gpushift.engine import (
     nvidia_resource_slice,
     parse_consumable_shares,
 )
-from gpushift.twin import ApiError
+from gpushift.twin.apiserver import ApiError
 from gpushift.twin.cluster import _gfd, _pods
 from gpushift.twin.cluster._context import Context, Obj
 from gpushift.twin.cluster._inventory import Gpu

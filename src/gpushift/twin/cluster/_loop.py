@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Self
 
-from gpushift.twin import Event, Store
+from gpushift.twin.apiserver import Event, Store
 
 
 class AgentThread:

@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from gpushift.twin import ApiError
+from gpushift.twin.apiserver import ApiError
 from gpushift.twin.cluster._context import Context, Obj
 
 KUBELET = "kubelet"

@@ -22,7 +22,7 @@ from gpushift.engine import (
     pod_requests,
     schedule,
 )
-from gpushift.twin import ApiError
+from gpushift.twin.apiserver import ApiError
 from gpushift.twin.cluster._claims import FINALIZER
 from gpushift.twin.cluster._context import Context, Obj
 from gpushift.twin.cluster._workloads import TERMINAL, is_active

@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from gpushift.twin import ApiError
+from gpushift.twin.apiserver import ApiError
 from gpushift.twin.cluster._context import Context, Obj
 from gpushift.twin.cluster._reuse import (
     DAEMONSET_TOLERATIONS,

@@ -4,7 +4,7 @@ Operator's ClusterPolicy and prometheus-operator's ServiceMonitor."""
 from __future__ import annotations
 
 from gpushift._kinds import KINDS, Kind
-from gpushift.twin import ApiError, Store
+from gpushift.twin.apiserver import ApiError, Store
 
 Obj = dict[str, object]
 

@@ -16,7 +16,7 @@ from gpushift._kinds import by_kind, lookup
 from gpushift.gitops import (
     value_at_target_path,  # helm-controller's targetPath, as the model reads it
 )
-from gpushift.twin import ApiError
+from gpushift.twin.apiserver import ApiError
 from gpushift.twin.charts import ChartError, apply, identity, kind_of, render
 from gpushift.twin.charts._common import d, merge
 from gpushift.twin.flux._reconciler import Reconciler

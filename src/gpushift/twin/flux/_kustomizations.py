@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gpushift._kinds import by_kind, lookup
-from gpushift.twin import ApiError
+from gpushift.twin.apiserver import ApiError
 from gpushift.twin.charts._common import d
 from gpushift.twin.flux._apply import PRUNE, ApplyFailed, apply_all, inventory_entry, object_id
 from gpushift.twin.flux._build import BuildError, build, substitute_objects, transform

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from gpushift._kinds import by_kind, lookup
-from gpushift.twin import ApiError, Event, Store
-from gpushift.twin.apiserver._store import rfc3339
+from gpushift.twin.apiserver import ApiError, Event, Store, rfc3339
 from gpushift.twin.charts import Operators
 from gpushift.twin.cluster import AgentThread
 from gpushift.twin.flux import _crds

@@ -9,7 +9,7 @@ from typing import Any
 
 from gpushift import _yaml
 from gpushift._errors import InputError, UsageError
-from gpushift.twin import Store
+from gpushift.twin.apiserver import Store
 from gpushift.twin.flux._example import write_example
 from gpushift.twin.flux._runner import Flux, bootstrap
 
