@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-import ipaddress
-import logging
-import signal
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from gpushift._errors import InputError, UsageError
+from gpushift._errors import UsageError
 
 _SERVE_HELP = """Serve a cluster twin: a Kubernetes API server kubectl and gpushift can use.
 
@@ -186,10 +182,6 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         from gpushift import twin as t
 
-        if not 0 <= error_rate <= 1:
-            raise UsageError(f"--error-rate must be between 0 and 1, got {error_rate}")
-        if not 0 <= port <= 65535:
-            raise UsageError(f"--port must be between 0 and 65535, got {port}")
         faults = t.FaultConfig(
             error_rate=error_rate,
             error_codes=_codes(error_codes),
@@ -199,102 +191,34 @@ def register(app: typer.Typer) -> None:
             drop_watch_every=drop_watch_every,
             seed=seed,
         )
-        store = t.new_store(seed=seed)
-        if state is not None and state.exists():
-            t.load(store, state)
-        token = t.new_token()
-        certificate = t.self_signed([host]) if tls else None
-        server = t.TwinServer(store, token=token, faults=t.Faults(faults), access_log=access_log)
-        cluster = None
-        if nodes is not None or example is not None:
-            from gpushift.twin import cluster as tc
-
-            if nodes is not None and example is not None:
-                raise UsageError("give at most one of --nodes and --example")
-            if time_scale <= 0:
-                raise UsageError(f"--time-scale must be positive, got {time_scale}")
-            inventory = tc.load(nodes) if nodes is not None else tc.example(str(example))
-            delays = tc.Delays(
-                pod_start=pod_start_delay,
-                plugin_register=plugin_register_delay,
-                slice_publish=slice_publish_delay,
-                device_plugin_grace=device_plugin_grace,
-            )
-            cluster = tc.Cluster(store, inventory, time_scale=time_scale, delays=delays)
-            cluster.token = token
-        flux = None
-        if repo is not None or example is not None:
-            from gpushift.twin.flux import start_flux
-
-            if cluster is None:
-                raise UsageError("--repo needs --nodes")
-            flux = start_flux(
-                store,
-                cluster.clock,
-                repo=repo,
+        delays = t.Delays(
+            pod_start=pod_start_delay,
+            plugin_register=plugin_register_delay,
+            slice_publish=slice_publish_delay,
+            device_plugin_grace=device_plugin_grace,
+        )
+        t.serve(
+            t.ServeOptions(
+                host=host,
+                port=port,
+                kubeconfig_out=kubeconfig_out,
+                state=state,
+                tls=tls,
+                seed=seed,
+                faults=faults,
+                pause_after=pause_after,
+                pause_for=pause_for,
+                access_log=access_log,
+                nodes=nodes,
                 example=example,
+                time_scale=time_scale,
+                delays=delays,
+                repo=repo,
                 root=root,
                 vars_file=vars_file,
                 operator_delay=operator_delay,
             )
-        if access_log:
-            logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-        try:
-            loopback = ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            loopback = host == "localhost"
-        if not loopback:
-            print(
-                f"gpushift: warning: listening on {host}, reachable from other hosts",
-                file=sys.stderr,
-            )
-
-        async def main() -> None:
-            loop = asyncio.get_running_loop()
-            stop = asyncio.Event()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, stop.set)
-
-            def ready(bound: int) -> None:
-                url = t.apiserver._runner.url_for(host, bound, tls=tls)
-                t.write_kubeconfig(
-                    kubeconfig_out,
-                    server=url,
-                    token=token,
-                    ca_pem=certificate.cert_pem if certificate else None,
-                )
-                print(f"gpushift twin serving {url}", flush=True)
-                print(f"export KUBECONFIG={kubeconfig_out.resolve()}", flush=True)
-                if pause_after is not None:
-                    loop.call_later(pause_after, server.faults.pause)
-                    loop.call_later(pause_after + pause_for, server.faults.resume)
-
-            try:
-                await t.serve_forever(
-                    server,
-                    host=host,
-                    port=port,
-                    certificate=certificate,
-                    on_ready=ready,
-                    stop=stop,
-                    routes=cluster.routes if cluster is not None else None,
-                )
-            except OSError as err:
-                raise InputError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
-
-        if cluster is not None:
-            cluster.start()
-        if flux is not None:
-            flux.start()
-        try:
-            asyncio.run(main())
-        finally:
-            if flux is not None:
-                flux.stop()
-            if cluster is not None:
-                cluster.stop()
-            if state is not None:
-                t.save(store, state)
+        )
 
     @twin.command("check-invariants", help=_CHECK_HELP, epilog=_CHECK_EPILOG)
     def check_invariants(
@@ -371,28 +295,15 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         import json
 
-        import yaml
-
+        from gpushift import kube
         from gpushift import twin as t
 
-        if (kubeconfig is None) == (state is None):
-            raise UsageError("give exactly one of --kubeconfig and --state")
-        if state is not None:
-            store = t.new_store()
-            t.load(store, state)
-            doc = t.as_list(store)
-        else:
-            from gpushift import kube
-
-            assert kubeconfig is not None
-            try:
-                doc = kube.export_all(kube.connect(kubeconfig=kubeconfig))
-            except kube.KubeError as err:
-                print(f"gpushift: error: {err}", file=sys.stderr)
-                raise typer.Exit(1) from None
+        try:
+            doc = t.export(kubeconfig=kubeconfig, state=state)
+        except kube.KubeError as err:
+            print(f"gpushift: error: {err}", file=sys.stderr)
+            raise typer.Exit(1) from None
         if out is None:
             sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-        elif out.suffix in (".yaml", ".yml"):
-            t.apiserver._state.write_text(out, yaml.safe_dump(doc, sort_keys=False))
         else:
-            t.apiserver._state.write_text(out, json.dumps(doc, indent=2) + "\n")
+            t.write_list(out, doc)

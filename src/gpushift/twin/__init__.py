@@ -1,7 +1,14 @@
-"""The cluster twin: a Kubernetes API server that real clients (kubectl, lightkube) can use.
+"""The cluster twin: a Kubernetes API server that real clients (kubectl, lightkube) can use,
+with a cluster's agents and Flux running on it.
 
-The :class:`Store` holds the cluster's objects and notifies watchers; the HTTP layer serves it;
-:func:`run_twin` starts both on a background thread for tests and in-process callers::
+Four rooms: ``apiserver`` (the store, watches, garbage collection, patches and apply, tables,
+discovery, protobuf, auth and faults, served over HTTP), ``cluster`` (nodes, kubelets,
+scheduler, controllers and GPU agents on a virtual clock), ``flux`` (source-, kustomize- and
+helm-controller) and ``charts`` (the chart models helm-controller renders).
+
+:func:`serve` runs a whole twin in the foreground from :class:`ServeOptions`;
+:func:`run_twin` starts the API server on a background thread for tests and in-process
+callers::
 
     with run_twin() as twin:          # twin.url, twin.token, twin.kubeconfig, twin.store
         subprocess.run(["kubectl", "--kubeconfig", twin.kubeconfig, "get", "nodes"])
@@ -9,6 +16,8 @@ The :class:`Store` holds the cluster's objects and notifies watchers; the HTTP l
 
 from __future__ import annotations
 
+from gpushift.twin._export import export
+from gpushift.twin._serve import ServeOptions, serve
 from gpushift.twin.apiserver import (
     ApiError,
     Certificate,
@@ -32,22 +41,27 @@ from gpushift.twin.apiserver import (
     self_signed,
     serve_forever,
     write_kubeconfig,
+    write_list,
 )
+from gpushift.twin.cluster import Delays
 
 __all__ = [
     "ApiError",
     "Certificate",
+    "Delays",
     "Event",
     "FaultConfig",
     "Faults",
     "Page",
     "ScalePaths",
+    "ServeOptions",
     "Status",
     "Store",
     "Twin",
     "TwinServer",
     "Watcher",
     "as_list",
+    "export",
     "kubeconfig",
     "load",
     "new_store",
@@ -55,6 +69,8 @@ __all__ = [
     "run_twin",
     "save",
     "self_signed",
+    "serve",
     "serve_forever",
     "write_kubeconfig",
+    "write_list",
 ]

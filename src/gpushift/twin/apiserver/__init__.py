@@ -22,7 +22,7 @@ from gpushift.twin.apiserver._faults import FaultConfig, Faults
 from gpushift.twin.apiserver._ops import server_side_apply
 from gpushift.twin.apiserver._runner import Twin, new_store, run_twin, serve_forever, url_for
 from gpushift.twin.apiserver._server import TwinServer
-from gpushift.twin.apiserver._state import as_list, load, save
+from gpushift.twin.apiserver._state import as_list, load, save, write_list
 from gpushift.twin.apiserver._status import ApiError, Status
 from gpushift.twin.apiserver._store import Event, Page, ScalePaths, Store, Watcher, rfc3339
 
@@ -53,4 +53,5 @@ __all__ = [
     "server_side_apply",
     "url_for",
     "write_kubeconfig",
+    "write_list",
 ]

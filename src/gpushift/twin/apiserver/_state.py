@@ -47,13 +47,17 @@ def write_text(path: Path, text: str) -> None:
         raise
 
 
-def save(store: Store, path: Path) -> None:
-    """Write ``store`` to ``path`` atomically (YAML for .yaml/.yml, else JSON)."""
-    doc = as_list(store)
+def write_list(path: Path, doc: Obj) -> None:
+    """Write ``doc`` (a List) to ``path`` atomically: YAML for .yaml/.yml, else JSON."""
     if path.suffix in (".yaml", ".yml"):
         write_text(path, yaml.safe_dump(doc, sort_keys=False))
     else:
         write_text(path, json.dumps(doc, indent=2) + "\n")
+
+
+def save(store: Store, path: Path) -> None:
+    """Write ``store`` to ``path`` atomically (YAML for .yaml/.yml, else JSON)."""
+    write_list(path, as_list(store))
 
 
 def load(store: Store, path: Path) -> int:

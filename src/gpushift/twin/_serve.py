@@ -1,0 +1,201 @@
+"""A whole twin in the foreground (``gpushift twin serve``): the API server, and on request the
+cluster's agents and Flux, until SIGINT or SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import signal
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpushift._errors import InputError, UsageError
+from gpushift.twin.apiserver import (
+    Certificate,
+    FaultConfig,
+    Faults,
+    Store,
+    TwinServer,
+    load,
+    new_store,
+    new_token,
+    save,
+    self_signed,
+    serve_forever,
+    url_for,
+    write_kubeconfig,
+)
+from gpushift.twin.cluster import Cluster, Delays, example
+from gpushift.twin.cluster import load as load_inventory
+from gpushift.twin.flux import Flux, start_flux
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServeOptions:
+    """What :func:`serve` runs; the defaults are ``gpushift twin serve``'s.
+
+    ``nodes`` (an inventory file) or ``example`` (an embedded inventory) add the cluster's
+    agents on a virtual clock ``time_scale`` times wall time, with ``delays``. ``example``
+    also runs Flux on the embedded repository; ``repo`` runs it on an operator's repository
+    from its ``root`` path with ``vars_file`` as substitution variables. ``pause_after``
+    seconds in, the server pauses for ``pause_for`` seconds.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 6443
+    kubeconfig_out: Path = Path("gpushift-twin.kubeconfig")
+    state: Path | None = None
+    tls: bool = True
+    seed: int = 0
+    faults: FaultConfig = field(default_factory=FaultConfig)
+    pause_after: float | None = None
+    pause_for: float = 10.0
+    access_log: bool = False
+    nodes: Path | None = None
+    example: str | None = None
+    time_scale: float = 1.0
+    delays: Delays = field(default_factory=Delays)
+    repo: Path | None = None
+    root: str | None = None
+    vars_file: Path | None = None
+    operator_delay: float = 10.0
+
+
+def check(options: ServeOptions) -> None:
+    """Refuse option values and combinations :func:`serve` cannot run.
+
+    Raises ``UsageError`` naming the option.
+    """
+    rate = options.faults.error_rate
+    if not 0 <= rate <= 1:
+        raise UsageError(f"--error-rate must be between 0 and 1, got {rate}")
+    if not 0 <= options.port <= 65535:
+        raise UsageError(f"--port must be between 0 and 65535, got {options.port}")
+    if options.nodes is not None and options.example is not None:
+        raise UsageError("give at most one of --nodes and --example")
+    runs_cluster = options.nodes is not None or options.example is not None
+    if runs_cluster and options.time_scale <= 0:
+        raise UsageError(f"--time-scale must be positive, got {options.time_scale}")
+    if options.repo is not None and not runs_cluster:
+        raise UsageError("--repo needs --nodes")
+
+
+def serve(options: ServeOptions) -> None:
+    """Build the twin ``options`` describe and serve it until SIGINT or SIGTERM.
+
+    Objects load from ``options.state`` (when it exists) before serving and are saved back
+    (atomically) after. Once listening, the kubeconfig is written to
+    ``options.kubeconfig_out`` and the URL and an ``export KUBECONFIG=`` line are printed.
+
+    Raises ``UsageError`` for bad options (see :func:`check`) and ``InputError`` for an
+    unreadable or invalid state, inventory or vars file, or an address that is in use.
+    """
+    check(options)
+    store = new_store(seed=options.seed)
+    if options.state is not None and options.state.exists():
+        load(store, options.state)
+    token = new_token()
+    certificate = self_signed([options.host]) if options.tls else None
+    server = TwinServer(
+        store, token=token, faults=Faults(options.faults), access_log=options.access_log
+    )
+    cluster = _cluster(store, options, token)
+    flux = _flux(store, cluster, options)
+    if options.access_log:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    if not _loopback(options.host):
+        print(
+            f"gpushift: warning: listening on {options.host}, reachable from other hosts",
+            file=sys.stderr,
+        )
+    if cluster is not None:
+        cluster.start()
+    if flux is not None:
+        flux.start()
+    try:
+        asyncio.run(_main(server, options, token, certificate, cluster))
+    finally:
+        if flux is not None:
+            flux.stop()
+        if cluster is not None:
+            cluster.stop()
+        if options.state is not None:
+            save(store, options.state)
+
+
+def _cluster(store: Store, options: ServeOptions, token: str) -> Cluster | None:
+    if options.nodes is None and options.example is None:
+        return None
+    if options.nodes is not None:
+        inventory = load_inventory(options.nodes)
+    else:
+        inventory = example(str(options.example))
+    cluster = Cluster(store, inventory, time_scale=options.time_scale, delays=options.delays)
+    cluster.token = token
+    return cluster
+
+
+def _flux(store: Store, cluster: Cluster | None, options: ServeOptions) -> Flux | None:
+    if options.repo is None and options.example is None:
+        return None
+    assert cluster is not None  # check(): --repo needs --nodes, --example runs the cluster
+    return start_flux(
+        store,
+        cluster.clock,
+        repo=options.repo,
+        example=options.example,
+        root=options.root,
+        vars_file=options.vars_file,
+        operator_delay=options.operator_delay,
+    )
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+async def _main(
+    server: TwinServer,
+    options: ServeOptions,
+    token: str,
+    certificate: Certificate | None,
+    cluster: Cluster | None,
+) -> None:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+
+    def ready(bound: int) -> None:
+        url = url_for(options.host, bound, tls=options.tls)
+        write_kubeconfig(
+            options.kubeconfig_out,
+            server=url,
+            token=token,
+            ca_pem=certificate.cert_pem if certificate else None,
+        )
+        print(f"gpushift twin serving {url}", flush=True)
+        print(f"export KUBECONFIG={options.kubeconfig_out.resolve()}", flush=True)
+        if options.pause_after is not None:
+            loop.call_later(options.pause_after, server.faults.pause)
+            loop.call_later(options.pause_after + options.pause_for, server.faults.resume)
+
+    try:
+        await serve_forever(
+            server,
+            host=options.host,
+            port=options.port,
+            certificate=certificate,
+            on_ready=ready,
+            stop=stop,
+            routes=cluster.routes if cluster is not None else None,
+        )
+    except OSError as err:
+        raise InputError(
+            f"cannot listen on {options.host}:{options.port}: {err.strerror or err}"
+        ) from None
