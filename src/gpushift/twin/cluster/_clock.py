@@ -46,8 +46,3 @@ class VirtualClock:
         """Jump cluster time ahead by ``seconds``."""
         with self._lock:
             self._skipped += max(seconds, 0.0)
-
-
-def rfc3339(when: datetime) -> str:
-    """``2026-01-02T03:04:05Z``, the timestamp form of object metadata and conditions."""
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

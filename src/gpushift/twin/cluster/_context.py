@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpushift._kinds import Kind, by_kind, lookup
-from gpushift.twin.apiserver import ApiError, Store
-from gpushift.twin.cluster._clock import VirtualClock, rfc3339
+from gpushift.twin.apiserver import ApiError, Store, rfc3339
+from gpushift.twin.cluster._clock import VirtualClock
 
 Obj = dict[str, Any]
 
