@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from gpushift._kinds import by_kind
 from gpushift.twin import ApiError
-from gpushift.twin.apiserver._selectors import (
+from gpushift.twin.apiserver import (
     compile_fields,
     match_labels,
     parse_fields,

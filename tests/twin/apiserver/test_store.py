@@ -311,7 +311,7 @@ def test_event_kinds_from_two_groups_are_separate(store: Store) -> None:
 
 
 def test_selector_watch_sees_objects_enter_and_leave(store: Store) -> None:
-    from gpushift.twin.apiserver._selectors import compile_fields, parse_fields
+    from gpushift.twin.apiserver import compile_fields, parse_fields
 
     seen: list[tuple[str, str]] = []
     on_node = compile_fields(parse_fields("spec.nodeName=n1"), POD)

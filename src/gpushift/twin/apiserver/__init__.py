@@ -1,6 +1,7 @@
 """The twin's Kubernetes API server: the object store with watches, garbage collection,
 patches and server-side apply, discovery and OpenAPI, table printing, protobuf, bearer-token
-auth and injected faults, served over HTTP.
+auth and injected faults, served over HTTP. The selector and table functions are public
+for the rooms that print or match as the API does.
 
 :func:`run_twin` starts it on a background thread for tests and in-process callers::
 
@@ -21,10 +22,18 @@ from gpushift.twin.apiserver._auth import (
 from gpushift.twin.apiserver._faults import FaultConfig, Faults
 from gpushift.twin.apiserver._ops import server_side_apply
 from gpushift.twin.apiserver._runner import Twin, new_store, run_twin, serve_forever, url_for
+from gpushift.twin.apiserver._selectors import (
+    compile_fields,
+    match_labels,
+    parse_fields,
+    parse_labels,
+    selector_string,
+)
 from gpushift.twin.apiserver._server import TwinServer
 from gpushift.twin.apiserver._state import as_list, load, save, write_list
 from gpushift.twin.apiserver._status import ApiError, Status
 from gpushift.twin.apiserver._store import Event, Page, ScalePaths, Store, Watcher, rfc3339
+from gpushift.twin.apiserver._tables import human_duration, printer_columns, to_table
 
 __all__ = [
     "ApiError",
@@ -41,16 +50,24 @@ __all__ = [
     "Watcher",
     "as_list",
     "check_bearer",
+    "compile_fields",
+    "human_duration",
     "kubeconfig",
     "load",
+    "match_labels",
     "new_store",
     "new_token",
+    "parse_fields",
+    "parse_labels",
+    "printer_columns",
     "rfc3339",
     "run_twin",
     "save",
+    "selector_string",
     "self_signed",
     "serve_forever",
     "server_side_apply",
+    "to_table",
     "url_for",
     "write_kubeconfig",
     "write_list",
