@@ -32,8 +32,9 @@ from gpushift.twin.apiserver._selectors import (
 from gpushift.twin.apiserver._server import TwinServer
 from gpushift.twin.apiserver._state import as_list, load, save, write_list
 from gpushift.twin.apiserver._status import ApiError, Status
-from gpushift.twin.apiserver._store import Event, Page, ScalePaths, Store, Watcher, rfc3339
+from gpushift.twin.apiserver._store import Page, ScalePaths, Store, rfc3339
 from gpushift.twin.apiserver._tables import human_duration, printer_columns, to_table
+from gpushift.twin.apiserver._watch import Event, Watcher
 
 __all__ = [
     "ApiError",

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpushift._kinds import Kind
-from gpushift.twin.apiserver._store import Event, ScalePaths, Store, rfc3339
+from gpushift.twin.apiserver._store import ScalePaths, Store, rfc3339
+from gpushift.twin.apiserver._watch import Event
 
 Obj = dict[str, Any]
 

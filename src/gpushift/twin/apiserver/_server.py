@@ -37,7 +37,8 @@ from gpushift.twin.apiserver._status import (
     not_found,
     unsupported_media_type,
 )
-from gpushift.twin.apiserver._store import Event, Store, encode, get_path, rfc3339, set_path
+from gpushift.twin.apiserver._store import Store, encode, get_path, rfc3339, set_path
+from gpushift.twin.apiserver._watch import Event
 
 Obj = dict[str, Any]
 log = logging.getLogger("gpushift.twin")

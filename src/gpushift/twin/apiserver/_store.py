@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import builtins
-import dataclasses
 import json
 import random
 import re
@@ -20,7 +19,7 @@ import threading
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -37,10 +36,10 @@ from gpushift.twin.apiserver._status import (
     invalid,
     not_found,
 )
+from gpushift.twin.apiserver._watch import Event, Watcher
 
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (group, plural)
-EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 Propagation = Literal["Background", "Foreground", "Orphan"]
 
 _DNS1123_SUBDOMAIN = re.compile(
@@ -110,79 +109,10 @@ class Resource:
         return self.kinds[self.storage_version]
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One change: ``obj`` is the stored object after it (before it, for DELETED); ``old`` is
-    the object before a MODIFIED change."""
-
-    type: EventType
-    kind: Kind
-    obj: Obj
-    raw: bytes
-    rv: int
-    old: Obj | None = None
-
-    @property
-    def namespace(self) -> str | None:
-        """The object's namespace, or None for cluster-scoped objects."""
-        ns = self.obj["metadata"].get("namespace")
-        return ns if isinstance(ns, str) else None
-
-
 @dataclass(slots=True)
 class _Entry:
     obj: Obj
     raw: bytes
-
-
-@dataclass(slots=True)
-class Watcher:
-    """A registration for change events; ``cancel()`` ends it."""
-
-    key: Key | None
-    namespace: str | None
-    labels: LabelSelector
-    fields: Callable[[Obj], bool] | None
-    deliver: Callable[[Event], None]
-    _store: Store | None = field(default=None, repr=False)
-
-    def matches(self, obj: Obj) -> bool:
-        """Whether ``obj`` passes this watcher's namespace and selectors."""
-        meta = obj["metadata"]
-        if self.namespace is not None and meta.get("namespace") != self.namespace:
-            return False
-        if self.labels and not match_labels(self.labels, meta.get("labels")):
-            return False
-        return self.fields is None or self.fields(obj)
-
-    def wants(self, event: Event) -> bool:
-        """Whether ``event``'s object passes this watcher's namespace and selectors."""
-        return self.matches(event.obj)
-
-    def translate(self, event: Event) -> Event | None:
-        """The event as this watcher sees it, or None.
-
-        With selectors, a change that makes an object start matching arrives as ADDED and one
-        that makes it stop matching as DELETED (k8s.io/apiserver/pkg/storage/cacher
-        ``watchCacheEvent`` filtering).
-        """
-        now = self.matches(event.obj)
-        if event.type != "MODIFIED" or event.old is None:
-            return event if now else None
-        before = self.matches(event.old)
-        if now and before:
-            return event
-        if now:
-            return dataclasses.replace(event, type="ADDED")
-        if before:
-            return dataclasses.replace(event, type="DELETED")
-        return None
-
-    def cancel(self) -> None:
-        """Stop receiving events (idempotent)."""
-        if self._store is not None:
-            self._store._remove_watcher(self)
-            self._store = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -1035,7 +965,7 @@ class Store:
                 labels,
                 fields,
                 deliver,
-                self,
+                self._remove_watcher,
             )
             if resource_version in (None, "", "0"):
                 kinds = [kind] if kind is not None else [r.kind for r in self._resources.values()]
