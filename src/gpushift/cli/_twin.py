@@ -181,6 +181,7 @@ def register(app: typer.Typer) -> None:
         ] = 10.0,
     ) -> None:
         from gpushift import twin as t
+        from gpushift.twin.cluster import Delays
 
         faults = t.FaultConfig(
             error_rate=error_rate,
@@ -191,7 +192,7 @@ def register(app: typer.Typer) -> None:
             drop_watch_every=drop_watch_every,
             seed=seed,
         )
-        delays = t.Delays(
+        delays = Delays(
             pod_start=pod_start_delay,
             plugin_register=plugin_register_delay,
             slice_publish=slice_publish_delay,

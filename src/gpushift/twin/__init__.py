@@ -43,12 +43,10 @@ from gpushift.twin.apiserver import (
     write_kubeconfig,
     write_list,
 )
-from gpushift.twin.cluster import Delays
 
 __all__ = [
     "ApiError",
     "Certificate",
-    "Delays",
     "Event",
     "FaultConfig",
     "Faults",

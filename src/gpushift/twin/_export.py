@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gpushift import kube
 from gpushift._errors import UsageError
 from gpushift.twin.apiserver import as_list, load, new_store
 
@@ -23,5 +22,7 @@ def export(*, kubeconfig: Path | None = None, state: Path | None = None) -> dict
         store = new_store()
         load(store, state)
         return as_list(store)
+    from gpushift import kube  # only a running twin needs the client
+
     with kube.connect(kubeconfig=kubeconfig) as client:
         return kube.export_all(client)

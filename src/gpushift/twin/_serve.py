@@ -10,6 +10,7 @@ import signal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpushift._errors import InputError, UsageError
 from gpushift.twin.apiserver import (
@@ -27,9 +28,12 @@ from gpushift.twin.apiserver import (
     url_for,
     write_kubeconfig,
 )
-from gpushift.twin.cluster import Cluster, Delays, example
-from gpushift.twin.cluster import load as load_inventory
-from gpushift.twin.flux import Flux, start_flux
+
+if TYPE_CHECKING:
+    # Imported when a twin is built, so that importing gpushift.twin stays the API server's
+    # cost (the cluster and Flux bring in the engine, the GitOps model and the client).
+    from gpushift.twin.cluster import Cluster, Delays
+    from gpushift.twin.flux import Flux
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,7 +41,8 @@ class ServeOptions:
     """What :func:`serve` runs; the defaults are ``gpushift twin serve``'s.
 
     ``nodes`` (an inventory file) or ``example`` (an embedded inventory) add the cluster's
-    agents on a virtual clock ``time_scale`` times wall time, with ``delays``. ``example``
+    agents on a virtual clock ``time_scale`` times wall time, with ``delays`` (the cluster's
+    defaults when None). ``example``
     also runs Flux on the embedded repository; ``repo`` runs it on an operator's repository
     from its ``root`` path with ``vars_file`` as substitution variables. ``pause_after``
     seconds in, the server pauses for ``pause_for`` seconds.
@@ -56,7 +61,7 @@ class ServeOptions:
     nodes: Path | None = None
     example: str | None = None
     time_scale: float = 1.0
-    delays: Delays = field(default_factory=Delays)
+    delays: Delays | None = None
     repo: Path | None = None
     root: str | None = None
     vars_file: Path | None = None
@@ -128,6 +133,9 @@ def serve(options: ServeOptions) -> None:
 def _cluster(store: Store, options: ServeOptions, token: str) -> Cluster | None:
     if options.nodes is None and options.example is None:
         return None
+    from gpushift.twin.cluster import Cluster, example
+    from gpushift.twin.cluster import load as load_inventory
+
     if options.nodes is not None:
         inventory = load_inventory(options.nodes)
     else:
@@ -141,6 +149,8 @@ def _flux(store: Store, cluster: Cluster | None, options: ServeOptions) -> Flux 
     if options.repo is None and options.example is None:
         return None
     assert cluster is not None  # check(): --repo needs --nodes, --example runs the cluster
+    from gpushift.twin.flux import start_flux
+
     return start_flux(
         store,
         cluster.clock,
