@@ -7,14 +7,14 @@ summary. Chart knowledge (outcome-changing defaults, known top-level values keys
 
 from __future__ import annotations
 
-from gpushift.gitops._charts import chart_defaults, chart_identity, known_values_keys
-
 # The kustomize subset, tree reader and substitution the model uses, for Flux in the twin.
-from gpushift.gitops._kustomize import KUSTOMIZATION_FILES
-from gpushift.gitops._kustomize import Builder as KustomizeBuilder
-from gpushift.gitops._kustomize import _apply as apply_patch
-from gpushift.gitops._kustomize import _parse_patch as parse_patches
-from gpushift.gitops._kustomize import _targets as patch_targets
+from gpushift.flux._kustomize import KUSTOMIZATION_FILES
+from gpushift.flux._kustomize import Builder as KustomizeBuilder
+from gpushift.flux._kustomize import _apply as apply_patch
+from gpushift.flux._kustomize import _parse_patch as parse_patches
+from gpushift.flux._kustomize import _targets as patch_targets
+from gpushift.flux._subst import substitute
+from gpushift.gitops._charts import chart_defaults, chart_identity, known_values_keys
 from gpushift.gitops._load import _read_tree as read_tree
 from gpushift.gitops._load import _set_path as value_at_target_path
 from gpushift.gitops._load import load_repo
@@ -56,7 +56,6 @@ from gpushift.gitops._model import (
     YamlError,
 )
 from gpushift.gitops._pods import CHART_POD_FIELDS, LLMKUBE_VENDOR_RESOURCES
-from gpushift.gitops._subst import substitute
 from gpushift.gitops._summary import NVIDIA_PREFIX, summarize, truthy
 from gpushift.gitops._timeslicing import parse_config as parse_time_slicing_config
 

@@ -31,10 +31,7 @@ import yaml
 from gpushift import _yaml
 from gpushift._errors import InputError
 from gpushift._kinds import KINDS
-from gpushift.gitops import _modelpool, _pods
-from gpushift.gitops._bodies import HelmReleaseSpec, KustomizationSpec
-from gpushift.gitops._charts import chart_defaults, chart_identity
-from gpushift.gitops._kustomize import (
+from gpushift.flux._kustomize import (
     KUSTOMIZATION_FILES,
     Builder,
     Doc,
@@ -44,6 +41,10 @@ from gpushift.gitops._kustomize import (
     parent,
     rename,
 )
+from gpushift.flux._subst import VAR_NAME, substitute_tree
+from gpushift.gitops import _modelpool, _pods
+from gpushift.gitops._bodies import HelmReleaseSpec, KustomizationSpec
+from gpushift.gitops._charts import chart_defaults, chart_identity
 from gpushift.gitops._model import (
     Claim,
     DependsOn,
@@ -65,7 +66,6 @@ from gpushift.gitops._model import (
     Workload,
     YamlError,
 )
-from gpushift.gitops._subst import VAR_NAME, substitute_tree
 from gpushift.gitops._timeslicing import looks_like_config, parse_config
 
 _FLUX_KS = "kustomize.toolkit.fluxcd.io/"

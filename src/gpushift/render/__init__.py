@@ -7,6 +7,7 @@ atomically; ``diff_trees`` shows what changes between two allocators.
 
 from __future__ import annotations
 
+from gpushift._atomic import write_tree
 from gpushift.render._config import (
     Allocator,
     Chart,
@@ -31,7 +32,6 @@ from gpushift.render._load import (
 )
 from gpushift.render._schema import config_schema, config_schema_text
 from gpushift.render._tree import render_tree
-from gpushift.render._write import write_tree
 
 __all__ = [
     "EXAMPLES",

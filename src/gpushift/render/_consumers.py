@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from itertools import groupby
 from typing import Any
 
+from gpushift._yamlout import Note
 from gpushift.render import _common as c
 from gpushift.render._bodies import FluxKustomization
 from gpushift.render._config import (
@@ -30,7 +31,6 @@ from gpushift.render._flux import (
     helm_release,
     oci_repository,
 )
-from gpushift.render._yamlout import Note
 
 #: The name of the pod's claim (and of the container's reference to it).
 CLAIM_NAME = "gpu"

@@ -6,12 +6,12 @@ as text, json or SARIF 2.1.0. ``RULES`` lists every rule with its id, severity a
 
 from __future__ import annotations
 
-from gpushift.rules._finding import Finding, Severity
-from gpushift.rules._json import format_json
+from gpushift.reports._finding import Finding, Severity
+from gpushift.reports._json import format_json
+from gpushift.reports._sarif import format_sarif
+from gpushift.reports._text import format_text
 from gpushift.rules._registry import DOCS_PATH, RULES, Rule, rule
 from gpushift.rules._run import FAMILIES, Report, check_repo, run_check
-from gpushift.rules._sarif import format_sarif
-from gpushift.rules._text import format_text
 
 __all__ = [
     "DOCS_PATH",

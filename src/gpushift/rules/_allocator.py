@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpushift.gitops import GPU_RESOURCE, Workload, truthy
+from gpushift.reports._finding import Finding
 from gpushift.rules._context import (
     Context,
     dra_gpus_on,
@@ -15,7 +16,6 @@ from gpushift.rules._context import (
     option_line,
     request_keys,
 )
-from gpushift.rules._finding import Finding
 
 # kubernetes-sigs/dra-driver-nvidia-gpu templates/validation.yaml (the install-blocking text).
 _VALIDATION = (

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpushift.gitops import GPU_RESOURCE, Claim, Repo, Workload
+from gpushift.reports._finding import Finding
 from gpushift.rules._context import Context, body_at, name_of, option_line, request_keys
-from gpushift.rules._finding import Finding
 from gpushift.rules._shares import shares_count, shares_value
 
 #: Per-object opt-in to Flux's recreate-on-immutable-change (kustomize-controller docs).

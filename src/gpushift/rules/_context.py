@@ -25,7 +25,7 @@ from gpushift.gitops import (
     Workload,
     truthy,
 )
-from gpushift.rules._finding import Finding
+from gpushift.reports._finding import Finding
 from gpushift.rules._registry import rule
 
 #: The DRA driver's name; its DeviceClasses are gpu.nvidia.com, mig.nvidia.com, vfio.gpu.nvidia.com.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpushift.gitops import FluxKustomization, HelmRelease
+from gpushift.reports._finding import Finding
 from gpushift.rules._context import (
     DRA_DRIVER_ROOT_DEFAULT,
     OPERATOR_DRIVER_DIR_DEFAULT,
@@ -12,7 +13,6 @@ from gpushift.rules._context import (
     name_of,
     option_line,
 )
-from gpushift.rules._finding import Finding
 
 #: Where Talos 1.13+ system extensions put the NVIDIA driver (siderolabs/docs, Talos v1.15
 #: "nvidia-gpu": hostPaths.driverInstallDir=/usr/local).

@@ -8,6 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from gpushift.gitops import Repo, Summary, load_repo, summarize
+from gpushift.reports._finding import Finding, Severity
+from gpushift.reports._json import format_json
+from gpushift.reports._sarif import format_sarif
+from gpushift.reports._text import format_text
 from gpushift.rules import (
     _allocator,
     _claims,
@@ -19,10 +23,6 @@ from gpushift.rules import (
 )
 from gpushift.rules._base import tree_at
 from gpushift.rules._context import Context
-from gpushift.rules._finding import Finding, Severity
-from gpushift.rules._json import format_json
-from gpushift.rules._sarif import format_sarif
-from gpushift.rules._text import format_text
 
 _Family = Callable[..., Iterator[Finding]]
 

@@ -6,13 +6,13 @@ import re
 from collections.abc import Iterator
 
 from gpushift.gitops import GPU_RESOURCE, HelmRelease, truthy
+from gpushift.reports._finding import Finding
 from gpushift.rules._context import (
     Context,
     is_nvidia_claim,
     name_of,
     request_keys,
 )
-from gpushift.rules._finding import Finding
 
 _MODES = ("disabled", "memory", "unlimited")
 _ATOI = re.compile(r"[+-]?[0-9]+")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpushift.gitops import DevicePluginConfig, TimeSlicingConfig, truthy
+from gpushift.reports._finding import Finding
 from gpushift.rules._context import Context, name_of
-from gpushift.rules._finding import Finding
 
 
 def config_problem(config: TimeSlicingConfig) -> str | None:

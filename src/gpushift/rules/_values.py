@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpushift.gitops import known_values_keys
+from gpushift.reports._finding import Finding, Severity
 from gpushift.rules._context import Context, name_of
-from gpushift.rules._finding import Finding, Severity
 from gpushift.rules._registry import rule
 
 

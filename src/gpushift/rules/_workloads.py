@@ -6,6 +6,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from gpushift.gitops import Container, HelmRelease, PodSpec, Workload, truthy
+from gpushift.reports._finding import Finding
 from gpushift.rules._context import (
     Context,
     body_at,
@@ -14,7 +15,6 @@ from gpushift.rules._context import (
     option_line,
     request_keys,
 )
-from gpushift.rules._finding import Finding
 
 VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"
 #: dcgm-exporter's switch for attributing metrics to DRA claims (NVIDIA/dcgm-exporter).

@@ -13,14 +13,7 @@ from typing import Any
 import yaml
 
 from gpushift._kinds import by_kind, lookup
-from gpushift.gitops import (
-    value_at_target_path,  # helm-controller's targetPath, as the model reads it
-)
-from gpushift.twin import ApiError
-from gpushift.twin.charts import ChartError, apply, identity, kind_of, render
-from gpushift.twin.charts._common import d, merge
-from gpushift.twin.flux._reconciler import Reconciler
-from gpushift.twin.flux._status import (
+from gpushift.flux._status import (
     REQUESTED_AT,
     drop_condition,
     duration,
@@ -30,6 +23,13 @@ from gpushift.twin.flux._status import (
     ready,
     set_condition,
 )
+from gpushift.gitops import (
+    value_at_target_path,  # helm-controller's targetPath, as the model reads it
+)
+from gpushift.twin import ApiError
+from gpushift.twin.charts import ChartError, apply, identity, kind_of, render
+from gpushift.twin.charts._common import d, merge
+from gpushift.twin.flux._reconciler import Reconciler
 
 Obj = dict[str, Any]
 

@@ -8,12 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gpushift._kinds import by_kind, lookup
-from gpushift.twin import ApiError
-from gpushift.twin.charts._common import d
-from gpushift.twin.flux._apply import PRUNE, ApplyFailed, apply_all, inventory_entry, object_id
-from gpushift.twin.flux._build import BuildError, build, substitute_objects, transform
-from gpushift.twin.flux._reconciler import Reconciler
-from gpushift.twin.flux._status import (
+from gpushift.flux._status import (
     REQUESTED_AT,
     InventoryEntry,
     drop_condition,
@@ -24,6 +19,11 @@ from gpushift.twin.flux._status import (
     ready,
     set_condition,
 )
+from gpushift.twin import ApiError
+from gpushift.twin.charts._common import d
+from gpushift.twin.flux._apply import PRUNE, ApplyFailed, apply_all, inventory_entry, object_id
+from gpushift.twin.flux._build import BuildError, build, substitute_objects, transform
+from gpushift.twin.flux._reconciler import Reconciler
 
 Obj = dict[str, Any]
 #: kustomize-controller --requeue-dependency default.

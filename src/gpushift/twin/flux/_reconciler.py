@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from gpushift._kinds import lookup
+from gpushift.flux._status import FINALIZER
 from gpushift.twin import ApiError, Store
 from gpushift.twin.charts._common import d
 from gpushift.twin.charts._writes import served
-from gpushift.twin.flux._status import FINALIZER
 
 Obj = dict[str, Any]
 log = logging.getLogger("gpushift.twin.flux")

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from gpushift._kinds import by_kind
+from gpushift.flux._status import REQUESTED_AT, Artifact, duration, observed, set_condition
 from gpushift.twin import ApiError, Store
 from gpushift.twin.charts._common import d
-from gpushift.twin.flux._status import REQUESTED_AT, Artifact, duration, observed, set_condition
 
 Obj = dict[str, Any]
 

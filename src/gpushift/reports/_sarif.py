@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gpushift.rules._finding import Finding, Severity
+from gpushift.reports._finding import Finding, Severity
 from gpushift.rules._registry import RULES
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypedDict
 
-from gpushift.twin.charts._common import d
-
 Obj = dict[str, Any]
+
+
+def d(value: Any) -> dict[str, Any]:
+    """``value`` when it is a mapping, else an empty dict."""
+    return dict(value) if isinstance(value, Mapping) else {}
 
 
 class Condition(TypedDict):
