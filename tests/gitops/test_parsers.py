@@ -9,7 +9,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpushift.flux._kustomize import norm
+from gpushift.flux import norm
 from gpushift.gitops._model import Source
 from gpushift.gitops._timeslicing import parse_config
 

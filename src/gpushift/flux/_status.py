@@ -8,7 +8,7 @@ from typing import Any, TypedDict
 Obj = dict[str, Any]
 
 
-def d(value: Any) -> dict[str, Any]:
+def _d(value: Any) -> dict[str, Any]:
     """``value`` when it is a mapping, else an empty dict."""
     return dict(value) if isinstance(value, Mapping) else {}
 
@@ -53,7 +53,7 @@ def observed(obj: Obj) -> Callable[[Obj], None]:
     ``lastHandledReconcileAt``. The values are read from ``obj`` now, not from the status
     being written."""
     gen = int(obj["metadata"].get("generation") or 1)
-    requested = d(obj["metadata"].get("annotations")).get(REQUESTED_AT)
+    requested = _d(obj["metadata"].get("annotations")).get(REQUESTED_AT)
 
     def update(status: Obj) -> None:
         status["observedGeneration"] = gen
@@ -104,7 +104,7 @@ def drop_condition(status: Obj, type_: str) -> None:
 def ready(obj: Obj) -> tuple[bool, str]:
     """Whether a Flux object is Ready at its current generation, and its Ready message."""
     meta = obj.get("metadata") or {}
-    st = d(obj.get("status"))
+    st = _d(obj.get("status"))
     gen = int(meta.get("generation") or 1)
     for c in st.get("conditions") or []:
         if c.get("type") == "Ready":
@@ -118,8 +118,8 @@ def kstatus(obj: Obj) -> str:
     it for the kinds Flux health-checks."""
     kind = obj.get("kind")
     meta = obj.get("metadata") or {}
-    spec = d(obj.get("spec"))
-    st = d(obj.get("status"))
+    spec = _d(obj.get("spec"))
+    st = _d(obj.get("status"))
     gen = int(meta.get("generation") or 1)
     if meta.get("deletionTimestamp"):
         return "InProgress"

@@ -7,16 +7,8 @@ summary. Chart knowledge (outcome-changing defaults, known top-level values keys
 
 from __future__ import annotations
 
-# The kustomize subset, tree reader and substitution the model uses, for Flux in the twin.
-from gpushift.flux._kustomize import KUSTOMIZATION_FILES
-from gpushift.flux._kustomize import Builder as KustomizeBuilder
-from gpushift.flux._kustomize import _apply as apply_patch
-from gpushift.flux._kustomize import _parse_patch as parse_patches
-from gpushift.flux._kustomize import _targets as patch_targets
-from gpushift.flux._subst import substitute
+from gpushift.flux import YamlError
 from gpushift.gitops._charts import chart_defaults, chart_identity, known_values_keys
-from gpushift.gitops._load import _read_tree as read_tree
-from gpushift.gitops._load import _set_path as value_at_target_path
 from gpushift.gitops._load import load_repo
 from gpushift.gitops._model import (
     GPU_RESOURCE,
@@ -53,7 +45,6 @@ from gpushift.gitops._model import (
     ValuesRef,
     Workload,
     WorkloadOrigin,
-    YamlError,
 )
 from gpushift.gitops._pods import CHART_POD_FIELDS, LLMKUBE_VENDOR_RESOURCES
 from gpushift.gitops._summary import NVIDIA_PREFIX, summarize, truthy
@@ -62,7 +53,6 @@ from gpushift.gitops._timeslicing import parse_config as parse_time_slicing_conf
 __all__ = [
     "CHART_POD_FIELDS",
     "GPU_RESOURCE",
-    "KUSTOMIZATION_FILES",
     "LLMKUBE_VENDOR_RESOURCES",
     "NVIDIA_PREFIX",
     "Allocator",
@@ -78,7 +68,6 @@ __all__ = [
     "HealthCheck",
     "HelmRelease",
     "KsRef",
-    "KustomizeBuilder",
     "ModelPool",
     "ModelPoolMember",
     "Obj",
@@ -100,17 +89,11 @@ __all__ = [
     "Workload",
     "WorkloadOrigin",
     "YamlError",
-    "apply_patch",
     "chart_defaults",
     "chart_identity",
     "known_values_keys",
     "load_repo",
-    "parse_patches",
     "parse_time_slicing_config",
-    "patch_targets",
-    "read_tree",
-    "substitute",
     "summarize",
     "truthy",
-    "value_at_target_path",
 ]

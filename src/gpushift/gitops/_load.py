@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import binascii
 import gc
-import os
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,20 +27,23 @@ from typing import Any, cast
 
 import yaml
 
-from gpushift import _yaml
 from gpushift._errors import InputError
 from gpushift._kinds import KINDS
-from gpushift.flux._kustomize import (
-    KUSTOMIZATION_FILES,
-    Builder,
+from gpushift.flux import (
+    VAR_NAME,
     Doc,
     Item,
+    KustomizeBuilder,
     Tree,
+    YamlError,
+    merge_values,
     norm,
     parent,
+    read_tree,
     rename,
+    substitute_tree,
+    value_at_target_path,
 )
-from gpushift.flux._subst import VAR_NAME, substitute_tree
 from gpushift.gitops import _modelpool, _pods
 from gpushift.gitops._bodies import HelmReleaseSpec, KustomizationSpec
 from gpushift.gitops._charts import chart_defaults, chart_identity
@@ -64,13 +66,11 @@ from gpushift.gitops._model import (
     ValueLayer,
     ValuesRef,
     Workload,
-    YamlError,
 )
 from gpushift.gitops._timeslicing import looks_like_config, parse_config
 
 _FLUX_KS = "kustomize.toolkit.fluxcd.io/"
 _HELM = "helm.toolkit.fluxcd.io/"
-_KUSTOMIZE_API = "kustomize.config.k8s.io/"
 _SUBSTITUTE_ANNOTATION = "kustomize.toolkit.fluxcd.io/substitute"
 
 _CLUSTER_SCOPED = frozenset(k.kind for k in KINDS if not k.namespaced) | {
@@ -112,7 +112,7 @@ class _Unit:
 class _State:
     root: Path
     tree: Tree
-    builder: Builder
+    builder: KustomizeBuilder
     errors: list[YamlError]
     files: dict[str, Path]
     objects: list[Obj] = field(default_factory=list)
@@ -147,83 +147,6 @@ def _root_of(paths: Sequence[str | Path]) -> Path:
     return first
 
 
-def _find_files(root: Path, paths: Sequence[str | Path]) -> Iterator[tuple[str, Path]]:
-    """YAML and JSON files under ``paths`` as (path relative to ``root``, path), sorted.
-
-    ``.git`` directories are skipped.
-    """
-    base = str(root)
-    found: dict[str, Path] = {}
-    for raw in paths:
-        p = Path(raw).resolve()
-        if p.is_file():
-            found[p.relative_to(root).as_posix()] = p
-            continue
-        for dirpath, dirnames, filenames in os.walk(p):
-            dirnames[:] = [d for d in dirnames if d != ".git"]
-            rel_dir = dirpath[len(base) + 1 :].replace(os.sep, "/")
-            for name in filenames:
-                if name.endswith(_yaml.YAML_SUFFIXES):
-                    rel = f"{rel_dir}/{name}" if rel_dir else name
-                    found[rel] = Path(dirpath, name)
-    for rel in sorted(found):
-        yield rel, found[rel]
-
-
-def _read_tree(
-    root: Path, paths: Sequence[str | Path]
-) -> tuple[Tree, list[YamlError], dict[str, Path]]:
-    docs: dict[str, list[Doc]] = {}
-    texts: dict[str, str] = {}
-    kustomizations: dict[str, dict[str, Any]] = {}
-    errors: list[YamlError] = []
-    real: dict[str, Path] = {}
-    dirs: set[str] = set()
-    for rel, f in _find_files(root, paths):
-        real[rel] = f
-        up = parent(rel)
-        while up not in dirs:
-            dirs.add(up)
-            if up == ".":
-                break
-            up = parent(up)
-        try:
-            text = f.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            errors.append(YamlError(rel, None, f"cannot read file: {err}"))
-            continue
-        texts[rel] = text
-        try:
-            parsed = _yaml.parse_text(text, rel)
-        except InputError as err:
-            errors.append(YamlError(rel, err.line, err.message))
-            continue
-        if f.name in KUSTOMIZATION_FILES:
-            for kdoc in parsed:
-                if isinstance(kdoc.data, dict) and str(kdoc.data.get("apiVersion", "")).startswith(
-                    _KUSTOMIZE_API
-                ):
-                    kustomizations[parent(rel)] = kdoc.data
-                    break
-            continue
-        out: list[Doc] = []
-        for pdoc in parsed:
-            data = pdoc.data
-            if not isinstance(data, dict):
-                continue
-            items = data.get("items")
-            if str(data.get("kind", "")).endswith("List") and isinstance(items, list):
-                out.extend(
-                    Doc(rel, pdoc.index, pdoc.line, it, ("items", i))
-                    for i, it in enumerate(items)
-                    if isinstance(it, dict)
-                )
-            else:
-                out.append(Doc(rel, pdoc.index, pdoc.line, data))
-        docs[rel] = out
-    return Tree(docs, texts, kustomizations, dirs), errors, real
-
-
 def load_repo(paths: Sequence[str | Path]) -> Repo:
     """Read the Flux repository (or partial tree) under ``paths``.
 
@@ -250,7 +173,7 @@ def load_repo(paths: Sequence[str | Path]) -> Repo:
 
 def _load(paths: Sequence[str | Path]) -> Repo:
     root = _root_of(paths)
-    tree, errors, real = _read_tree(root, paths)
+    tree, errors, real = read_tree(root, paths)
 
     def read_text(rel: str) -> str | None:
         if rel in tree.texts:
@@ -261,7 +184,7 @@ def _load(paths: Sequence[str | Path]) -> Repo:
         except (OSError, UnicodeDecodeError):
             return None
 
-    builder = Builder(tree, read_text=read_text)
+    builder = KustomizeBuilder(tree, read_text=read_text)
     state = _State(root, tree, builder, errors, real)
     _index_data_objects(state)
     _walk_units(state)
@@ -697,28 +620,6 @@ def _chart(state: _State, obj: Obj) -> tuple[str, str | None]:
     return url.rstrip("/").rsplit("/", 1)[-1], version
 
 
-def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    """Helm's coalesce for user values: maps merge, anything else replaces, null deletes."""
-    out = dict(base)
-    for k, v in over.items():
-        if v is None:
-            out.pop(k, None)
-        elif isinstance(v, dict) and isinstance(out.get(k), Mapping):
-            out[k] = _merge(out[k], v)
-        else:
-            out[k] = v
-    return out
-
-
-def _set_path(target_path: str, value: Any) -> dict[str, Any]:
-    # helm-controller targetPath: dotted path (strvals syntax); the value lands at the leaf.
-    keys = [k for k in target_path.replace("\\.", "\0").split(".") if k]
-    out: Any = value
-    for k in reversed(keys):
-        out = {k.replace("\0", "."): out}
-    return out if isinstance(out, dict) else {}
-
-
 def _helm_release(state: _State, obj: Obj) -> HelmRelease:
     spec = cast(HelmReleaseSpec, _dict(obj.body.get("spec")))
     chart_name, version = _chart(state, obj)
@@ -755,7 +656,7 @@ def _helm_release(state: _State, obj: Obj) -> HelmRelease:
         field_name = "data" if key in _dict(found.body.get("data")) else "stringData"
         src = found.source.child((field_name, key))
         if target is not None:
-            layers.append(ValueLayer(_set_path(target, text), src, False))
+            layers.append(ValueLayer(value_at_target_path(target, text), src, False))
             continue
         try:
             parsed = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
@@ -772,10 +673,10 @@ def _helm_release(state: _State, obj: Obj) -> HelmRelease:
     else:
         acc: dict[str, Any] = {}
         for layer in layers:
-            acc = _merge(acc, layer.values)
+            acc = merge_values(acc, layer.values)
         user = acc
     defaults = chart_defaults(chart)
-    values = _merge(_plain(defaults), user) if defaults else user
+    values = merge_values(_plain(defaults), user) if defaults else user
     target_ns = _str(spec.get("targetNamespace")) or obj.namespace
     return HelmRelease(
         name=obj.name,

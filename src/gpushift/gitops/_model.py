@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gpushift import _yaml
+from gpushift.flux import Keys, YamlError
 
 #: Charts the model understands; everything else is ``other``.
 ChartId = Literal[
@@ -37,8 +38,6 @@ RequestKind = Literal["extended", "claim", "bridged", "none"]
 
 #: The extended resource the NVIDIA device plugin advertises.
 GPU_RESOURCE = "nvidia.com/gpu"
-
-Keys = tuple[str | int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -620,15 +619,6 @@ class TalosEvidence:
 
     reason: str
     source: Source
-
-
-@dataclass(frozen=True, slots=True)
-class YamlError:
-    """A file that could not be read or parsed (the rule ``yaml-error`` reports it)."""
-
-    path: str
-    line: int | None
-    message: str
 
 
 @dataclass(frozen=True, slots=True)

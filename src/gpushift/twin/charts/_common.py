@@ -37,19 +37,6 @@ def get(values: Mapping[str, Any], *path: str, default: Any = None) -> Any:
     return default if cur is None else cur
 
 
-def merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    """Helm's coalesce: maps merge, other values replace, null deletes."""
-    out = dict(base)
-    for k, v in over.items():
-        if v is None:
-            out.pop(k, None)
-        elif isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
-            out[k] = merge(out[k], v)
-        else:
-            out[k] = v
-    return out
-
-
 def helm_labels(*, name: str, release: str, chart: str, version: str) -> dict[str, str]:
     """The labels Helm's conventional ``_helpers.tpl`` puts on every object of a release."""
     return {

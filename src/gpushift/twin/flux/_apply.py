@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpushift._kinds import Kind, by_kind
-from gpushift.flux._status import InventoryEntry
+from gpushift.flux import InventoryEntry
 from gpushift.twin import ApiError, Store
 from gpushift.twin.charts import apply, kind_of
 

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from gpushift._kinds import lookup
-from gpushift.gitops import (  # the GitOps model's kustomize subset, reused
+from gpushift.flux import (
     KUSTOMIZATION_FILES,
     KustomizeBuilder,
     apply_patch,

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from gpushift.flux._status import REQUESTED_AT, ready
+from gpushift.flux import REQUESTED_AT, ready
 from gpushift.kube import Kube, ResourceRef
 
 _GIT = ResourceRef.named("GitRepository", "source.toolkit.fluxcd.io/v1")

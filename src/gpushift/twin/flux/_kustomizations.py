@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gpushift._kinds import by_kind, lookup
-from gpushift.flux._status import (
+from gpushift.flux import (
     REQUESTED_AT,
     InventoryEntry,
     drop_condition,

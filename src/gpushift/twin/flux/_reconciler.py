@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from gpushift._kinds import lookup
-from gpushift.flux._status import FINALIZER
+from gpushift.flux import FINALIZER
 from gpushift.twin import ApiError, Store
 from gpushift.twin.charts._common import d
 from gpushift.twin.charts._writes import served

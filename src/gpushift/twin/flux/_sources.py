@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gpushift._kinds import by_kind
-from gpushift.flux._status import REQUESTED_AT, Artifact, duration, observed, set_condition
+from gpushift.flux import REQUESTED_AT, Artifact, duration, observed, set_condition
 from gpushift.twin import ApiError, Store
 from gpushift.twin.charts._common import d
 
