@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from gpushift._quantity import QuantityError, parse
 from gpushift.gitops import (
@@ -25,7 +25,7 @@ from gpushift.gitops import (
     Workload,
     truthy,
 )
-from gpushift.reports._finding import Finding
+from gpushift.reports import Finding
 from gpushift.rules._registry import rule
 
 #: The DRA driver's name; its DeviceClasses are gpu.nvidia.com, mig.nvidia.com, vfio.gpu.nvidia.com.
@@ -97,6 +97,15 @@ def request_keys(container: Container, resource: str) -> tuple[str, ...]:
     return ("resources",)
 
 
+class Located(Protocol):
+    """A model item written in one object: a HelmRelease, a Kustomization, a claim's object."""
+
+    @property
+    def source(self) -> Source: ...
+    @property
+    def obj(self) -> Obj: ...
+
+
 @dataclass(frozen=True)
 class Context:
     """The inputs of one check run.
@@ -112,6 +121,18 @@ class Context:
     ) -> Finding:
         """A finding of ``rule_id`` with the rule's severity, at ``source.path``."""
         return Finding(rule_id, rule(rule_id).severity, source.path, line, obj, msg)
+
+    def about(self, rule_id: str, item: Located, *, line: int | None, msg: str) -> Finding:
+        """A finding of ``rule_id`` about a written object (a release, a Kustomization, a
+        config): in its file, naming its object."""
+        return self.finding(rule_id, source=item.source, line=line, obj=name_of(item.obj), msg=msg)
+
+    def in_workload(
+        self, rule_id: str, w: Workload, *, source: Source, line: int | None, msg: str
+    ) -> Finding:
+        """A finding of ``rule_id`` at ``source`` (a container, a pod field) of workload ``w``,
+        naming the object that produces the workload."""
+        return self.finding(rule_id, source=source, line=line, obj=name_of(w.origin), msg=msg)
 
     # -- allocators ----------------------------------------------------------------------
 
