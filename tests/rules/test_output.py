@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from gpushift.gitops import Sharing, Summary
+from gpushift.gitops import SharingSummary, Summary
 from gpushift.reports import Finding, Severity, format_json, format_sarif, format_text
 from gpushift.rules import RULES
 
@@ -48,7 +48,7 @@ def test_text_without_findings() -> None:
 
 
 def test_json_shape_is_the_issue_shape() -> None:
-    summary = Summary("both", Sharing("time-slicing", 5), (), (), ())
+    summary = Summary("both", SharingSummary("time-slicing", 5), (), (), ())
     body = json.loads(format_json(FINDINGS, summary=summary.to_dict()))
     assert set(body) == {"summary", "findings"}
     assert body["summary"]["allocator"] == "both"

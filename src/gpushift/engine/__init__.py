@@ -9,7 +9,7 @@ from __future__ import annotations
 from gpushift.engine._allocator import (
     ALLOCATION_RESULTS_MAX_SIZE,
     AllocatedState,
-    Allocator,
+    StructuredAllocator,
     UnknownDeviceClassError,
     device_key,
 )
@@ -62,7 +62,6 @@ __all__ = [
     "DUAL_ADVERTISER",
     "EXTENDED_RESOURCE_CLAIM_ANNOTATION",
     "AllocatedState",
-    "Allocator",
     "BridgeClaim",
     "CardLedger",
     "CelSelectorEvaluator",
@@ -82,6 +81,7 @@ __all__ = [
     "SelectorEvaluationError",
     "Setup",
     "Simulation",
+    "StructuredAllocator",
     "Tenant",
     "UnknownDeviceClassError",
     "as_list",

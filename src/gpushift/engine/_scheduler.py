@@ -44,7 +44,7 @@ from heapq import merge
 from typing import Any, cast
 
 from gpushift.engine import _bridging, _filters, _ledger, _requests
-from gpushift.engine._allocator import AllocatedState, Allocator, UnknownDeviceClassError
+from gpushift.engine._allocator import AllocatedState, StructuredAllocator, UnknownDeviceClassError
 from gpushift.engine._cel import SelectorEvaluationError
 from gpushift.engine._dra_nodeselector import node_selector_matches
 from gpushift.engine._dra_types import AllocationResult, Node, ResourceClaim
@@ -159,7 +159,7 @@ class Outcome:
     nodes: list[NodeInfo]
     pods: list[PodInfo]
     claims: list[dict[str, Any]]
-    allocator: Allocator
+    allocator: StructuredAllocator
     state: AllocatedState
 
 
@@ -225,9 +225,9 @@ class _ClassView:
 class Scheduler:
     """Schedules the pending pods of an ``Inputs`` onto its nodes. Use :func:`schedule`."""
 
-    def __init__(self, inputs: Inputs, *, allocator: Allocator | None = None) -> None:
+    def __init__(self, inputs: Inputs, *, allocator: StructuredAllocator | None = None) -> None:
         self.inputs = inputs
-        self.allocator = allocator or Allocator(
+        self.allocator = allocator or StructuredAllocator(
             slices=cast(Any, inputs.slices), classes=cast(Any, inputs.classes)
         )
         self.state = AllocatedState()
@@ -1364,7 +1364,7 @@ class _Context:
         return [int(100 * (r - lo) / (hi - lo)) for r in raw]
 
 
-def schedule(inputs: Inputs, *, allocator: Allocator | None = None) -> Outcome:
+def schedule(inputs: Inputs, *, allocator: StructuredAllocator | None = None) -> Outcome:
     """Schedule every unscheduled pod of ``inputs`` and return the outcome.
 
     Pods with ``spec.nodeName`` are taken as already running there. Objects in ``inputs`` are

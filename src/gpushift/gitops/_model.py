@@ -32,8 +32,12 @@ WorkloadOrigin = Literal["manifest", "app-template", "llmkube", "dcgm-exporter"]
 #: Where a time-slicing config was found.
 TimeSlicingForm = Literal["configmap", "generator", "inline"]
 
-Allocator = Literal["device-plugin", "dra", "both", "none"]
-SharingMode = Literal["exclusive", "time-slicing", "consumable-shares", "memory", "unlimited"]
+#: Which allocators a repository deploys (``gpushift._sharing.Allocator`` names one).
+ActiveAllocators = Literal["device-plugin", "dra", "both", "none"]
+#: How a repository shares its cards, as its summary reports it.
+SharingSummaryMode = Literal[
+    "exclusive", "time-slicing", "consumable-shares", "memory", "unlimited"
+]
 RequestKind = Literal["extended", "claim", "bridged", "none"]
 
 #: The extended resource the NVIDIA device plugin advertises.
@@ -695,10 +699,10 @@ class Consumer:
 
 
 @dataclass(frozen=True, slots=True)
-class Sharing:
+class SharingSummary:
     """How a GPU is shared: ``replicas`` is the time-slicing replicas or consumable shares N."""
 
-    mode: SharingMode
+    mode: SharingSummaryMode
     replicas: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -713,8 +717,8 @@ class Sharing:
 class Summary:
     """The repository's GPU summary (issue §2)."""
 
-    allocator: Allocator
-    sharing: Sharing
+    allocator: ActiveAllocators
+    sharing: SharingSummary
     consumers: tuple[Consumer, ...]
     device_classes: tuple[str, ...]
     claim_templates: tuple[str, ...]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from gpushift._atomic import write_tree
 from gpushift.render._config import (
-    Allocator,
     Chart,
     Charts,
     Cluster,
@@ -17,7 +16,6 @@ from gpushift.render._config import (
     ConsumerStyle,
     GpushiftConfig,
     Observability,
-    Sharing,
     Toleration,
 )
 from gpushift.render._diff import diff_trees
@@ -27,7 +25,6 @@ from gpushift.render._load import (
     load_config,
     load_example,
     parse_config,
-    parse_sharing,
     with_overrides,
 )
 from gpushift.render._schema import config_schema, config_schema_text
@@ -35,7 +32,6 @@ from gpushift.render._tree import render_tree
 
 __all__ = [
     "EXAMPLES",
-    "Allocator",
     "Chart",
     "Charts",
     "Cluster",
@@ -43,7 +39,6 @@ __all__ = [
     "ConsumerStyle",
     "GpushiftConfig",
     "Observability",
-    "Sharing",
     "Toleration",
     "config_schema",
     "config_schema_text",
@@ -52,7 +47,6 @@ __all__ = [
     "load_config",
     "load_example",
     "parse_config",
-    "parse_sharing",
     "render_tree",
     "with_overrides",
     "write_tree",

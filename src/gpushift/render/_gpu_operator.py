@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gpushift._sharing import Allocator
 from gpushift._yamlout import Note
 from gpushift.render import _common as c
-from gpushift.render._config import Allocator, GpushiftConfig
+from gpushift.render._config import GpushiftConfig
 from gpushift.render._flux import (
     Files,
     api_version,

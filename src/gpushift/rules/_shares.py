@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from gpushift._sharing import ConsumableSharesError, atoi, parse_consumable_shares
 from gpushift.gitops import GPU_RESOURCE, HelmRelease, truthy
 from gpushift.reports import Finding
 from gpushift.rules._context import (
@@ -13,10 +13,6 @@ from gpushift.rules._context import (
     name_of,
     request_keys,
 )
-
-_MODES = ("disabled", "memory", "unlimited")
-_ATOI = re.compile(r"[+-]?[0-9]+")
-_INT64_MAX = 2**63 - 1
 
 
 def shares_value(driver: HelmRelease) -> str | None:
@@ -38,10 +34,16 @@ def shares_count(value: str | None) -> int | None:
 
     The plugin parses N with Go's ``strconv.Atoi``: optional sign, ASCII digits, int64 range.
     """
-    if value is None or not _ATOI.fullmatch(value):
-        return None
-    n = int(value)
-    return n if 0 < n <= _INT64_MAX else None
+    n = None if value is None else atoi(value)
+    return n if n is not None and n > 0 else None
+
+
+def _accepted(value: str) -> bool:
+    try:
+        parse_consumable_shares(value)
+    except ConsumableSharesError:
+        return False
+    return True
 
 
 def check(*, ctx: Context) -> Iterator[Finding]:
@@ -66,7 +68,7 @@ def check(*, ctx: Context) -> Iterator[Finding]:
                 ),
             )
         n = shares_count(value)
-        if value not in _MODES and n is None:
+        if not _accepted(value):
             yield ctx.about(
                 "consumable-shares-invalid",
                 driver,

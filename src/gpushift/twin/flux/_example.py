@@ -5,14 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpushift.render import (
-    Allocator,
-    load_example,
-    parse_sharing,
-    render_tree,
-    with_overrides,
-    write_tree,
-)
+from gpushift._sharing import Allocator, parse_sharing
+from gpushift.render import load_example, render_tree, with_overrides, write_tree
 
 
 def write_example(
