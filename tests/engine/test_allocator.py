@@ -215,6 +215,21 @@ def test_node_selector_slice_serves_matching_nodes_and_is_copied_to_the_result()
 # --- selectors --------------------------------------------------------------------------------
 
 
+def test_slice_node_selector_compares_numbers_written_unquoted_as_text() -> None:
+    # Pod affinity and slice node selectors share one matcher, which reads YAML numbers in
+    # values as the strings the API stores; the slice-only matcher once compared 2 with "2".
+    rack = {"metadata": {"name": "n3", "labels": {"rack": "2"}}}
+    sel = {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "rack", "operator": "In", "values": [2]}]}
+        ]
+    }
+    s = slice_("net", [dev("d0")], pool="rack-2", node=None, nodeSelector=sel)
+    a = StructuredAllocator(slices=[s], classes=[cls()])
+    assert a.allocate(claims=[claim(req())], node=rack, state=AllocatedState()) is not None
+    assert a.allocate(claims=[claim(req())], node=NODE, state=AllocatedState()) is None
+
+
 def test_class_and_request_selectors_both_apply() -> None:
     devices = [
         dev("d0", attributes={"model": {"string": "a"}, "type": {"string": "x"}}),

@@ -31,7 +31,6 @@ from gpushift.engine._cel import (
     SelectorEvaluator,
     cel_device,
 )
-from gpushift.engine._dra_nodeselector import node_selector_matches
 from gpushift.engine._dra_state import AllocatedState, device_key, new_share_id
 from gpushift.engine._dra_types import (
     AllocationResult,
@@ -49,6 +48,7 @@ from gpushift.engine._dra_types import (
     ResourceClaim,
     ResourceSlice,
 )
+from gpushift.engine._filters import node_selector_matches
 
 __all__ = [
     "ALLOCATION_RESULTS_MAX_SIZE",

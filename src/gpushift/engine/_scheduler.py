@@ -46,8 +46,8 @@ from typing import Any, cast
 from gpushift.engine import _bridging, _filters, _ledger, _requests
 from gpushift.engine._allocator import AllocatedState, StructuredAllocator, UnknownDeviceClassError
 from gpushift.engine._cel import SelectorEvaluationError
-from gpushift.engine._dra_nodeselector import node_selector_matches
 from gpushift.engine._dra_types import AllocationResult, Node, ResourceClaim
+from gpushift.engine._filters import node_selector_matches
 from gpushift.engine._inputs import Inputs
 from gpushift.engine._workloads import stable_suffix, stable_uid
 

@@ -8,7 +8,12 @@ summary. Chart knowledge (outcome-changing defaults, known top-level values keys
 from __future__ import annotations
 
 from gpushift.flux import YamlError
-from gpushift.gitops._charts import chart_defaults, chart_identity, known_values_keys
+from gpushift.gitops._charts import (
+    GPU_OPERATOR_POLICY_KEYS,
+    chart_defaults,
+    chart_identity,
+    known_values_keys,
+)
 from gpushift.gitops._load import load_repo
 from gpushift.gitops._model import (
     GPU_RESOURCE,
@@ -52,6 +57,7 @@ from gpushift.gitops._timeslicing import parse_config as parse_time_slicing_conf
 
 __all__ = [
     "CHART_POD_FIELDS",
+    "GPU_OPERATOR_POLICY_KEYS",
     "GPU_RESOURCE",
     "LLMKUBE_VENDOR_RESOURCES",
     "NVIDIA_PREFIX",
