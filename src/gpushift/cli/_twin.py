@@ -224,6 +224,7 @@ def register(app: typer.Typer) -> None:
             cluster.token = token
         flux = None
         if repo is not None or example is not None:
+            from gpushift.render import write_example
             from gpushift.twin.flux import start_flux
 
             if cluster is None:
@@ -235,6 +236,7 @@ def register(app: typer.Typer) -> None:
                 example=example,
                 root=root,
                 vars_file=vars_file,
+                write_example=write_example,
                 operator_delay=operator_delay,
             )
         if access_log:

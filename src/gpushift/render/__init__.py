@@ -19,6 +19,7 @@ from gpushift.render._config import (
     Toleration,
 )
 from gpushift.render._diff import diff_trees
+from gpushift.render._example import write_example
 from gpushift.render._load import (
     EXAMPLES,
     example_text,
@@ -49,5 +50,6 @@ __all__ = [
     "parse_config",
     "render_tree",
     "with_overrides",
+    "write_example",
     "write_tree",
 ]
