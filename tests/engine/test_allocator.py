@@ -8,14 +8,17 @@ from typing import Any
 
 import pytest
 
-from gpushift.engine._allocator import (
+from gpushift.engine import (
     AllocatedState,
+    GpuInfo,
+    SelectorError,
+    SelectorEvaluationError,
     StructuredAllocator,
     UnknownDeviceClassError,
     device_key,
+    nvidia_device_classes,
+    nvidia_resource_slice,
 )
-from gpushift.engine._cel import SelectorError, SelectorEvaluationError
-from gpushift.engine._nvidia import GpuInfo, nvidia_device_classes, nvidia_resource_slice
 
 DRV = "dra.example.com"
 NODE = {"metadata": {"name": "n1", "labels": {"zone": "a"}}}

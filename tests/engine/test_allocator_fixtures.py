@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 import yaml
 
-from gpushift.engine._allocator import AllocatedState, StructuredAllocator, UnknownDeviceClassError
-from gpushift.engine._nvidia import (
+from gpushift.engine import (
+    AllocatedState,
     GpuInfo,
+    StructuredAllocator,
+    UnknownDeviceClassError,
     nvidia_device_classes,
     nvidia_resource_slice,
     parse_consumable_shares,

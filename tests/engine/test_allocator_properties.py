@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpushift._quantity import parse
-from gpushift.engine._allocator import AllocatedState, StructuredAllocator
+from gpushift.engine import AllocatedState, StructuredAllocator
 
 DRV = "dra.example.com"
 NODE = {"metadata": {"name": "n1"}}

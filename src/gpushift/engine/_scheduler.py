@@ -175,7 +175,7 @@ def _priority(spec: Mapping[str, Any], *, classes: Mapping[str, int], default: i
     return default
 
 
-def _pod_claim_generate_name(*, pod: str, claim: str) -> str:
+def pod_claim_generate_name(*, pod: str, claim: str) -> str:
     """The ``generateName`` of a pod's claim from a template: ``<pod>-<claim>-``, both parts
     cut in proportion to fit 57 characters."""
     # k8s.io/kubernetes pkg/controller/resourceclaim controller.go handleClaim: both parts are
@@ -401,7 +401,7 @@ class Scheduler:
     ) -> dict[str, Any]:
         tspec = template.get("spec") or {}
         tmeta = tspec.get("metadata") or {}
-        generate = _pod_claim_generate_name(pod=pod.name, claim=pc_name)
+        generate = pod_claim_generate_name(pod=pod.name, claim=pc_name)
         name = generate + stable_suffix(f"{pod.key}/{pc_name}")
         annotations = dict(tmeta.get("annotations") or {})
         annotations[POD_CLAIM_NAME_ANNOTATION] = pc_name

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, TypedDict
 
-Obj = dict[str, Any]
-
-
-def _d(value: Any) -> dict[str, Any]:
-    """``value`` when it is a mapping, else an empty dict."""
-    return dict(value) if isinstance(value, Mapping) else {}
+from gpushift._obj import Obj
+from gpushift._obj import as_dict as _d
 
 
 class Condition(TypedDict):

@@ -57,7 +57,7 @@ from gpushift.gitops._model import (
     HealthCheck,
     HelmRelease,
     KsRef,
-    Obj,
+    Manifest,
     Repo,
     RuntimeClass,
     Source,
@@ -115,7 +115,7 @@ class _State:
     builder: KustomizeBuilder
     errors: list[YamlError]
     files: dict[str, Path]
-    objects: list[Obj] = field(default_factory=list)
+    objects: list[Manifest] = field(default_factory=list)
     seen: set[tuple[str, int, tuple[str | int, ...]]] = field(default_factory=set)
     emitted: dict[tuple[str, int, tuple[str | int, ...]], set[KsRef | None]] = field(
         default_factory=dict
@@ -125,7 +125,7 @@ class _State:
     #: ConfigMaps and Secrets by name (raw, for substituteFrom and valuesFrom lookups).
     data_objects: dict[tuple[str, str], list[Item]] = field(default_factory=dict)
     #: Objects by (kind, name), filled once every object is known.
-    index: dict[tuple[str, str], list[Obj]] = field(default_factory=dict)
+    index: dict[tuple[str, str], list[Manifest]] = field(default_factory=dict)
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -366,7 +366,7 @@ def _has_kind(data: Mapping[str, Any]) -> bool:
     return bool(data.get("kind")) and bool(data.get("apiVersion"))
 
 
-def _unit_objects(state: _State, unit: _Unit) -> Iterator[Obj]:
+def _unit_objects(state: _State, unit: _Unit) -> Iterator[Manifest]:
     owner = unit.ks.ref if unit.ks is not None else None
     for item in unit.items:
         key = (item.doc.rel, item.doc.index, item.doc.keys)
@@ -426,7 +426,7 @@ def _make_obj(
     ks: FluxKustomization | None,
     active: bool,
     variables: Mapping[str, str] | None,
-) -> Obj:
+) -> Manifest:
     data = item.data
     meta = _dict(data.get("metadata"))
     if variables is not None and (item.generated or "${" in state.tree.texts.get(item.doc.rel, "")):
@@ -451,7 +451,7 @@ def _make_obj(
         )
     doc = item.doc
     file = state.files.get(doc.rel, state.root / doc.rel)
-    return Obj(
+    return Manifest(
         api_version=str(data.get("apiVersion", "")),
         kind=kind,
         name=str(meta.get("name", "")),
@@ -464,7 +464,7 @@ def _make_obj(
     )
 
 
-def _flux_kustomization(state: _State, obj: Obj) -> FluxKustomization:
+def _flux_kustomization(state: _State, obj: Manifest) -> FluxKustomization:
     spec = cast(KustomizationSpec, _dict(obj.body.get("spec")))
     namespace = obj.namespace or "flux-system"
     post = spec.get("postBuild")
@@ -557,7 +557,7 @@ def _label_keys(value: Any) -> Iterator[str]:
 
 
 def _talos_from_labels(
-    state: _State, objects: Iterable[Obj], workloads: Iterable[Workload]
+    state: _State, objects: Iterable[Manifest], workloads: Iterable[Workload]
 ) -> None:
     for w in workloads:
         if not w.active:
@@ -585,7 +585,7 @@ def _talos_from_labels(
                 return
 
 
-def _is_gpu_stack(o: Obj) -> bool:
+def _is_gpu_stack(o: Manifest) -> bool:
     return chart_identity(o.name) in (
         "gpu-operator",
         "nvidia-device-plugin",
@@ -596,11 +596,11 @@ def _is_gpu_stack(o: Obj) -> bool:
 # -- HelmReleases -------------------------------------------------------------------------
 
 
-def _is_hr(o: Obj) -> bool:
+def _is_hr(o: Manifest) -> bool:
     return o.kind == "HelmRelease" and o.api_version.startswith(_HELM)
 
 
-def _chart(state: _State, obj: Obj) -> tuple[str, str | None]:
+def _chart(state: _State, obj: Manifest) -> tuple[str, str | None]:
     spec = cast(HelmReleaseSpec, _dict(obj.body.get("spec")))
     chart = _dict(_dict(spec.get("chart")).get("spec"))
     if chart.get("chart"):
@@ -620,7 +620,7 @@ def _chart(state: _State, obj: Obj) -> tuple[str, str | None]:
     return url.rstrip("/").rsplit("/", 1)[-1], version
 
 
-def _helm_release(state: _State, obj: Obj) -> HelmRelease:
+def _helm_release(state: _State, obj: Manifest) -> HelmRelease:
     spec = cast(HelmReleaseSpec, _dict(obj.body.get("spec")))
     chart_name, version = _chart(state, obj)
     chart = chart_identity(chart_name)
@@ -706,8 +706,8 @@ def _plain(m: Mapping[str, Any]) -> dict[str, Any]:
     return {k: _plain(v) if isinstance(v, Mapping) else v for k, v in m.items()}
 
 
-def _pick(state: _State, *, kind: str, name: str, namespace: str | None) -> Obj | None:
-    best: Obj | None = None
+def _pick(state: _State, *, kind: str, name: str, namespace: str | None) -> Manifest | None:
+    best: Manifest | None = None
     for o in state.index.get((kind, name), ()):
         if o.kind == kind and o.name == name:
             if o.namespace == namespace and o.active:
@@ -720,7 +720,7 @@ def _pick(state: _State, *, kind: str, name: str, namespace: str | None) -> Obj 
 # -- workloads ----------------------------------------------------------------------------
 
 
-def _workloads(objects: Sequence[Obj], releases: Sequence[HelmRelease]) -> Iterator[Workload]:
+def _workloads(objects: Sequence[Manifest], releases: Sequence[HelmRelease]) -> Iterator[Workload]:
     for o in objects:
         w = _pods.manifest_workload(o)
         if w is not None:
@@ -730,7 +730,7 @@ def _workloads(objects: Sequence[Obj], releases: Sequence[HelmRelease]) -> Itera
             yield from _pods.app_template_workloads(hr)
         elif hr.chart == "dcgm-exporter":
             yield _pods.dcgm_exporter_workload(hr)
-    models: dict[tuple[str | None, str], Obj] = {}
+    models: dict[tuple[str | None, str], Manifest] = {}
     for o in objects:
         if o.kind == "Model" and o.api_version.startswith("inference.llmkube.dev/"):
             key = (o.namespace, o.name)
@@ -748,7 +748,7 @@ def _workloads(objects: Sequence[Obj], releases: Sequence[HelmRelease]) -> Itera
 _CLAIM_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
 
 
-def _claim(o: Obj) -> Claim:
+def _claim(o: Manifest) -> Claim:
     template = o.kind == "ResourceClaimTemplate"
     spec = _dict(o.body.get("spec"))
     if template:
@@ -802,7 +802,7 @@ def _selector(driver: str, type_: str) -> str:
 
 
 def _device_classes(
-    objects: Sequence[Obj], releases: Sequence[HelmRelease]
+    objects: Sequence[Manifest], releases: Sequence[HelmRelease]
 ) -> Iterator[DeviceClass]:
     for o in objects:
         if o.kind != "DeviceClass":
@@ -852,7 +852,7 @@ def _device_classes(
 
 
 def _runtime_classes(
-    objects: Sequence[Obj], releases: Sequence[HelmRelease]
+    objects: Sequence[Manifest], releases: Sequence[HelmRelease]
 ) -> Iterator[RuntimeClass]:
     for o in objects:
         if o.kind == "RuntimeClass":
@@ -868,7 +868,7 @@ def _runtime_classes(
 
 
 def _time_slicing(
-    state: _State, objects: Sequence[Obj], releases: Sequence[HelmRelease]
+    state: _State, objects: Sequence[Manifest], releases: Sequence[HelmRelease]
 ) -> tuple[tuple[TimeSlicingConfig, ...], tuple[DevicePluginConfig, ...]]:
     configs: list[TimeSlicingConfig] = []
     for o in objects:
@@ -938,7 +938,9 @@ def _time_slicing(
     return tuple(configs), tuple(pointers)
 
 
-def _configmap_exists(objects: Sequence[Obj], *, name: str | None, namespace: str | None) -> bool:
+def _configmap_exists(
+    objects: Sequence[Manifest], *, name: str | None, namespace: str | None
+) -> bool:
     return any(
         o.kind == "ConfigMap"
         and o.name == name
@@ -948,7 +950,7 @@ def _configmap_exists(objects: Sequence[Obj], *, name: str | None, namespace: st
     )
 
 
-def _config_map_config(o: Obj, *, key: Any, text: Any) -> TimeSlicingConfig:
+def _config_map_config(o: Manifest, *, key: Any, text: Any) -> TimeSlicingConfig:
     """The time-slicing config in ConfigMap ``o`` under ``key``; a generated ConfigMap's
     source is its generator, a written one's the key in its ``data``."""
     return parse_config(
@@ -963,7 +965,7 @@ def _config_map_config(o: Obj, *, key: Any, text: Any) -> TimeSlicingConfig:
 
 
 def _all_keys(
-    objects: Sequence[Obj],
+    objects: Sequence[Manifest],
     *,
     name: str,
     namespace: str | None,

@@ -85,7 +85,7 @@ class KsRef:
 
 
 @dataclass(frozen=True, slots=True)
-class Obj:
+class Manifest:
     """One Kubernetes object found in the repository (after kustomize and Flux substitution).
 
     ``namespace`` is the effective namespace (Flux ``targetNamespace``, else kustomize
@@ -170,7 +170,7 @@ class FluxKustomization:
     substitute: Mapping[str, str]
     substitute_from: tuple[ValuesRef, ...]
     components: tuple[str, ...]
-    obj: Obj
+    obj: Manifest
 
     @property
     def ref(self) -> KsRef:
@@ -229,7 +229,7 @@ class HelmRelease:
     user_values: Mapping[str, Any]
     values_from: tuple[ValuesRef, ...]
     suspend: bool
-    obj: Obj
+    obj: Manifest
     #: Where the user-given values came from, lowest precedence first.
     layers: tuple[ValueLayer, ...] = field(default=(), repr=False)
 
@@ -390,7 +390,7 @@ class Workload:
     namespace: str | None
     name: str
     origin_kind: WorkloadOrigin
-    origin: Obj
+    origin: Manifest
     pod: PodSpec
     monitoring: bool = False
     replicas: int | None = None
@@ -442,7 +442,7 @@ class ModelPool:
     gpu: int
     swap_policy: str
     swap_budget: str
-    obj: Obj
+    obj: Manifest
 
     @property
     def active(self) -> bool:
@@ -573,7 +573,7 @@ class Claim:
     requests: tuple[DeviceRequest, ...]
     #: Opaque configs as written (``spec.devices.config``).
     config: tuple[Mapping[str, Any], ...]
-    obj: Obj
+    obj: Manifest
 
     @property
     def drivers(self) -> frozenset[str]:
@@ -637,7 +637,7 @@ class Repo:
 
     root: Path
     has_flux_root: bool
-    objects: tuple[Obj, ...]
+    objects: tuple[Manifest, ...]
     kustomizations: tuple[FluxKustomization, ...]
     helm_releases: tuple[HelmRelease, ...]
     workloads: tuple[Workload, ...]
@@ -651,7 +651,7 @@ class Repo:
     #: llmkube ModelPools.
     model_pools: tuple[ModelPool, ...] = ()
 
-    def find(self, kind: str, name: str, namespace: str | None = None) -> tuple[Obj, ...]:
+    def find(self, kind: str, name: str, namespace: str | None = None) -> tuple[Manifest, ...]:
         """Objects of ``kind`` named ``name`` (in ``namespace`` when given)."""
         return tuple(
             o

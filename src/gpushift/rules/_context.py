@@ -18,7 +18,7 @@ from gpushift.gitops import (
     Claim,
     Container,
     HelmRelease,
-    Obj,
+    Manifest,
     PodSpec,
     Repo,
     Source,
@@ -35,7 +35,7 @@ DRA_DRIVER_ROOT_DEFAULT = "/"
 OPERATOR_DRIVER_DIR_DEFAULT = "/run/nvidia/driver"
 
 
-def name_of(obj: Obj) -> str:
+def name_of(obj: Manifest) -> str:
     """``Kind/namespace/name`` (or ``Kind/name``) for a finding's ``object``."""
     return f"{obj.kind}/{obj.namespace}/{obj.name}" if obj.namespace else f"{obj.kind}/{obj.name}"
 
@@ -57,7 +57,7 @@ def _dig(data: Any, keys: Sequence[str | int]) -> Any:
     return cur
 
 
-def body_at(obj: Obj, keys: Sequence[str | int]) -> Any:
+def body_at(obj: Manifest, keys: Sequence[str | int]) -> Any:
     """The value at ``keys`` inside the object's document, or None."""
     found = _dig(obj.body, keys)
     return None if found is _MISSING else found
@@ -103,7 +103,7 @@ class Located(Protocol):
     @property
     def source(self) -> Source: ...
     @property
-    def obj(self) -> Obj: ...
+    def obj(self) -> Manifest: ...
 
 
 @dataclass(frozen=True)

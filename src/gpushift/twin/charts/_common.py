@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-Obj = dict[str, Any]
+from gpushift._obj import Obj
 
 
 class ChartError(Exception):
@@ -20,11 +20,6 @@ class Rendered:
     objects: list[Obj] = field(default_factory=list)
     #: Set when the model renders no workloads (an unknown chart).
     message: str | None = None
-
-
-def d(value: Any) -> dict[str, Any]:
-    """``value`` when it is a mapping, else an empty dict."""
-    return dict(value) if isinstance(value, Mapping) else {}
 
 
 def get(values: Mapping[str, Any], *path: str, default: Any = None) -> Any:

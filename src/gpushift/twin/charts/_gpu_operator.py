@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gpushift._obj import Obj
+from gpushift._obj import as_dict as d
 from gpushift.gitops import GPU_OPERATOR_POLICY_KEYS
 from gpushift.twin.charts._common import (
-    Obj,
     Rendered,
-    d,
     daemonset,
     env_list,
     extra_env,

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from gpushift._kinds import Kind, lookup
+from gpushift._obj import Obj
 from gpushift.twin import ApiError, Store
 from gpushift.twin._ops import server_side_apply  # the same engine the API's PATCH uses
 from gpushift.twin._store import rfc3339
-from gpushift.twin.charts._common import Obj
 
 
 def kind_of(obj: Obj, store: Store | None = None) -> Kind:

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from gpushift._kinds import lookup
+from gpushift._obj import Obj
 from gpushift.flux import (
     KUSTOMIZATION_FILES,
     KustomizeBuilder,
@@ -27,7 +28,6 @@ from gpushift.flux import (
     substitute,
 )
 
-Obj = dict[str, Any]
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 #: fluxcd/kustomize-controller: per-object opt-out of substitution.

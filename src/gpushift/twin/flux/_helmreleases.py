@@ -13,6 +13,8 @@ from typing import Any
 import yaml
 
 from gpushift._kinds import by_kind, lookup
+from gpushift._obj import Obj
+from gpushift._obj import as_dict as d
 from gpushift.flux import (
     REQUESTED_AT,
     drop_condition,
@@ -27,10 +29,7 @@ from gpushift.flux import (
 )
 from gpushift.twin import ApiError
 from gpushift.twin.charts import ChartError, apply, identity, kind_of, render
-from gpushift.twin.charts._common import d
 from gpushift.twin.flux._reconciler import Reconciler
-
-Obj = dict[str, Any]
 
 
 class _ValuesError(Exception):

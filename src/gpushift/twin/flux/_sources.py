@@ -9,15 +9,13 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from gpushift._git import GitError, git, unpack_revision
 from gpushift._kinds import by_kind
+from gpushift._obj import Obj
+from gpushift._obj import as_dict as d
 from gpushift.flux import REQUESTED_AT, Artifact, duration, observed, set_condition
 from gpushift.twin import ApiError, Store
-from gpushift.twin.charts._common import d
-
-Obj = dict[str, Any]
 
 
 class SourceError(Exception):
