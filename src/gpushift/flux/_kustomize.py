@@ -219,17 +219,7 @@ class KustomizeBuilder:
         every manifest below it, stopping at directories that have their own."""
         prefix = "" if directory == "." else directory + "/"
         for rel in self.tree.docs:
-            if not rel.startswith(prefix):
-                continue
-            d = parent(rel)
-            # Stop at the nearest directory (below ``directory``) with a kustomization.
-            stopped = False
-            while d != directory and d != "." and d.startswith(prefix.rstrip("/")):
-                if d in self.tree.kustomizations:
-                    stopped = True
-                    break
-                d = parent(d)
-            if not stopped:
+            if rel.startswith(prefix) and not self._claimed(parent(rel), below=directory):
                 yield rel
 
     def auto_dirs(self, directory: str) -> Iterator[str]:
@@ -238,15 +228,19 @@ class KustomizeBuilder:
         for d in self.tree.kustomizations:
             if d == directory or not d.startswith(prefix):
                 continue
-            up = parent(d)
-            covered = False
-            while up != directory and up != "." and up.startswith(prefix.rstrip("/")):
-                if up in self.tree.kustomizations:
-                    covered = True
-                    break
-                up = parent(up)
-            if not covered:
+            if not self._claimed(parent(d), below=directory):
                 yield d
+
+    def _claimed(self, start: str, *, below: str) -> bool:
+        """Whether ``start`` or a directory between it and ``below`` (exclusive) has a
+        kustomization file, which then owns what lies under it."""
+        prefix = "" if below == "." else below + "/"
+        d = start
+        while d != below and d != "." and d.startswith(prefix.rstrip("/")):
+            if d in self.tree.kustomizations:
+                return True
+            d = parent(d)
+        return False
 
     def _build_generated(self, directory: str) -> list[Item]:
         items: list[Item] = []
