@@ -18,6 +18,7 @@ demo: setup
 lint: setup
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	PYTHONPATH=src:. $(BIN)/lint-imports --no-cache
 
 typecheck: setup
 	$(BIN)/mypy

@@ -26,9 +26,10 @@ def _wait(probe: object, timeout: float, what: str) -> float:
 def run(*, builtin: bool, time_scale: float) -> dict[str, float]:
     """Converge the homelab, then merge the DRA tree; returns the wall times (seconds)."""
     from gpushift._kinds import by_kind
+    from gpushift.flux import ready
+    from gpushift.render import write_example
     from gpushift.twin.cluster import example, run_cluster
-    from gpushift.twin.flux import Flux, bootstrap, write_example
-    from gpushift.twin.flux._status import ready
+    from gpushift.twin.flux import Flux, bootstrap
 
     saved = os.environ.get("PATH", "")
     if builtin:

@@ -8,14 +8,17 @@ from typing import Any
 
 import pytest
 
-from gpushift.engine._allocator import (
+from gpushift.engine import (
     AllocatedState,
-    Allocator,
+    GpuInfo,
+    SelectorError,
+    SelectorEvaluationError,
+    StructuredAllocator,
     UnknownDeviceClassError,
     device_key,
+    nvidia_device_classes,
+    nvidia_resource_slice,
 )
-from gpushift.engine._cel import SelectorError, SelectorEvaluationError
-from gpushift.engine._nvidia import GpuInfo, nvidia_device_classes, nvidia_resource_slice
 
 DRV = "dra.example.com"
 NODE = {"metadata": {"name": "n1", "labels": {"zone": "a"}}}
@@ -96,7 +99,7 @@ def shared_device(name: str, memory: str = "80Gi") -> dict[str, Any]:
 
 
 def test_exclusive_device_result_shape_and_node_selector() -> None:
-    a = Allocator(slices=[slice_("s", [dev("d0"), dev("d1")])], classes=[cls()])
+    a = StructuredAllocator(slices=[slice_("s", [dev("d0"), dev("d1")])], classes=[cls()])
     state = AllocatedState()
     got = a.allocate(claims=[claim(req())], node=NODE, state=state)
     assert got == [
@@ -110,7 +113,7 @@ def test_exclusive_device_result_shape_and_node_selector() -> None:
 
 
 def test_committed_devices_are_not_handed_out_again() -> None:
-    a = Allocator(slices=[slice_("s", [dev("d0"), dev("d1")])], classes=[cls()])
+    a = StructuredAllocator(slices=[slice_("s", [dev("d0"), dev("d1")])], classes=[cls()])
     state = AllocatedState()
     names = []
     for _ in range(2):
@@ -124,7 +127,7 @@ def test_committed_devices_are_not_handed_out_again() -> None:
 
 
 def test_other_nodes_devices_are_invisible() -> None:
-    a = Allocator(slices=[slice_("s", [dev("d0")])], classes=[cls()])
+    a = StructuredAllocator(slices=[slice_("s", [dev("d0")])], classes=[cls()])
     assert a.allocate(claims=[claim(req())], node=NODE2, state=AllocatedState()) is None
     assert not a.has_devices(node=NODE2)
     assert a.has_devices(node=NODE)
@@ -132,7 +135,7 @@ def test_other_nodes_devices_are_invisible() -> None:
 
 
 def test_claims_of_one_pod_are_allocated_together() -> None:
-    a = Allocator(slices=[slice_("s", [dev("d0"), dev("d1")])], classes=[cls()])
+    a = StructuredAllocator(slices=[slice_("s", [dev("d0"), dev("d1")])], classes=[cls()])
     two = [claim(req(), name="a"), claim(req(), name="b")]
     got = a.allocate(claims=two, node=NODE, state=AllocatedState())
     assert got is not None
@@ -142,7 +145,9 @@ def test_claims_of_one_pod_are_allocated_together() -> None:
 
 
 def test_count_takes_devices_in_order() -> None:
-    a = Allocator(slices=[slice_("s", [dev("d0"), dev("d1"), dev("d2")])], classes=[cls()])
+    a = StructuredAllocator(
+        slices=[slice_("s", [dev("d0"), dev("d1"), dev("d2")])], classes=[cls()]
+    )
     got = a.allocate(claims=[claim(req(count=2))], node=NODE, state=AllocatedState())
     assert got is not None
     assert picked(got[0]) == [("r", "n1", "d0"), ("r", "n1", "d1")]
@@ -159,7 +164,7 @@ def test_order_is_driver_then_pool_then_slice_name_then_device_list() -> None:
         slice_("s-1", [dev("z1b"), dev("z1a")], driver="a.example.com", pool="z", count=2),
         slice_("y", [dev("m0")], driver="a.example.com", pool="m"),
     ]
-    a = Allocator(slices=slices, classes=[cls()])
+    a = StructuredAllocator(slices=slices, classes=[cls()])
     got = a.allocate(claims=[claim(req(count=5))], node=NODE, state=AllocatedState())
     assert got is not None
     assert [(r["driver"], r["device"]) for r in got[0]["devices"]["results"]] == [
@@ -172,7 +177,7 @@ def test_order_is_driver_then_pool_then_slice_name_then_device_list() -> None:
 
 
 def test_incomplete_pool_is_not_allocated() -> None:
-    a = Allocator(slices=[slice_("s-1", [dev("d0")], count=2)], classes=[cls()])
+    a = StructuredAllocator(slices=[slice_("s-1", [dev("d0")], count=2)], classes=[cls()])
     assert a.allocate(claims=[claim(req())], node=NODE, state=AllocatedState()) is None
 
 
@@ -181,7 +186,7 @@ def test_only_the_newest_generation_counts() -> None:
         slice_("old", [dev("old-0")], generation=1),
         slice_("new", [dev("new-0")], generation=2),
     ]
-    a = Allocator(slices=slices, classes=[cls()])
+    a = StructuredAllocator(slices=slices, classes=[cls()])
     got = a.allocate(claims=[claim(req(count=1))], node=NODE, state=AllocatedState())
     assert got is not None and picked(got[0]) == [("r", "n1", "new-0")]
     assert a.allocate(claims=[claim(req(count=2))], node=NODE, state=AllocatedState()) is None
@@ -189,7 +194,7 @@ def test_only_the_newest_generation_counts() -> None:
 
 def test_all_nodes_slice_serves_every_node_without_node_selector() -> None:
     s = slice_("net", [dev("d0")], pool="fabric", node=None, allNodes=True)
-    a = Allocator(slices=[s], classes=[cls()])
+    a = StructuredAllocator(slices=[s], classes=[cls()])
     for n in (NODE, NODE2):
         got = a.allocate(claims=[claim(req())], node=n, state=AllocatedState())
         assert got is not None
@@ -204,13 +209,28 @@ def test_node_selector_slice_serves_matching_nodes_and_is_copied_to_the_result()
         ]
     }
     s = slice_("net", [dev("d0")], pool="zone-a", node=None, nodeSelector=sel)
-    a = Allocator(slices=[s], classes=[cls()])
+    a = StructuredAllocator(slices=[s], classes=[cls()])
     got = a.allocate(claims=[claim(req())], node=NODE, state=AllocatedState())
     assert got is not None and got[0]["nodeSelector"] == sel
     assert a.allocate(claims=[claim(req())], node=NODE2, state=AllocatedState()) is None
 
 
 # --- selectors --------------------------------------------------------------------------------
+
+
+def test_slice_node_selector_compares_numbers_written_unquoted_as_text() -> None:
+    # Pod affinity and slice node selectors share one matcher, which reads YAML numbers in
+    # values as the strings the API stores; the slice-only matcher once compared 2 with "2".
+    rack = {"metadata": {"name": "n3", "labels": {"rack": "2"}}}
+    sel = {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "rack", "operator": "In", "values": [2]}]}
+        ]
+    }
+    s = slice_("net", [dev("d0")], pool="rack-2", node=None, nodeSelector=sel)
+    a = StructuredAllocator(slices=[s], classes=[cls()])
+    assert a.allocate(claims=[claim(req())], node=rack, state=AllocatedState()) is not None
+    assert a.allocate(claims=[claim(req())], node=NODE, state=AllocatedState()) is None
 
 
 def test_class_and_request_selectors_both_apply() -> None:
@@ -221,7 +241,7 @@ def test_class_and_request_selectors_both_apply() -> None:
     ]
     gpu = cls("gpu", f"device.attributes['{DRV}'].type == 'gpu'")
     sel = [{"cel": {"expression": f"device.attributes['{DRV}'].model == 'a'"}}]
-    a = Allocator(slices=[slice_("s", devices)], classes=[gpu])
+    a = StructuredAllocator(slices=[slice_("s", devices)], classes=[gpu])
     got = a.allocate(
         claims=[claim(req(klass="gpu", selectors=sel))], node=NODE, state=AllocatedState()
     )
@@ -229,7 +249,7 @@ def test_class_and_request_selectors_both_apply() -> None:
 
 
 def test_unknown_device_class_is_reported_with_its_name() -> None:
-    a = Allocator(slices=[slice_("s", [dev("d0")])], classes=[cls()])
+    a = StructuredAllocator(slices=[slice_("s", [dev("d0")])], classes=[cls()])
     with pytest.raises(UnknownDeviceClassError) as e:
         a.allocate(claims=[claim(req(klass="nope"))], node=NODE, state=AllocatedState())
     assert e.value.class_name == "nope"
@@ -238,7 +258,9 @@ def test_unknown_device_class_is_reported_with_its_name() -> None:
 
 
 def test_selector_that_does_not_compile_is_an_input_error() -> None:
-    a = Allocator(slices=[slice_("s", [dev("d0")])], classes=[cls("bad", "device.driver ==")])
+    a = StructuredAllocator(
+        slices=[slice_("s", [dev("d0")])], classes=[cls("bad", "device.driver ==")]
+    )
     with pytest.raises(SelectorError, match=r"device\.driver =="):
         a.allocate(claims=[claim(req(klass="bad"))], node=NODE, state=AllocatedState())
 
@@ -246,7 +268,7 @@ def test_selector_that_does_not_compile_is_an_input_error() -> None:
 def test_selector_runtime_error_aborts_the_allocation() -> None:
     # d0 lacks the attribute; upstream stops with "CEL runtime error" instead of skipping it
     devices = [dev("d0"), dev("d1", attributes={"model": {"string": "a"}})]
-    a = Allocator(
+    a = StructuredAllocator(
         slices=[slice_("s", devices)],
         classes=[cls("m", f"device.attributes['{DRV}'].model == 'a'"), cls()],
     )
@@ -281,7 +303,7 @@ def test_first_available_names_the_chosen_subrequest() -> None:
             {"name": "tiny", "deviceClassName": "small"},
         ],
     }
-    a = Allocator(slices=[slice_("s", devices)], classes=[big, small])
+    a = StructuredAllocator(slices=[slice_("s", devices)], classes=[big, small])
     got = a.allocate(claims=[claim(r)], node=NODE, state=AllocatedState())
     assert got is not None
     assert picked(got[0]) == [("gpu/tiny", "n1", "d0")]
@@ -297,7 +319,7 @@ def test_first_available_names_the_chosen_subrequest() -> None:
 def test_first_available_backtracks_when_a_later_request_fails() -> None:
     # "a" prefers two devices; then "b" finds none left, so "a" falls back to one.
     devices = [dev("d0"), dev("d1")]
-    a = Allocator(slices=[slice_("s", devices)], classes=[cls()])
+    a = StructuredAllocator(slices=[slice_("s", devices)], classes=[cls()])
     ra = {
         "name": "a",
         "firstAvailable": [
@@ -322,7 +344,7 @@ def numa_devices() -> list[dict[str, Any]]:
 
 
 def test_match_attribute_backtracks_to_a_matching_pair() -> None:
-    a = Allocator(slices=[slice_("s", numa_devices())], classes=[cls()])
+    a = StructuredAllocator(slices=[slice_("s", numa_devices())], classes=[cls()])
     c = claim(req(count=2), constraints=[{"matchAttribute": f"{DRV}/numa"}])
     got = a.allocate(claims=[c], node=NODE, state=AllocatedState())
     assert got is not None
@@ -330,7 +352,7 @@ def test_match_attribute_backtracks_to_a_matching_pair() -> None:
 
 
 def test_match_attribute_across_requests() -> None:
-    a = Allocator(slices=[slice_("s", numa_devices())], classes=[cls()])
+    a = StructuredAllocator(slices=[slice_("s", numa_devices())], classes=[cls()])
     c = claim(
         req("a"), req("b"), constraints=[{"requests": ["a", "b"], "matchAttribute": f"{DRV}/numa"}]
     )
@@ -340,13 +362,13 @@ def test_match_attribute_across_requests() -> None:
 
 
 def test_match_attribute_on_a_missing_attribute_fails() -> None:
-    a = Allocator(slices=[slice_("s", [dev("d0"), dev("d1")])], classes=[cls()])
+    a = StructuredAllocator(slices=[slice_("s", [dev("d0"), dev("d1")])], classes=[cls()])
     c = claim(req(count=2), constraints=[{"matchAttribute": f"{DRV}/numa"}])
     assert a.allocate(claims=[c], node=NODE, state=AllocatedState()) is None
 
 
 def test_constraint_limited_to_named_requests() -> None:
-    a = Allocator(slices=[slice_("s", numa_devices())], classes=[cls()])
+    a = StructuredAllocator(slices=[slice_("s", numa_devices())], classes=[cls()])
     # only "b" and "c" must match: a=d0, b=d1, c=d2
     c = claim(
         req("a"),
@@ -365,7 +387,7 @@ def test_qualified_standard_attribute_is_matched_by_full_name() -> None:
         dev("d1", attributes={"resource.kubernetes.io/pcieRoot": {"string": "pci1"}}),
         dev("d2", attributes={"resource.kubernetes.io/pcieRoot": {"string": "pci1"}}),
     ]
-    a = Allocator(slices=[slice_("s", devices)], classes=[cls()])
+    a = StructuredAllocator(slices=[slice_("s", devices)], classes=[cls()])
     c = claim(req(count=2), constraints=[{"matchAttribute": "resource.kubernetes.io/pcieRoot"}])
     got = a.allocate(claims=[c], node=NODE, state=AllocatedState())
     assert got is not None and picked(got[0]) == [("r", "n1", "d1"), ("r", "n1", "d2")]
@@ -376,7 +398,7 @@ def test_distinct_attribute_spreads_shares_over_devices() -> None:
         shared_device("g0") | {"attributes": {"uuid": {"string": "U0"}}},
         shared_device("g1") | {"attributes": {"uuid": {"string": "U1"}}},
     ]
-    a = Allocator(slices=[slice_("s", devices)], classes=[cls()])
+    a = StructuredAllocator(slices=[slice_("s", devices)], classes=[cls()])
     same = a.allocate(claims=[claim(req("a"), req("b"))], node=NODE, state=AllocatedState())
     assert same is not None
     assert picked(same[0]) == [("a", "n1", "g0"), ("b", "n1", "g0")]
@@ -395,7 +417,7 @@ def test_all_mode_takes_every_matching_device() -> None:
         dev("d1", attributes={"ok": {"bool": False}}),
         dev("d2", attributes={"ok": {"bool": True}}),
     ]
-    a = Allocator(
+    a = StructuredAllocator(
         slices=[slice_("s", devices)], classes=[cls("ok", f"device.attributes['{DRV}'].ok")]
     )
     got = a.allocate(
@@ -405,7 +427,7 @@ def test_all_mode_takes_every_matching_device() -> None:
 
 
 def test_all_mode_fails_if_a_matching_device_is_in_use() -> None:
-    a = Allocator(slices=[slice_("s", [dev("d0"), dev("d1")])], classes=[cls()])
+    a = StructuredAllocator(slices=[slice_("s", [dev("d0"), dev("d1")])], classes=[cls()])
     state = AllocatedState()
     first = a.allocate(claims=[claim(req())], node=NODE, state=state)
     assert first is not None
@@ -415,7 +437,7 @@ def test_all_mode_fails_if_a_matching_device_is_in_use() -> None:
 
 def test_all_mode_fails_while_a_pool_is_incomplete() -> None:
     slices = [slice_("s", [dev("d0")]), slice_("t", [dev("e0")], pool="other", count=2)]
-    a = Allocator(slices=slices, classes=[cls()])
+    a = StructuredAllocator(slices=slices, classes=[cls()])
     assert a.allocate(claims=[claim(req())], node=NODE, state=AllocatedState()) is not None
     assert (
         a.allocate(claims=[claim(req(allocationMode="All"))], node=NODE, state=AllocatedState())
@@ -424,7 +446,7 @@ def test_all_mode_fails_while_a_pool_is_incomplete() -> None:
 
 
 def test_all_mode_needs_at_least_one_device() -> None:
-    a = Allocator(slices=[slice_("s", [dev("d0")])], classes=[cls("none", "false")])
+    a = StructuredAllocator(slices=[slice_("s", [dev("d0")])], classes=[cls("none", "false")])
     assert (
         a.allocate(
             claims=[claim(req(klass="none", allocationMode="All"))],
@@ -440,7 +462,9 @@ def test_all_mode_needs_at_least_one_device() -> None:
 
 def test_scheduler_perf_consumable_capacity_vector() -> None:
     # Each claim: two requests of 10Gi; both land on the one 80Gi shareable device.
-    a = Allocator(slices=[slice_("s", [shared_device("shareable-device")])], classes=[cls()])
+    a = StructuredAllocator(
+        slices=[slice_("s", [shared_device("shareable-device")])], classes=[cls()]
+    )
     tenGi = {"requests": {"memory": "10Gi"}}
     state = AllocatedState()
     for i in range(4):
@@ -464,7 +488,9 @@ def test_scheduler_perf_consumable_capacity_vector() -> None:
 
 
 def test_in_flight_consumption_counts_within_one_call() -> None:
-    a = Allocator(slices=[slice_("s", [shared_device("g", memory="15Gi")])], classes=[cls()])
+    a = StructuredAllocator(
+        slices=[slice_("s", [shared_device("g", memory="15Gi")])], classes=[cls()]
+    )
     ten = {"requests": {"memory": "10Gi"}}
     assert (
         a.allocate(
@@ -488,7 +514,7 @@ def test_shares_mode_puts_five_claims_on_a_card_then_moves_on() -> None:
         )
         for i in range(2)
     ]
-    a = Allocator(
+    a = StructuredAllocator(
         slices=[nvidia_resource_slice(node_name="n1", gpus=gpus, sharing=5)],
         classes=nvidia_device_classes(),
     )
@@ -515,7 +541,7 @@ def test_memory_mode_claim_without_request_takes_the_whole_card() -> None:
         architecture="Ada Lovelace",
         cuda_compute_capability="8.9",
     )
-    a = Allocator(
+    a = StructuredAllocator(
         slices=[nvidia_resource_slice(node_name="n1", gpus=[gpu], sharing="memory")],
         classes=nvidia_device_classes(),
     )
@@ -544,7 +570,7 @@ def test_requesting_a_capacity_the_device_lacks_skips_it() -> None:
             capacity={"memory": {"value": "8Gi"}, "cores": {"value": "4"}},
         ),
     ]
-    a = Allocator(slices=[slice_("s", devices)], classes=[cls()])
+    a = StructuredAllocator(slices=[slice_("s", devices)], classes=[cls()])
     got = a.allocate(
         claims=[claim(req(capacity={"requests": {"cores": "1"}}))],
         node=NODE,
@@ -557,7 +583,7 @@ def test_requesting_a_capacity_the_device_lacks_skips_it() -> None:
 
 
 def test_exclusive_result_on_a_multi_allocatable_device_blocks_it() -> None:
-    a = Allocator(slices=[slice_("s", [shared_device("g")])], classes=[cls()])
+    a = StructuredAllocator(slices=[slice_("s", [shared_device("g")])], classes=[cls()])
     state = AllocatedState()
     state.add(
         {"devices": {"results": [{"request": "r", "driver": DRV, "pool": "n1", "device": "g"}]}}
@@ -570,7 +596,7 @@ def test_whole_device_capacity_request_acts_as_selector() -> None:
         dev("small", capacity={"memory": {"value": "8Gi"}}),
         dev("big", capacity={"memory": {"value": "80Gi"}}),
     ]
-    a = Allocator(slices=[slice_("s", devices)], classes=[cls()])
+    a = StructuredAllocator(slices=[slice_("s", devices)], classes=[cls()])
     got = a.allocate(
         claims=[claim(req(capacity={"requests": {"memory": "40Gi"}}))],
         node=NODE,
@@ -587,7 +613,9 @@ def test_whole_device_capacity_request_acts_as_selector() -> None:
 
 def test_class_config_then_claim_config() -> None:
     ccfg = {"opaque": {"driver": DRV, "parameters": {"from": "class"}}}
-    a = Allocator(slices=[slice_("s", [dev("d0"), dev("d1")])], classes=[cls("any", config=[ccfg])])
+    a = StructuredAllocator(
+        slices=[slice_("s", [dev("d0"), dev("d1")])], classes=[cls("any", config=[ccfg])]
+    )
     c = claim(
         req("a"),
         req("b"),
@@ -608,7 +636,7 @@ def test_class_config_then_claim_config() -> None:
 
 def test_tainted_device_needs_a_toleration() -> None:
     taint = {"key": "maintenance", "value": "yes", "effect": "NoSchedule"}
-    a = Allocator(slices=[slice_("s", [dev("d0", taints=[taint])])], classes=[cls()])
+    a = StructuredAllocator(slices=[slice_("s", [dev("d0", taints=[taint])])], classes=[cls()])
     assert a.allocate(claims=[claim(req())], node=NODE, state=AllocatedState()) is None
     tol = [{"key": "maintenance", "operator": "Equal", "value": "yes", "effect": "NoSchedule"}]
     got = a.allocate(claims=[claim(req(tolerations=tol))], node=NODE, state=AllocatedState())
@@ -617,7 +645,7 @@ def test_tainted_device_needs_a_toleration() -> None:
 
 
 def test_admin_access_ignores_use_and_is_not_counted() -> None:
-    a = Allocator(slices=[slice_("s", [dev("d0")])], classes=[cls()])
+    a = StructuredAllocator(slices=[slice_("s", [dev("d0")])], classes=[cls()])
     state = AllocatedState()
     first = a.allocate(claims=[claim(req())], node=NODE, state=state)
     assert first is not None
@@ -631,7 +659,7 @@ def test_admin_access_ignores_use_and_is_not_counted() -> None:
 
 
 def test_already_allocated_claims_are_returned_unchanged_on_their_node() -> None:
-    a = Allocator(slices=[slice_("s", [dev("d0")])], classes=[cls()])
+    a = StructuredAllocator(slices=[slice_("s", [dev("d0")])], classes=[cls()])
     done = claim(req())
     alloc = a.allocate(claims=[done], node=NODE, state=AllocatedState())
     assert alloc is not None
@@ -711,7 +739,7 @@ def test_node_selectors_of_several_devices_are_merged_into_one_term() -> None:
             nodeSelector={"nodeSelectorTerms": [{"matchExpressions": [zone, rack]}]},
         ),
     ]
-    a = Allocator(slices=slices, classes=[cls()])
+    a = StructuredAllocator(slices=slices, classes=[cls()])
     node = {"metadata": {"name": "n1", "labels": {"zone": "a", "rack": "r1"}}}
     got = a.allocate(claims=[claim(req(count=2))], node=node, state=AllocatedState())
     assert got is not None
@@ -723,7 +751,7 @@ def test_node_local_device_wins_over_network_devices_in_the_node_selector() -> N
         slice_("net", [dev("f0")], pool="fabric", node=None, allNodes=True),
         slice_("local", [dev("d0")], pool="n1"),
     ]
-    a = Allocator(slices=slices, classes=[cls()])
+    a = StructuredAllocator(slices=slices, classes=[cls()])
     got = a.allocate(claims=[claim(req(count=2))], node=NODE, state=AllocatedState())
     assert got is not None
     assert picked(got[0]) == [("r", "fabric", "f0"), ("r", "n1", "d0")]
@@ -738,7 +766,7 @@ def test_per_device_node_selection() -> None:
         node=None,
         perDeviceNodeSelection=True,
     )
-    a = Allocator(slices=[s], classes=[cls()])
+    a = StructuredAllocator(slices=[s], classes=[cls()])
     got = a.allocate(claims=[claim(req(allocationMode="All"))], node=NODE2, state=AllocatedState())
     assert got is not None
     assert [r["device"] for r in got[0]["devices"]["results"]] == ["on-n2", "anywhere"]
@@ -757,7 +785,7 @@ def test_free_devices_counts_cards_that_can_take_another_claim() -> None:
         )
         for i in range(2)
     ]
-    a = Allocator(
+    a = StructuredAllocator(
         slices=[nvidia_resource_slice(node_name="n1", gpus=gpus, sharing="memory")],
         classes=nvidia_device_classes(),
     )
@@ -813,7 +841,7 @@ def kind(k: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("split", [False, True])
 def test_partitions_draw_on_shared_counters(split: bool) -> None:
-    a = Allocator(slices=partitioned(split=split), classes=[kind("whole"), kind("half")])
+    a = StructuredAllocator(slices=partitioned(split=split), classes=[kind("whole"), kind("half")])
     state = AllocatedState()
     half = a.allocate(claims=[claim(req(klass="half"))], node=NODE, state=state)
     assert half is not None and picked(half[0]) == [("r", "n1", "gpu-0-half-0")]
@@ -832,7 +860,7 @@ def test_partitions_draw_on_shared_counters(split: bool) -> None:
 
 
 def test_counters_in_flight_count_within_one_claim() -> None:
-    a = Allocator(slices=partitioned(), classes=[kind("whole"), kind("half")])
+    a = StructuredAllocator(slices=partitioned(), classes=[kind("whole"), kind("half")])
     # the whole GPU and a half together need 60Gi of 40Gi
     c = claim(req("w", klass="whole"), req("h", klass="half"))
     assert a.allocate(claims=[c], node=NODE, state=AllocatedState()) is None
@@ -842,7 +870,7 @@ def test_counters_in_flight_count_within_one_claim() -> None:
 
 
 def test_a_shared_partition_takes_its_counters_once() -> None:
-    a = Allocator(slices=partitioned(multi=True), classes=[kind("whole"), kind("half")])
+    a = StructuredAllocator(slices=partitioned(multi=True), classes=[kind("whole"), kind("half")])
     state = AllocatedState()
     for _ in range(2):
         got = a.allocate(claims=[claim(req(klass="half"))], node=NODE, state=state)

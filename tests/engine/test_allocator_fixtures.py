@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 import yaml
 
-from gpushift.engine._allocator import AllocatedState, Allocator, UnknownDeviceClassError
-from gpushift.engine._nvidia import (
+from gpushift.engine import (
+    AllocatedState,
     GpuInfo,
+    StructuredAllocator,
+    UnknownDeviceClassError,
     nvidia_device_classes,
     nvidia_resource_slice,
     parse_consumable_shares,
@@ -76,7 +78,7 @@ def test_shares_five_fit_five_claims_per_card() -> None:
         )
         for n in ns
     ]
-    alloc = Allocator(slices=slices, classes=nvidia_device_classes())
+    alloc = StructuredAllocator(slices=slices, classes=nvidia_device_classes())
     state = AllocatedState()
     placed: dict[str, int] = {}
     i = 0
@@ -102,7 +104,7 @@ def test_unlimited_never_runs_out_for_claims_without_memory_requests() -> None:
         FLATOPS / "default" / "gpu-claim-templates" / "app" / "resourceclaimtemplate.yaml"
     )
     (node,) = nodes(1)
-    alloc = Allocator(
+    alloc = StructuredAllocator(
         slices=[nvidia_resource_slice(node_name="gpu-0", gpus=[l4("gpu-0")], sharing=sharing)],
         classes=nvidia_device_classes(),
     )
@@ -118,7 +120,7 @@ def test_shared_claim_with_time_slicing_config_gets_the_whole_card() -> None:
     # jhart99 runs the driver without consumable shares: the claim holds gpu-0 exclusively and
     # carries its GpuConfig as claim config.
     c = load(JHART / "apps" / "ai" / "dgx-resource-claim" / "app" / "resourceclaim.yaml")
-    alloc = Allocator(
+    alloc = StructuredAllocator(
         slices=[nvidia_resource_slice(node_name="gpu-0", gpus=[l4("gpu-0")])],
         classes=nvidia_device_classes(),
     )
@@ -151,7 +153,7 @@ def test_shared_claim_with_time_slicing_config_gets_the_whole_card() -> None:
 
 def test_intel_template_has_no_class_among_nvidias() -> None:
     template = load(JHART / "components" / "intel-gpu" / "resourceclaimtemplate.yaml")
-    alloc = Allocator(slices=[], classes=nvidia_device_classes())
+    alloc = StructuredAllocator(slices=[], classes=nvidia_device_classes())
     with pytest.raises(UnknownDeviceClassError) as e:
         alloc.allocate(
             claims=[claim_from_template(template, 0)], node=nodes(1)[0], state=AllocatedState()

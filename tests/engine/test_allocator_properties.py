@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpushift._quantity import parse
-from gpushift.engine._allocator import AllocatedState, Allocator
+from gpushift.engine import AllocatedState, StructuredAllocator
 
 DRV = "dra.example.com"
 NODE = {"metadata": {"name": "n1"}}
@@ -132,7 +132,7 @@ def test_never_overcommits(
         },
     }
     by_name = {d["name"]: d for d in devs}
-    alloc = Allocator(slices=[s], classes=[CLASS])
+    alloc = StructuredAllocator(slices=[s], classes=[CLASS])
     state = AllocatedState()
     held: list[dict[str, Any]] = []
     for pod_claims, release_one in sequence:
@@ -210,7 +210,7 @@ def test_single_device_claims_take_the_first_device_that_fits(
             "devices": devs,
         },
     }
-    alloc = Allocator(slices=[s], classes=[CLASS])
+    alloc = StructuredAllocator(slices=[s], classes=[CLASS])
     state = AllocatedState()
     whole: set[str] = set()
     used: dict[str, dict[str, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
@@ -266,7 +266,7 @@ def test_single_device_shortcut_agrees_with_the_full_search(
             "devices": devs,
         },
     }
-    alloc = Allocator(slices=[s], classes=[CLASS])
+    alloc = StructuredAllocator(slices=[s], classes=[CLASS])
     state = AllocatedState()
     for c in sequence:
         r0 = dict(c["spec"]["devices"]["requests"][0])
@@ -323,7 +323,7 @@ def test_shared_counters_are_never_overdrawn(
         },
     }
     need = {f"p{i}": n for i, (n, _) in enumerate(parts)}
-    alloc = Allocator(slices=[s], classes=[CLASS])
+    alloc = StructuredAllocator(slices=[s], classes=[CLASS])
     state = AllocatedState()
     held: list[dict[str, Any]] = []
     for count, release in sequence:

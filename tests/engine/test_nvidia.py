@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpushift._errors import InputError
-from gpushift.engine._nvidia import (
+from gpushift.engine import (
     ConsumableSharesError,
     GpuInfo,
     nvidia_device_classes,

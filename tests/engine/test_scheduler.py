@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpushift.engine import from_objects, nvidia_device_classes, simulate
-from gpushift.engine._simulation import Simulation
+from gpushift.engine import Simulation, from_objects, nvidia_device_classes, simulate
 
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -764,11 +763,11 @@ def test_long_names_are_truncated_in_proportion() -> None:
     # pod 50 chars, claim 20: "<pod>-<claim>-" is 72 > 57, so the pod part keeps
     # 50 * 57 // 72 = 39 characters and the claim part 20 * 57 // 72 = 15, joined by "-"
     # (and, as upstream, without a trailing "-").
-    from gpushift.engine._scheduler import _pod_claim_generate_name
+    from gpushift.engine import pod_claim_generate_name
 
     pod_name, claim = "p" * 50, "c" * 20
-    assert _pod_claim_generate_name(pod=pod_name, claim=claim) == "p" * 39 + "-" + "c" * 15
-    assert _pod_claim_generate_name(pod="web", claim="gpu") == "web-gpu-"
+    assert pod_claim_generate_name(pod=pod_name, claim=claim) == "p" * 39 + "-" + "c" * 15
+    assert pod_claim_generate_name(pod="web", claim="gpu") == "web-gpu-"
 
 
 def test_live_claim_with_a_missing_class_leaves_only_its_pod_unschedulable() -> None:

@@ -14,7 +14,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpushift.gitops import ModelPool, Obj, Repo, Source, load_repo, summarize
+from gpushift.gitops import Manifest, ModelPool, Repo, Source, load_repo, summarize
 from gpushift.gitops._modelpool import model_pool
 from gpushift.rules import run_check
 
@@ -270,9 +270,9 @@ def _text(v: Any) -> str:
     return "" if v is None else str(v)
 
 
-def _obj(kind: str, name: str, spec: Any, *, active: bool = True) -> Obj:
+def _obj(kind: str, name: str, spec: Any, *, active: bool = True) -> Manifest:
     body = {"apiVersion": "inference.llmkube.dev/v1alpha1", "kind": kind, "spec": spec}
-    return Obj(body["apiVersion"], kind, name, "ai", body, SRC, active)
+    return Manifest(body["apiVersion"], kind, name, "ai", body, SRC, active)
 
 
 @given(

@@ -9,9 +9,9 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpushift.gitops._kustomize import norm
-from gpushift.gitops._model import Source
-from gpushift.gitops._timeslicing import parse_config
+from gpushift.flux import norm
+from gpushift.gitops import Source
+from gpushift.gitops import parse_time_slicing_config as parse_config
 
 SRC = Source("cm.yaml", 1, 0, Path("cm.yaml"))
 RESOURCE = st.from_regex(r"nvidia\.com/(gpu|mig-[1-7]g\.[0-9]{1,2}gb)", fullmatch=True)

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from gpushift.cli import main
-from gpushift.cli._render import AllocatorName
-from gpushift.render import Allocator, config_schema_text
+from gpushift.render import config_schema_text
 
 Capture = pytest.CaptureFixture[str]
 
@@ -17,10 +16,6 @@ def run(capsys: Capture, *args: str) -> tuple[int, str, str]:
     code = main(list(args))
     out, err = capsys.readouterr()
     return code, out, err
-
-
-def test_cli_allocator_names_are_the_models() -> None:
-    assert [a.value for a in AllocatorName] == [a.value for a in Allocator]
 
 
 def test_render_example_writes_the_tree(tmp_path: Path, capsys: Capture) -> None:

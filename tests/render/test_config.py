@@ -12,19 +12,16 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from hypothesis import given
-from hypothesis import strategies as st
 
 from gpushift._errors import InputError
+from gpushift._sharing import Allocator
 from gpushift.render import (
-    Allocator,
     GpushiftConfig,
     config_schema,
     config_schema_text,
     example_text,
     load_config,
     load_example,
-    parse_sharing,
     with_overrides,
 )
 
@@ -321,36 +318,6 @@ def test_override_keeps_the_rest_of_the_config() -> None:
     assert flipped.sharing == 5
     assert flipped.consumers == base.consumers
     assert flipped.cluster == base.cluster
-
-
-# --- --sharing parser --------------------------------------------------------------------------
-
-
-@given(st.integers(min_value=1, max_value=10**6))
-def test_parse_sharing_integers(n: int) -> None:
-    assert parse_sharing(str(n)) == n
-    assert parse_sharing(f" {n} ") == n
-
-
-@given(st.text(max_size=12))
-def test_parse_sharing_refuses_everything_else(text: str) -> None:
-    stripped = text.strip()
-    if stripped in ("exclusive", "memory", "unlimited"):
-        assert parse_sharing(text) == stripped
-    elif stripped.isascii() and stripped.isdigit() and int(stripped) >= 1:
-        assert parse_sharing(text) == int(stripped)
-    else:
-        with pytest.raises(InputError, match="--sharing: must be exclusive"):
-            parse_sharing(text)
-
-
-def test_parse_sharing_words() -> None:
-    assert parse_sharing("memory") == "memory"
-    assert parse_sharing("unlimited") == "unlimited"
-    assert parse_sharing("exclusive") == "exclusive"
-    for bad in ("0", "-3", "5.5", "Memory", "", "²", "٣"):
-        with pytest.raises(InputError):
-            parse_sharing(bad)
 
 
 def test_schema_is_json() -> None:

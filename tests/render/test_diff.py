@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gpushift.render import Allocator, diff_trees, load_example, render_tree, with_overrides
+from gpushift._sharing import Allocator
+from gpushift.render import diff_trees, load_example, render_tree, with_overrides
 
 
 def test_diff_of_equal_trees_is_empty() -> None:

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gpushift.render import Allocator, load_example, render_tree, with_overrides
+from gpushift._sharing import Allocator
+from gpushift.render import load_example, render_tree, with_overrides
 
 REPOS = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "repos"
 BEFORE = REPOS / "LukeEvansTech__talos-cluster"

@@ -8,7 +8,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpushift.render._yamlout import Block, Note, dump_documents
+from gpushift._yamlout import Block, Note, dump_documents
 
 KEYS = st.text(
     alphabet=st.characters(whitelist_categories=("Ll", "Lu", "Nd"), whitelist_characters="-./_"),

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gpushift.rules import Finding, run_check
+from gpushift.reports import Finding
+from gpushift.rules import run_check
 
 CheckTree = Callable[..., list[Finding]]
 

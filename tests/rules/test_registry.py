@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpushift.rules import RULES, Severity, rule
+from gpushift.reports import Severity
+from gpushift.rules import RULES, rule
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
 

@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from gpushift._errors import UsageError
-
-
-class AllocatorName(StrEnum):
-    """The allocator names, here so that the CLI starts without importing the config model.
-
-    A test keeps them equal to ``gpushift.render.Allocator``.
-    """
-
-    GPU_OPERATOR = "gpu-operator"
-    DEVICE_PLUGIN = "device-plugin"
-    DRA = "dra"
-
+from gpushift._sharing import Allocator, parse_sharing
 
 _HELP = """Render the GPU stack and its consumers as a Flux tree from one gpushift.yaml.
 
@@ -54,7 +42,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
         force: Annotated[bool, typer.Option("--force", help="Replace a non-empty --out.")] = False,
         allocator: Annotated[
-            AllocatorName | None,
+            Allocator | None,
             typer.Option("--allocator", help="Override the config's allocator."),
         ] = None,
         sharing: Annotated[
@@ -65,11 +53,11 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--diff", help="Print the diff between two allocators.")
         ] = False,
         from_allocator: Annotated[
-            AllocatorName | None,
+            Allocator | None,
             typer.Option("--from", help="--diff: the allocator before (default: the config's)."),
         ] = None,
         to_allocator: Annotated[
-            AllocatorName | None, typer.Option("--to", help="--diff: the allocator after.")
+            Allocator | None, typer.Option("--to", help="--diff: the allocator after.")
         ] = None,
         to_sharing: Annotated[
             str | None,
@@ -87,7 +75,7 @@ def register(app: typer.Typer) -> None:
         if (config is None) == (example is None):
             raise UsageError("give either a CONFIG file or --example NAME")
         base = r.load_config(config) if config is not None else r.load_example(str(example))
-        shares = r.parse_sharing(sharing) if sharing is not None else None
+        shares = parse_sharing(sharing) if sharing is not None else None
         if diff:
             if out is not None or allocator is not None:
                 raise UsageError("--diff takes --from and --to, not --out or --allocator")
@@ -95,13 +83,17 @@ def register(app: typer.Typer) -> None:
                 raise UsageError("--diff needs --to ALLOCATOR")
             before = r.with_overrides(
                 base,
-                allocator=r.Allocator(from_allocator) if from_allocator else base.allocator,
+                allocator=from_allocator or base.allocator,
                 sharing=shares,
                 display="--from",
             )
-            after_shares = r.parse_sharing(to_sharing) if to_sharing is not None else shares
+            after_shares = (
+                parse_sharing(to_sharing, option="--to-sharing")
+                if to_sharing is not None
+                else shares
+            )
             after = r.with_overrides(
-                base, allocator=r.Allocator(to_allocator), sharing=after_shares, display="--to"
+                base, allocator=to_allocator, sharing=after_shares, display="--to"
             )
             typer.echo(r.diff_trees(r.render_tree(before), r.render_tree(after)), nl=False)
             return
@@ -113,7 +105,7 @@ def register(app: typer.Typer) -> None:
         if allocator is not None or shares is not None:
             cfg = r.with_overrides(
                 base,
-                allocator=r.Allocator(allocator) if allocator else None,
+                allocator=allocator,
                 sharing=shares,
                 display="--allocator/--sharing",
             )

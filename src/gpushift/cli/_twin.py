@@ -181,6 +181,7 @@ def register(app: typer.Typer) -> None:
         ] = 10.0,
     ) -> None:
         from gpushift import twin as t
+        from gpushift.render import write_example
         from gpushift.twin.cluster import Delays
 
         faults = t.FaultConfig(
@@ -217,6 +218,7 @@ def register(app: typer.Typer) -> None:
                 repo=repo,
                 root=root,
                 vars_file=vars_file,
+                write_example=write_example,
                 operator_delay=operator_delay,
             )
         )

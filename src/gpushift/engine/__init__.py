@@ -9,7 +9,7 @@ from __future__ import annotations
 from gpushift.engine._allocator import (
     ALLOCATION_RESULTS_MAX_SIZE,
     AllocatedState,
-    Allocator,
+    StructuredAllocator,
     UnknownDeviceClassError,
     device_key,
 )
@@ -46,10 +46,9 @@ from gpushift.engine._nvidia import (
 )
 from gpushift.engine._report import Placement, as_list, human, placement
 from gpushift.engine._requests import pod_non_zero_requests, pod_requests
-from gpushift.engine._scheduler import NodeInfo, Outcome, PodInfo, schedule
 
 # The resourceclaim controller's claim naming, for the twin's controller.
-from gpushift.engine._scheduler import _pod_claim_generate_name as pod_claim_generate_name
+from gpushift.engine._scheduler import NodeInfo, Outcome, PodInfo, pod_claim_generate_name, schedule
 from gpushift.engine._simulation import Simulation, simulate
 from gpushift.engine._workloads import DAEMONSET_TOLERATIONS, pin_daemon_pod, template_hash
 
@@ -62,7 +61,6 @@ __all__ = [
     "DUAL_ADVERTISER",
     "EXTENDED_RESOURCE_CLAIM_ANNOTATION",
     "AllocatedState",
-    "Allocator",
     "BridgeClaim",
     "CardLedger",
     "CelSelectorEvaluator",
@@ -82,6 +80,7 @@ __all__ = [
     "SelectorEvaluationError",
     "Setup",
     "Simulation",
+    "StructuredAllocator",
     "Tenant",
     "UnknownDeviceClassError",
     "as_list",

@@ -31,7 +31,6 @@ from gpushift.engine._cel import (
     SelectorEvaluator,
     cel_device,
 )
-from gpushift.engine._dra_nodeselector import node_selector_matches
 from gpushift.engine._dra_state import AllocatedState, device_key, new_share_id
 from gpushift.engine._dra_types import (
     AllocationResult,
@@ -49,11 +48,12 @@ from gpushift.engine._dra_types import (
     ResourceClaim,
     ResourceSlice,
 )
+from gpushift.engine._filters import node_selector_matches
 
 __all__ = [
     "ALLOCATION_RESULTS_MAX_SIZE",
     "AllocatedState",
-    "Allocator",
+    "StructuredAllocator",
     "UnknownDeviceClassError",
     "device_key",
     "new_share_id",
@@ -89,7 +89,7 @@ _NO_TAINT_EFFECTS = frozenset({"", "None"})
 
 @dataclass(slots=True, eq=False)
 class _Dev:
-    """Per-device data computed once per Allocator."""
+    """Per-device data computed once per StructuredAllocator."""
 
     key: str
     driver: str
@@ -260,14 +260,14 @@ class _Pick:
     counters: bool = False
 
 
-class Allocator:
+class StructuredAllocator:
     """Allocates ResourceClaims on nodes from a fixed set of ResourceSlices and DeviceClasses.
 
     Pools keep only their highest ``generation``; a pool whose number of slices differs from
     ``resourceSliceCount`` is incomplete and none of its devices are allocated. Slices are
     chosen per node by ``nodeName``, ``nodeSelector`` or ``allNodes`` (and per device with
     ``perDeviceNodeSelection``). Node views are cached by node name: a node's labels are
-    assumed not to change during the Allocator's life.
+    assumed not to change during the StructuredAllocator's life.
 
     Checked per device, in upstream's order: not held whole (unless ``adminAccess``), class
     then request selectors, device taints against the request's tolerations, capacity
@@ -686,7 +686,7 @@ class _Search:
 
     def __init__(
         self,
-        alloc: Allocator,
+        alloc: StructuredAllocator,
         view: _NodeView,
         state: AllocatedState,
         claims: list[ResourceClaim],

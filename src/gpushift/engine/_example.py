@@ -11,12 +11,18 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from gpushift._errors import UsageError
+from gpushift._errors import InputError, UsageError
+from gpushift._sharing import (
+    Allocator,
+    Sharing,
+    consumable_shares,
+    parse_sharing,
+    sharing_problem,
+    time_slicing_replicas,
+)
 from gpushift.engine._nvidia import GpuInfo, nvidia_device_classes, nvidia_resource_slice
-
-Allocator = Literal["device-plugin", "dra"]
 
 NODES = ("k8s-1", "k8s-2", "k8s-3")
 #: NVIDIA L4: 24 GB board, NVML reports 23034 MiB.
@@ -43,45 +49,48 @@ class Setup:
     """One way of sharing the cards: the allocator and its sharing mode."""
 
     allocator: Allocator
-    sharing: str
+    sharing: Sharing
 
     @property
     def label(self) -> str:
         """A column title such as ``time-slicing 5`` or ``shares 5``."""
-        if self.allocator == "device-plugin":
+        if not self.allocator.is_dra:
             return (
                 "exclusive (device plugin)"
                 if self.sharing == "exclusive"
                 else (f"time-slicing {self.sharing}")
             )
-        if self.sharing.isdigit():
+        if isinstance(self.sharing, int):
             return f"shares {self.sharing}"
         return self.sharing
 
 
 #: The setups ``--compare`` puts side by side.
 COMPARE = (
-    Setup("device-plugin", "5"),
-    Setup("dra", "5"),
-    Setup("dra", "memory"),
-    Setup("dra", "unlimited"),
+    Setup(Allocator.DEVICE_PLUGIN, 5),
+    Setup(Allocator.DRA, 5),
+    Setup(Allocator.DRA, "memory"),
+    Setup(Allocator.DRA, "unlimited"),
 )
 
 
 def setup(*, allocator: str, sharing: str) -> Setup:
-    """Validate an ``--allocator``/``--sharing`` pair. Raises UsageError for a bad one."""
-    if allocator not in ("device-plugin", "dra"):
+    """Validate an ``--allocator``/``--sharing`` pair. Raises UsageError for a bad one.
+
+    The example's nodes run the device plugin or the DRA driver (gpu-operator deploys the
+    same device plugin, so it is not a separate choice here).
+    """
+    if allocator not in (Allocator.DEVICE_PLUGIN, Allocator.DRA):
         raise UsageError(f"--allocator must be device-plugin or dra, not {allocator!r}")
-    if sharing.isdigit():
-        if int(sharing) < 1 or (allocator == "device-plugin" and int(sharing) == 1):
-            if allocator == "device-plugin":
-                raise UsageError("time-slicing replicas must be >= 2 (or use exclusive)")
-            raise UsageError("--sharing N needs a positive integer")
-    elif sharing not in ("memory", "unlimited", "exclusive"):
-        raise UsageError(f"--sharing must be N, memory, unlimited or exclusive, not {sharing!r}")
-    elif allocator == "device-plugin" and sharing != "exclusive":
-        raise UsageError(f"--sharing {sharing} needs --allocator dra")
-    return Setup(allocator, sharing)  # type: ignore[arg-type]
+    try:
+        parsed = parse_sharing(sharing)
+    except InputError as err:
+        raise UsageError(err.message) from None
+    chosen = Allocator(allocator)
+    problem = sharing_problem(allocator=chosen, sharing=parsed)
+    if problem is not None:
+        raise UsageError(problem)
+    return Setup(chosen, parsed)
 
 
 def _node(*, name: str, s: Setup) -> dict[str, Any]:
@@ -98,8 +107,8 @@ def _node(*, name: str, s: Setup) -> dict[str, Any]:
         "nvidia.com/gpu.product": "NVIDIA-L4",
     }
     allocatable = {"cpu": "16", "memory": "64Gi", "pods": "110", "ephemeral-storage": "200Gi"}
-    if s.allocator == "device-plugin":
-        replicas = 1 if s.sharing == "exclusive" else int(s.sharing)
+    if not s.allocator.is_dra:
+        replicas = time_slicing_replicas(s.sharing)
         allocatable["nvidia.com/gpu"] = str(replicas)
         if replicas > 1:
             labels["nvidia.com/gpu.replicas"] = str(replicas)
@@ -121,7 +130,7 @@ def _media(*, app: str, containers: Any, s: Setup) -> dict[str, Any]:
             requests["memory"] = mem
         limits: dict[str, Any] = {"memory": mem_limit}
         resources: dict[str, Any] = {"requests": requests, "limits": limits}
-        if gpu and s.allocator == "device-plugin":
+        if gpu and not s.allocator.is_dra:
             requests["nvidia.com/gpu"] = 1
             limits["nvidia.com/gpu"] = 1
         elif gpu:
@@ -157,7 +166,7 @@ def _media(*, app: str, containers: Any, s: Setup) -> dict[str, Any]:
         ],
         "containers": specs,
     }
-    if s.allocator == "dra":
+    if s.allocator.is_dra:
         pod_spec["resourceClaims"] = [
             {"name": "nvidia-gpu", "resourceClaimTemplateName": CLAIM_TEMPLATE}
         ]
@@ -232,8 +241,8 @@ def _model() -> dict[str, Any]:
 def homelab(s: Setup) -> list[dict[str, Any]]:
     """Every object of the example under setup ``s`` (fresh copies on every call)."""
     objs: list[dict[str, Any]] = [_node(name=n, s=s) for n in NODES]
-    if s.allocator == "dra":
-        sharing = "disabled" if s.sharing == "exclusive" else s.sharing
+    if s.allocator.is_dra:
+        sharing = consumable_shares(s.sharing)
         for i, n in enumerate(NODES):
             gpu = GpuInfo(
                 minor=0,

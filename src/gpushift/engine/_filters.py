@@ -67,10 +67,14 @@ def match_node_selector_term(
     )
 
 
-def match_node_selector(
-    selector: Mapping[str, Any], labels: Mapping[str, str], fields: Mapping[str, str]
+def node_selector_matches(
+    selector: Mapping[str, Any], *, name: str, labels: Mapping[str, str]
 ) -> bool:
-    """A NodeSelector: any of its terms matches."""
+    """Whether a node with this name and labels satisfies a core/v1 NodeSelector (its terms are
+    ORed); ``matchFields`` only knows ``metadata.name``, as upstream. Pod node affinity and
+    ResourceSlice/allocation node selectors both use it."""
+    # k8s.io/component-helpers/scheduling/corev1/nodeaffinity.
+    fields = {"metadata.name": name}
     return any(
         match_node_selector_term(t, labels, fields) for t in selector.get("nodeSelectorTerms") or []
     )
@@ -85,7 +89,7 @@ def node_matches_pod(spec: Mapping[str, Any], *, node_name: str, labels: Mapping
         "requiredDuringSchedulingIgnoredDuringExecution"
     )
     if required:
-        return match_node_selector(required, labels, {"metadata.name": node_name})
+        return node_selector_matches(required, name=node_name, labels=labels)
     return True
 
 

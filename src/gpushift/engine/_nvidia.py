@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Literal
 
-from gpushift._errors import InputError
+from gpushift._sharing import ConsumableShares, ConsumableSharesError, parse_consumable_shares
 from gpushift.engine._capacity import Amount
 from gpushift.engine._dra_types import (
     Device as DeviceBody,
@@ -39,42 +38,6 @@ __all__ = [
 DRIVER_NAME = "gpu.nvidia.com"
 
 _MI = 1 << 20
-
-#: A ``CONSUMABLE_SHARES`` setting: off, one of the named modes, or N shares per GPU.
-ConsumableShares = Literal["disabled", "memory", "unlimited"] | int
-
-
-class ConsumableSharesError(InputError):
-    """A ``consumableShares`` value the kubelet plugin refuses at startup."""
-
-
-def parse_consumable_shares(value: str | int | None) -> ConsumableShares:
-    """Parse ``CONSUMABLE_SHARES`` as the kubelet plugin's ``validateCLIFlags`` does.
-
-    ``""`` and None mean ``"disabled"``. Returns the mode, or N for a positive integer.
-    Raises ConsumableSharesError with the plugin's wording for anything else.
-    """
-    if value is None:
-        return "disabled"
-    if isinstance(value, bool):
-        text = str(value).lower()
-    elif isinstance(value, int):
-        text = str(value)
-    else:
-        # validateCLIFlags compares the raw flag; only the empty default means "disabled".
-        text = value
-    if text in ("", "disabled"):
-        return "disabled"
-    if text in ("memory", "unlimited"):
-        return text  # type: ignore[return-value]
-    # Go's strconv.Atoi: optional sign, decimal digits only.
-    digits = text[1:] if text[:1] in "+-" else text
-    if digits.isascii() and digits.isdigit() and int(text) > 0:
-        return int(text)
-    raise ConsumableSharesError(
-        f'invalid value for --consumable-shares: "{value}" '
-        "(must be 'disabled', 'memory', 'unlimited', or a positive integer)"
-    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,10 +44,10 @@ from heapq import merge
 from typing import Any, cast
 
 from gpushift.engine import _bridging, _filters, _ledger, _requests
-from gpushift.engine._allocator import AllocatedState, Allocator, UnknownDeviceClassError
+from gpushift.engine._allocator import AllocatedState, StructuredAllocator, UnknownDeviceClassError
 from gpushift.engine._cel import SelectorEvaluationError
-from gpushift.engine._dra_nodeselector import node_selector_matches
 from gpushift.engine._dra_types import AllocationResult, Node, ResourceClaim
+from gpushift.engine._filters import node_selector_matches
 from gpushift.engine._inputs import Inputs
 from gpushift.engine._workloads import stable_suffix, stable_uid
 
@@ -159,7 +159,7 @@ class Outcome:
     nodes: list[NodeInfo]
     pods: list[PodInfo]
     claims: list[dict[str, Any]]
-    allocator: Allocator
+    allocator: StructuredAllocator
     state: AllocatedState
 
 
@@ -175,7 +175,7 @@ def _priority(spec: Mapping[str, Any], *, classes: Mapping[str, int], default: i
     return default
 
 
-def _pod_claim_generate_name(*, pod: str, claim: str) -> str:
+def pod_claim_generate_name(*, pod: str, claim: str) -> str:
     """The ``generateName`` of a pod's claim from a template: ``<pod>-<claim>-``, both parts
     cut in proportion to fit 57 characters."""
     # k8s.io/kubernetes pkg/controller/resourceclaim controller.go handleClaim: both parts are
@@ -225,9 +225,9 @@ class _ClassView:
 class Scheduler:
     """Schedules the pending pods of an ``Inputs`` onto its nodes. Use :func:`schedule`."""
 
-    def __init__(self, inputs: Inputs, *, allocator: Allocator | None = None) -> None:
+    def __init__(self, inputs: Inputs, *, allocator: StructuredAllocator | None = None) -> None:
         self.inputs = inputs
-        self.allocator = allocator or Allocator(
+        self.allocator = allocator or StructuredAllocator(
             slices=cast(Any, inputs.slices), classes=cast(Any, inputs.classes)
         )
         self.state = AllocatedState()
@@ -401,7 +401,7 @@ class Scheduler:
     ) -> dict[str, Any]:
         tspec = template.get("spec") or {}
         tmeta = tspec.get("metadata") or {}
-        generate = _pod_claim_generate_name(pod=pod.name, claim=pc_name)
+        generate = pod_claim_generate_name(pod=pod.name, claim=pc_name)
         name = generate + stable_suffix(f"{pod.key}/{pc_name}")
         annotations = dict(tmeta.get("annotations") or {})
         annotations[POD_CLAIM_NAME_ANNOTATION] = pc_name
@@ -1364,7 +1364,7 @@ class _Context:
         return [int(100 * (r - lo) / (hi - lo)) for r in raw]
 
 
-def schedule(inputs: Inputs, *, allocator: Allocator | None = None) -> Outcome:
+def schedule(inputs: Inputs, *, allocator: StructuredAllocator | None = None) -> Outcome:
     """Schedule every unscheduled pod of ``inputs`` and return the outcome.
 
     Pods with ``spec.nodeName`` are taken as already running there. Objects in ``inputs`` are

@@ -91,6 +91,31 @@ _DEFAULTS: dict[ChartId, Mapping[str, Any]] = {
     "dcgm-exporter": _freeze(_DCGM_DEFAULTS),
 }
 
+#: The gpu-operator values the chart copies into its ClusterPolicy's spec, in the order of
+#: NVIDIA/gpu-operator deployments/gpu-operator/templates/clusterpolicy.yaml.
+GPU_OPERATOR_POLICY_KEYS: tuple[str, ...] = (
+    "operator",
+    "daemonsets",
+    "validator",
+    "mig",
+    "psa",
+    "cdi",
+    "driver",
+    "toolkit",
+    "devicePlugin",
+    "dcgm",
+    "dcgmExporter",
+    "gfd",
+    "migManager",
+    "nodeStatusExporter",
+    "gds",
+    "gdrcopy",
+    "hostPaths",
+    "sandboxWorkloads",
+    "vgpuManager",
+    "vfioManager",
+)
+
 _KNOWN: dict[ChartId, frozenset[str]] = {
     # kubernetes-sigs/dra-driver-nvidia-gpu@main values.yaml; plus keys the templates read
     # (maskNvidiaDriverParams) or reject on purpose (namespace, nvidiaCtkPath).
@@ -124,29 +149,10 @@ _KNOWN: dict[ChartId, frozenset[str]] = {
     # NVIDIA/gpu-operator@v26.7.0 values.yaml
     "gpu-operator": frozenset(
         {
+            *GPU_OPERATOR_POLICY_KEYS,
             "platform",
             "nfd",
-            "psa",
-            "cdi",
-            "sandboxWorkloads",
-            "hostPaths",
-            "daemonsets",
-            "validator",
-            "operator",
-            "mig",
-            "driver",
-            "toolkit",
-            "devicePlugin",
-            "dcgm",
-            "dcgmExporter",
-            "gfd",
-            "migManager",
-            "nodeStatusExporter",
-            "gds",
-            "gdrcopy",
-            "vgpuManager",
             "vgpuDeviceManager",
-            "vfioManager",
             "kataManager",
             "sandboxDevicePlugin",
             "ccManager",

@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import binascii
 import gc
-import os
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,22 +27,26 @@ from typing import Any, cast
 
 import yaml
 
-from gpushift import _yaml
 from gpushift._errors import InputError
 from gpushift._kinds import KINDS
+from gpushift.flux import (
+    VAR_NAME,
+    Doc,
+    Item,
+    KustomizeBuilder,
+    Tree,
+    YamlError,
+    merge_values,
+    norm,
+    parent,
+    read_tree,
+    rename,
+    substitute_tree,
+    value_at_target_path,
+)
 from gpushift.gitops import _modelpool, _pods
 from gpushift.gitops._bodies import HelmReleaseSpec, KustomizationSpec
 from gpushift.gitops._charts import chart_defaults, chart_identity
-from gpushift.gitops._kustomize import (
-    KUSTOMIZATION_FILES,
-    Builder,
-    Doc,
-    Item,
-    Tree,
-    norm,
-    parent,
-    rename,
-)
 from gpushift.gitops._model import (
     Claim,
     DependsOn,
@@ -54,7 +57,7 @@ from gpushift.gitops._model import (
     HealthCheck,
     HelmRelease,
     KsRef,
-    Obj,
+    Manifest,
     Repo,
     RuntimeClass,
     Source,
@@ -63,14 +66,11 @@ from gpushift.gitops._model import (
     ValueLayer,
     ValuesRef,
     Workload,
-    YamlError,
 )
-from gpushift.gitops._subst import VAR_NAME, substitute_tree
 from gpushift.gitops._timeslicing import looks_like_config, parse_config
 
 _FLUX_KS = "kustomize.toolkit.fluxcd.io/"
 _HELM = "helm.toolkit.fluxcd.io/"
-_KUSTOMIZE_API = "kustomize.config.k8s.io/"
 _SUBSTITUTE_ANNOTATION = "kustomize.toolkit.fluxcd.io/substitute"
 
 _CLUSTER_SCOPED = frozenset(k.kind for k in KINDS if not k.namespaced) | {
@@ -112,10 +112,10 @@ class _Unit:
 class _State:
     root: Path
     tree: Tree
-    builder: Builder
+    builder: KustomizeBuilder
     errors: list[YamlError]
     files: dict[str, Path]
-    objects: list[Obj] = field(default_factory=list)
+    objects: list[Manifest] = field(default_factory=list)
     seen: set[tuple[str, int, tuple[str | int, ...]]] = field(default_factory=set)
     emitted: dict[tuple[str, int, tuple[str | int, ...]], set[KsRef | None]] = field(
         default_factory=dict
@@ -125,7 +125,7 @@ class _State:
     #: ConfigMaps and Secrets by name (raw, for substituteFrom and valuesFrom lookups).
     data_objects: dict[tuple[str, str], list[Item]] = field(default_factory=dict)
     #: Objects by (kind, name), filled once every object is known.
-    index: dict[tuple[str, str], list[Obj]] = field(default_factory=dict)
+    index: dict[tuple[str, str], list[Manifest]] = field(default_factory=dict)
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -145,83 +145,6 @@ def _root_of(paths: Sequence[str | Path]) -> Path:
         while first not in (r, *r.parents):
             first = first.parent
     return first
-
-
-def _find_files(root: Path, paths: Sequence[str | Path]) -> Iterator[tuple[str, Path]]:
-    """YAML and JSON files under ``paths`` as (path relative to ``root``, path), sorted.
-
-    ``.git`` directories are skipped.
-    """
-    base = str(root)
-    found: dict[str, Path] = {}
-    for raw in paths:
-        p = Path(raw).resolve()
-        if p.is_file():
-            found[p.relative_to(root).as_posix()] = p
-            continue
-        for dirpath, dirnames, filenames in os.walk(p):
-            dirnames[:] = [d for d in dirnames if d != ".git"]
-            rel_dir = dirpath[len(base) + 1 :].replace(os.sep, "/")
-            for name in filenames:
-                if name.endswith(_yaml.YAML_SUFFIXES):
-                    rel = f"{rel_dir}/{name}" if rel_dir else name
-                    found[rel] = Path(dirpath, name)
-    for rel in sorted(found):
-        yield rel, found[rel]
-
-
-def _read_tree(
-    root: Path, paths: Sequence[str | Path]
-) -> tuple[Tree, list[YamlError], dict[str, Path]]:
-    docs: dict[str, list[Doc]] = {}
-    texts: dict[str, str] = {}
-    kustomizations: dict[str, dict[str, Any]] = {}
-    errors: list[YamlError] = []
-    real: dict[str, Path] = {}
-    dirs: set[str] = set()
-    for rel, f in _find_files(root, paths):
-        real[rel] = f
-        up = parent(rel)
-        while up not in dirs:
-            dirs.add(up)
-            if up == ".":
-                break
-            up = parent(up)
-        try:
-            text = f.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            errors.append(YamlError(rel, None, f"cannot read file: {err}"))
-            continue
-        texts[rel] = text
-        try:
-            parsed = _yaml.parse_text(text, rel)
-        except InputError as err:
-            errors.append(YamlError(rel, err.line, err.message))
-            continue
-        if f.name in KUSTOMIZATION_FILES:
-            for kdoc in parsed:
-                if isinstance(kdoc.data, dict) and str(kdoc.data.get("apiVersion", "")).startswith(
-                    _KUSTOMIZE_API
-                ):
-                    kustomizations[parent(rel)] = kdoc.data
-                    break
-            continue
-        out: list[Doc] = []
-        for pdoc in parsed:
-            data = pdoc.data
-            if not isinstance(data, dict):
-                continue
-            items = data.get("items")
-            if str(data.get("kind", "")).endswith("List") and isinstance(items, list):
-                out.extend(
-                    Doc(rel, pdoc.index, pdoc.line, it, ("items", i))
-                    for i, it in enumerate(items)
-                    if isinstance(it, dict)
-                )
-            else:
-                out.append(Doc(rel, pdoc.index, pdoc.line, data))
-        docs[rel] = out
-    return Tree(docs, texts, kustomizations, dirs), errors, real
 
 
 def load_repo(paths: Sequence[str | Path]) -> Repo:
@@ -250,7 +173,7 @@ def load_repo(paths: Sequence[str | Path]) -> Repo:
 
 def _load(paths: Sequence[str | Path]) -> Repo:
     root = _root_of(paths)
-    tree, errors, real = _read_tree(root, paths)
+    tree, errors, real = read_tree(root, paths)
 
     def read_text(rel: str) -> str | None:
         if rel in tree.texts:
@@ -261,7 +184,7 @@ def _load(paths: Sequence[str | Path]) -> Repo:
         except (OSError, UnicodeDecodeError):
             return None
 
-    builder = Builder(tree, read_text=read_text)
+    builder = KustomizeBuilder(tree, read_text=read_text)
     state = _State(root, tree, builder, errors, real)
     _index_data_objects(state)
     _walk_units(state)
@@ -443,7 +366,7 @@ def _has_kind(data: Mapping[str, Any]) -> bool:
     return bool(data.get("kind")) and bool(data.get("apiVersion"))
 
 
-def _unit_objects(state: _State, unit: _Unit) -> Iterator[Obj]:
+def _unit_objects(state: _State, unit: _Unit) -> Iterator[Manifest]:
     owner = unit.ks.ref if unit.ks is not None else None
     for item in unit.items:
         key = (item.doc.rel, item.doc.index, item.doc.keys)
@@ -503,7 +426,7 @@ def _make_obj(
     ks: FluxKustomization | None,
     active: bool,
     variables: Mapping[str, str] | None,
-) -> Obj:
+) -> Manifest:
     data = item.data
     meta = _dict(data.get("metadata"))
     if variables is not None and (item.generated or "${" in state.tree.texts.get(item.doc.rel, "")):
@@ -528,7 +451,7 @@ def _make_obj(
         )
     doc = item.doc
     file = state.files.get(doc.rel, state.root / doc.rel)
-    return Obj(
+    return Manifest(
         api_version=str(data.get("apiVersion", "")),
         kind=kind,
         name=str(meta.get("name", "")),
@@ -541,7 +464,7 @@ def _make_obj(
     )
 
 
-def _flux_kustomization(state: _State, obj: Obj) -> FluxKustomization:
+def _flux_kustomization(state: _State, obj: Manifest) -> FluxKustomization:
     spec = cast(KustomizationSpec, _dict(obj.body.get("spec")))
     namespace = obj.namespace or "flux-system"
     post = spec.get("postBuild")
@@ -634,7 +557,7 @@ def _label_keys(value: Any) -> Iterator[str]:
 
 
 def _talos_from_labels(
-    state: _State, objects: Iterable[Obj], workloads: Iterable[Workload]
+    state: _State, objects: Iterable[Manifest], workloads: Iterable[Workload]
 ) -> None:
     for w in workloads:
         if not w.active:
@@ -662,7 +585,7 @@ def _talos_from_labels(
                 return
 
 
-def _is_gpu_stack(o: Obj) -> bool:
+def _is_gpu_stack(o: Manifest) -> bool:
     return chart_identity(o.name) in (
         "gpu-operator",
         "nvidia-device-plugin",
@@ -673,11 +596,11 @@ def _is_gpu_stack(o: Obj) -> bool:
 # -- HelmReleases -------------------------------------------------------------------------
 
 
-def _is_hr(o: Obj) -> bool:
+def _is_hr(o: Manifest) -> bool:
     return o.kind == "HelmRelease" and o.api_version.startswith(_HELM)
 
 
-def _chart(state: _State, obj: Obj) -> tuple[str, str | None]:
+def _chart(state: _State, obj: Manifest) -> tuple[str, str | None]:
     spec = cast(HelmReleaseSpec, _dict(obj.body.get("spec")))
     chart = _dict(_dict(spec.get("chart")).get("spec"))
     if chart.get("chart"):
@@ -697,29 +620,7 @@ def _chart(state: _State, obj: Obj) -> tuple[str, str | None]:
     return url.rstrip("/").rsplit("/", 1)[-1], version
 
 
-def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    """Helm's coalesce for user values: maps merge, anything else replaces, null deletes."""
-    out = dict(base)
-    for k, v in over.items():
-        if v is None:
-            out.pop(k, None)
-        elif isinstance(v, dict) and isinstance(out.get(k), Mapping):
-            out[k] = _merge(out[k], v)
-        else:
-            out[k] = v
-    return out
-
-
-def _set_path(target_path: str, value: Any) -> dict[str, Any]:
-    # helm-controller targetPath: dotted path (strvals syntax); the value lands at the leaf.
-    keys = [k for k in target_path.replace("\\.", "\0").split(".") if k]
-    out: Any = value
-    for k in reversed(keys):
-        out = {k.replace("\0", "."): out}
-    return out if isinstance(out, dict) else {}
-
-
-def _helm_release(state: _State, obj: Obj) -> HelmRelease:
+def _helm_release(state: _State, obj: Manifest) -> HelmRelease:
     spec = cast(HelmReleaseSpec, _dict(obj.body.get("spec")))
     chart_name, version = _chart(state, obj)
     chart = chart_identity(chart_name)
@@ -755,7 +656,7 @@ def _helm_release(state: _State, obj: Obj) -> HelmRelease:
         field_name = "data" if key in _dict(found.body.get("data")) else "stringData"
         src = found.source.child((field_name, key))
         if target is not None:
-            layers.append(ValueLayer(_set_path(target, text), src, False))
+            layers.append(ValueLayer(value_at_target_path(target, text), src, False))
             continue
         try:
             parsed = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
@@ -772,10 +673,10 @@ def _helm_release(state: _State, obj: Obj) -> HelmRelease:
     else:
         acc: dict[str, Any] = {}
         for layer in layers:
-            acc = _merge(acc, layer.values)
+            acc = merge_values(acc, layer.values)
         user = acc
     defaults = chart_defaults(chart)
-    values = _merge(_plain(defaults), user) if defaults else user
+    values = merge_values(_plain(defaults), user) if defaults else user
     target_ns = _str(spec.get("targetNamespace")) or obj.namespace
     return HelmRelease(
         name=obj.name,
@@ -805,8 +706,8 @@ def _plain(m: Mapping[str, Any]) -> dict[str, Any]:
     return {k: _plain(v) if isinstance(v, Mapping) else v for k, v in m.items()}
 
 
-def _pick(state: _State, *, kind: str, name: str, namespace: str | None) -> Obj | None:
-    best: Obj | None = None
+def _pick(state: _State, *, kind: str, name: str, namespace: str | None) -> Manifest | None:
+    best: Manifest | None = None
     for o in state.index.get((kind, name), ()):
         if o.kind == kind and o.name == name:
             if o.namespace == namespace and o.active:
@@ -819,7 +720,7 @@ def _pick(state: _State, *, kind: str, name: str, namespace: str | None) -> Obj 
 # -- workloads ----------------------------------------------------------------------------
 
 
-def _workloads(objects: Sequence[Obj], releases: Sequence[HelmRelease]) -> Iterator[Workload]:
+def _workloads(objects: Sequence[Manifest], releases: Sequence[HelmRelease]) -> Iterator[Workload]:
     for o in objects:
         w = _pods.manifest_workload(o)
         if w is not None:
@@ -829,7 +730,7 @@ def _workloads(objects: Sequence[Obj], releases: Sequence[HelmRelease]) -> Itera
             yield from _pods.app_template_workloads(hr)
         elif hr.chart == "dcgm-exporter":
             yield _pods.dcgm_exporter_workload(hr)
-    models: dict[tuple[str | None, str], Obj] = {}
+    models: dict[tuple[str | None, str], Manifest] = {}
     for o in objects:
         if o.kind == "Model" and o.api_version.startswith("inference.llmkube.dev/"):
             key = (o.namespace, o.name)
@@ -847,7 +748,7 @@ def _workloads(objects: Sequence[Obj], releases: Sequence[HelmRelease]) -> Itera
 _CLAIM_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
 
 
-def _claim(o: Obj) -> Claim:
+def _claim(o: Manifest) -> Claim:
     template = o.kind == "ResourceClaimTemplate"
     spec = _dict(o.body.get("spec"))
     if template:
@@ -901,7 +802,7 @@ def _selector(driver: str, type_: str) -> str:
 
 
 def _device_classes(
-    objects: Sequence[Obj], releases: Sequence[HelmRelease]
+    objects: Sequence[Manifest], releases: Sequence[HelmRelease]
 ) -> Iterator[DeviceClass]:
     for o in objects:
         if o.kind != "DeviceClass":
@@ -951,7 +852,7 @@ def _device_classes(
 
 
 def _runtime_classes(
-    objects: Sequence[Obj], releases: Sequence[HelmRelease]
+    objects: Sequence[Manifest], releases: Sequence[HelmRelease]
 ) -> Iterator[RuntimeClass]:
     for o in objects:
         if o.kind == "RuntimeClass":
@@ -967,7 +868,7 @@ def _runtime_classes(
 
 
 def _time_slicing(
-    state: _State, objects: Sequence[Obj], releases: Sequence[HelmRelease]
+    state: _State, objects: Sequence[Manifest], releases: Sequence[HelmRelease]
 ) -> tuple[tuple[TimeSlicingConfig, ...], tuple[DevicePluginConfig, ...]]:
     configs: list[TimeSlicingConfig] = []
     for o in objects:
@@ -1037,7 +938,9 @@ def _time_slicing(
     return tuple(configs), tuple(pointers)
 
 
-def _configmap_exists(objects: Sequence[Obj], *, name: str | None, namespace: str | None) -> bool:
+def _configmap_exists(
+    objects: Sequence[Manifest], *, name: str | None, namespace: str | None
+) -> bool:
     return any(
         o.kind == "ConfigMap"
         and o.name == name
@@ -1047,7 +950,7 @@ def _configmap_exists(objects: Sequence[Obj], *, name: str | None, namespace: st
     )
 
 
-def _config_map_config(o: Obj, *, key: Any, text: Any) -> TimeSlicingConfig:
+def _config_map_config(o: Manifest, *, key: Any, text: Any) -> TimeSlicingConfig:
     """The time-slicing config in ConfigMap ``o`` under ``key``; a generated ConfigMap's
     source is its generator, a written one's the key in its ``data``."""
     return parse_config(
@@ -1062,7 +965,7 @@ def _config_map_config(o: Obj, *, key: Any, text: Any) -> TimeSlicingConfig:
 
 
 def _all_keys(
-    objects: Sequence[Obj],
+    objects: Sequence[Manifest],
     *,
     name: str,
     namespace: str | None,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gpushift import _yaml
+from gpushift.flux import Keys, YamlError
 
 #: Charts the model understands; everything else is ``other``.
 ChartId = Literal[
@@ -31,14 +32,16 @@ WorkloadOrigin = Literal["manifest", "app-template", "llmkube", "dcgm-exporter"]
 #: Where a time-slicing config was found.
 TimeSlicingForm = Literal["configmap", "generator", "inline"]
 
-Allocator = Literal["device-plugin", "dra", "both", "none"]
-SharingMode = Literal["exclusive", "time-slicing", "consumable-shares", "memory", "unlimited"]
+#: Which allocators a repository deploys (``gpushift._sharing.Allocator`` names one).
+ActiveAllocators = Literal["device-plugin", "dra", "both", "none"]
+#: How a repository shares its cards, as its summary reports it.
+SharingSummaryMode = Literal[
+    "exclusive", "time-slicing", "consumable-shares", "memory", "unlimited"
+]
 RequestKind = Literal["extended", "claim", "bridged", "none"]
 
 #: The extended resource the NVIDIA device plugin advertises.
 GPU_RESOURCE = "nvidia.com/gpu"
-
-Keys = tuple[str | int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +85,7 @@ class KsRef:
 
 
 @dataclass(frozen=True, slots=True)
-class Obj:
+class Manifest:
     """One Kubernetes object found in the repository (after kustomize and Flux substitution).
 
     ``namespace`` is the effective namespace (Flux ``targetNamespace``, else kustomize
@@ -167,7 +170,7 @@ class FluxKustomization:
     substitute: Mapping[str, str]
     substitute_from: tuple[ValuesRef, ...]
     components: tuple[str, ...]
-    obj: Obj
+    obj: Manifest
 
     @property
     def ref(self) -> KsRef:
@@ -226,7 +229,7 @@ class HelmRelease:
     user_values: Mapping[str, Any]
     values_from: tuple[ValuesRef, ...]
     suspend: bool
-    obj: Obj
+    obj: Manifest
     #: Where the user-given values came from, lowest precedence first.
     layers: tuple[ValueLayer, ...] = field(default=(), repr=False)
 
@@ -387,7 +390,7 @@ class Workload:
     namespace: str | None
     name: str
     origin_kind: WorkloadOrigin
-    origin: Obj
+    origin: Manifest
     pod: PodSpec
     monitoring: bool = False
     replicas: int | None = None
@@ -439,7 +442,7 @@ class ModelPool:
     gpu: int
     swap_policy: str
     swap_budget: str
-    obj: Obj
+    obj: Manifest
 
     @property
     def active(self) -> bool:
@@ -570,7 +573,7 @@ class Claim:
     requests: tuple[DeviceRequest, ...]
     #: Opaque configs as written (``spec.devices.config``).
     config: tuple[Mapping[str, Any], ...]
-    obj: Obj
+    obj: Manifest
 
     @property
     def drivers(self) -> frozenset[str]:
@@ -623,15 +626,6 @@ class TalosEvidence:
 
 
 @dataclass(frozen=True, slots=True)
-class YamlError:
-    """A file that could not be read or parsed (the rule ``yaml-error`` reports it)."""
-
-    path: str
-    line: int | None
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
 class Repo:
     """Everything ``load_repo`` found.
 
@@ -643,7 +637,7 @@ class Repo:
 
     root: Path
     has_flux_root: bool
-    objects: tuple[Obj, ...]
+    objects: tuple[Manifest, ...]
     kustomizations: tuple[FluxKustomization, ...]
     helm_releases: tuple[HelmRelease, ...]
     workloads: tuple[Workload, ...]
@@ -657,7 +651,7 @@ class Repo:
     #: llmkube ModelPools.
     model_pools: tuple[ModelPool, ...] = ()
 
-    def find(self, kind: str, name: str, namespace: str | None = None) -> tuple[Obj, ...]:
+    def find(self, kind: str, name: str, namespace: str | None = None) -> tuple[Manifest, ...]:
         """Objects of ``kind`` named ``name`` (in ``namespace`` when given)."""
         return tuple(
             o
@@ -705,10 +699,10 @@ class Consumer:
 
 
 @dataclass(frozen=True, slots=True)
-class Sharing:
+class SharingSummary:
     """How a GPU is shared: ``replicas`` is the time-slicing replicas or consumable shares N."""
 
-    mode: SharingMode
+    mode: SharingSummaryMode
     replicas: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -723,8 +717,8 @@ class Sharing:
 class Summary:
     """The repository's GPU summary (issue §2)."""
 
-    allocator: Allocator
-    sharing: Sharing
+    allocator: ActiveAllocators
+    sharing: SharingSummary
     consumers: tuple[Consumer, ...]
     device_classes: tuple[str, ...]
     claim_templates: tuple[str, ...]

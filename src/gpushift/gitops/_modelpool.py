@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gpushift.gitops._model import ModelPool, ModelPoolMember, Obj, Workload
+from gpushift.gitops._model import Manifest, ModelPool, ModelPoolMember, Workload
 
 #: The API group of llmkube's kinds (Model, InferenceService, ModelPool).
 LLMKUBE_GROUP = "inference.llmkube.dev/"
@@ -38,12 +38,12 @@ def _text(v: Any) -> str:
     return "" if v is None else str(v)
 
 
-def is_model_pool(obj: Obj) -> bool:
+def is_model_pool(obj: Manifest) -> bool:
     """Whether ``obj`` is an llmkube ModelPool."""
     return obj.kind == "ModelPool" and obj.api_version.startswith(LLMKUBE_GROUP)
 
 
-def _is_inference_service(obj: Obj) -> bool:
+def _is_inference_service(obj: Manifest) -> bool:
     return obj.kind == "InferenceService" and obj.api_version.startswith(LLMKUBE_GROUP)
 
 
@@ -67,7 +67,7 @@ def _member_names(spec: Mapping[str, Any]) -> list[tuple[int, str]]:
     return out
 
 
-def model_pool(obj: Obj, services: Mapping[str, Sequence[Obj]]) -> ModelPool:
+def model_pool(obj: Manifest, services: Mapping[str, Sequence[Manifest]]) -> ModelPool:
     """The ModelPool ``obj``, its members resolved against ``services`` (InferenceServices by
     name).
 
@@ -105,9 +105,9 @@ def model_pool(obj: Obj, services: Mapping[str, Sequence[Obj]]) -> ModelPool:
     )
 
 
-def model_pools(objects: Sequence[Obj]) -> tuple[ModelPool, ...]:
+def model_pools(objects: Sequence[Manifest]) -> tuple[ModelPool, ...]:
     """Every ModelPool in ``objects`` (active and inactive), in repository order."""
-    services: dict[str, list[Obj]] = {}
+    services: dict[str, list[Manifest]] = {}
     for o in objects:
         if _is_inference_service(o):
             services.setdefault(o.name, []).append(o)

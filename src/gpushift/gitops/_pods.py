@@ -10,7 +10,7 @@ from gpushift.gitops._model import (
     GPU_RESOURCE,
     Container,
     HelmRelease,
-    Obj,
+    Manifest,
     PodClaim,
     PodSpec,
     Source,
@@ -117,7 +117,7 @@ _TEMPLATE_PATH: dict[str, tuple[str, ...]] = {
 }
 
 
-def manifest_workload(obj: Obj) -> Workload | None:
+def manifest_workload(obj: Manifest) -> Workload | None:
     """The workload of a Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or CronJob."""
     path = _TEMPLATE_PATH.get(obj.kind)
     if path is None or not obj.api_version.startswith(("v1", "apps/", "batch/")):
@@ -300,7 +300,7 @@ def _gpu_count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def llmkube_workload(isvc: Obj, model: Obj | None) -> Workload:
+def llmkube_workload(isvc: Manifest, model: Manifest | None) -> Workload:
     """The Deployment llmkube renders for an InferenceService (and its Model).
 
     As defilantech/LLMKube's deployment_builder.go does: ``limits[<resource>] = count`` with

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpushift._sharing import ConsumableSharesError, parse_consumable_shares
 from gpushift.gitops._model import (
-    Allocator,
+    ActiveAllocators,
     Claim,
     Consumer,
     HelmRelease,
     Repo,
     RequestKind,
-    Sharing,
+    SharingSummary,
     Summary,
     Workload,
 )
@@ -76,7 +77,7 @@ def dra_releases(repo: Repo) -> tuple[HelmRelease, ...]:
     return charts + operators
 
 
-def _allocator(dp: bool, dra: bool) -> Allocator:
+def _allocator(dp: bool, dra: bool) -> ActiveAllocators:
     if dp and dra:
         return "both"
     if dp:
@@ -84,7 +85,7 @@ def _allocator(dp: bool, dra: bool) -> Allocator:
     return "dra" if dra else "none"
 
 
-def _dra_sharing(hr: HelmRelease) -> Sharing:
+def _dra_sharing(hr: HelmRelease) -> SharingSummary:
     if hr.chart == "gpu-operator":
         # GPUCluster has no consumableShares value; it takes CONSUMABLE_SHARES as plugin env.
         env = hr.value("draDriver", "gpus", "kubeletPlugin", "env")
@@ -98,19 +99,17 @@ def _dra_sharing(hr: HelmRelease) -> Sharing:
         )
     else:
         raw = hr.value("consumableShares")
-    text = "" if raw is None else str(raw).strip()
-    if text in ("", "disabled"):
-        return Sharing("exclusive")
-    if text in ("memory", "unlimited"):
-        return Sharing("memory" if text == "memory" else "unlimited")
     try:
-        n = int(text)
-    except ValueError:
-        return Sharing("exclusive")
-    return Sharing("consumable-shares", n) if n > 0 else Sharing("exclusive")
+        mode = parse_consumable_shares("" if raw is None else str(raw).strip())
+    except ConsumableSharesError:
+        # The plugin refuses it (the rule consumable-shares-invalid says so); nothing is shared.
+        return SharingSummary("exclusive")
+    if isinstance(mode, int):
+        return SharingSummary("consumable-shares", mode)
+    return SharingSummary("exclusive" if mode == "disabled" else mode)
 
 
-def _plugin_sharing(repo: Repo) -> Sharing:
+def _plugin_sharing(repo: Repo) -> SharingSummary:
     for ptr in repo.device_plugin_configs:
         if not ptr.owner.active:
             continue
@@ -120,8 +119,8 @@ def _plugin_sharing(repo: Repo) -> Sharing:
             continue
         cfg = ptr.selected
         if cfg is not None and cfg.error is None and cfg.strategy == "time-slicing":
-            return Sharing("time-slicing", cfg.replicas)
-    return Sharing("exclusive")
+            return SharingSummary("time-slicing", cfg.replicas)
+    return SharingSummary("exclusive")
 
 
 def _nvidia_claim(claim: Claim) -> bool:
@@ -184,7 +183,7 @@ def summarize(repo: Repo) -> Summary:
     dp = device_plugin_active(repo)
     dras = dra_releases(repo)
     dra = bool(dras)
-    sharing = Sharing("exclusive")
+    sharing = SharingSummary("exclusive")
     if dra:
         sharing = _dra_sharing(dras[0])
     if sharing.mode == "exclusive" and dp:

@@ -27,8 +27,8 @@ from lightkube.types import CascadeType, PatchType
 
 from gpushift._errors import InputError
 from gpushift._kinds import Kind, by_kind, lookup
+from gpushift._obj import Obj
 
-Obj = dict[str, Any]
 T = TypeVar("T")
 log = logging.getLogger("gpushift.kube")
 

@@ -7,8 +7,8 @@ atomically; ``diff_trees`` shows what changes between two allocators.
 
 from __future__ import annotations
 
+from gpushift._atomic import write_tree
 from gpushift.render._config import (
-    Allocator,
     Chart,
     Charts,
     Cluster,
@@ -16,26 +16,23 @@ from gpushift.render._config import (
     ConsumerStyle,
     GpushiftConfig,
     Observability,
-    Sharing,
     Toleration,
 )
 from gpushift.render._diff import diff_trees
+from gpushift.render._example import write_example
 from gpushift.render._load import (
     EXAMPLES,
     example_text,
     load_config,
     load_example,
     parse_config,
-    parse_sharing,
     with_overrides,
 )
 from gpushift.render._schema import config_schema, config_schema_text
 from gpushift.render._tree import render_tree
-from gpushift.render._write import write_tree
 
 __all__ = [
     "EXAMPLES",
-    "Allocator",
     "Chart",
     "Charts",
     "Cluster",
@@ -43,7 +40,6 @@ __all__ = [
     "ConsumerStyle",
     "GpushiftConfig",
     "Observability",
-    "Sharing",
     "Toleration",
     "config_schema",
     "config_schema_text",
@@ -52,8 +48,8 @@ __all__ = [
     "load_config",
     "load_example",
     "parse_config",
-    "parse_sharing",
     "render_tree",
     "with_overrides",
+    "write_example",
     "write_tree",
 ]

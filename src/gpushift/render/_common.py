@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpushift._yamlout import Block
 from gpushift.render._config import GpushiftConfig
-from gpushift.render._yamlout import Block
 
 #: Name of the Kustomization, HelmRelease and OCIRepository of each GPU-stack component.
 GPU_OPERATOR = "gpu-operator"

@@ -17,6 +17,7 @@ from pydantic.alias_generators import to_camel
 
 from gpushift import _quantity
 from gpushift._errors import InputError
+from gpushift._sharing import Allocator, SharingMode, sharing_problem
 
 #: The DeviceClass the DRA driver's chart creates for full GPUs.
 GPU_DEVICE_CLASS = "gpu.nvidia.com"
@@ -30,14 +31,6 @@ TALOS_DRIVER_ROOT = "/usr/local"
 OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
 
 
-class Allocator(StrEnum):
-    """Which component hands out GPUs."""
-
-    GPU_OPERATOR = "gpu-operator"
-    DEVICE_PLUGIN = "device-plugin"
-    DRA = "dra"
-
-
 class ConsumerStyle(StrEnum):
     """How a GPU consumer is deployed."""
 
@@ -46,8 +39,7 @@ class ConsumerStyle(StrEnum):
     INFERENCE_SERVICE = "inference-service"
 
 
-SharingMode = Literal["exclusive", "memory", "unlimited"]
-#: ``exclusive``, ``memory``, ``unlimited``, or N (time-slicing replicas / consumable shares).
+#: ``gpushift._sharing.Sharing`` as the config model validates it.
 Sharing = SharingMode | Annotated[int, Field(ge=1)]
 
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -358,18 +350,10 @@ def _combination_problems(cfg: GpushiftConfig) -> list[str]:
     """Every reason the combination of fields is invalid, as ``field: why`` lines."""
     problems: list[str] = []
     sharing = cfg.sharing
-    dra = cfg.allocator is Allocator.DRA
-    if not dra and sharing in ("memory", "unlimited"):
-        problems.append(
-            f"sharing: {sharing!r} needs allocator dra: it is a consumable-shares mode of the "
-            f"DRA driver, and the device plugin ({cfg.allocator.value}) can only time-slice "
-            "a whole card N ways"
-        )
-    if not dra and isinstance(sharing, int) and sharing < 2:
-        problems.append(
-            "sharing: time-slicing needs at least 2 replicas (the device plugin refuses "
-            "replicas < 2); use 'exclusive' for one pod per GPU"
-        )
+    dra = cfg.allocator.is_dra
+    problem = sharing_problem(allocator=cfg.allocator, sharing=sharing)
+    if problem is not None:
+        problems.append(problem)
     if dra and sharing != "exclusive" and cfg.charts.dra_driver.version_tuple() < (0, 5, 0):
         problems.append(
             f"charts.draDriver.version: consumable shares need dra-driver-nvidia-gpu 0.5.0 or "

@@ -12,15 +12,11 @@ from collections.abc import Mapping
 from itertools import groupby
 from typing import Any
 
+from gpushift._sharing import Allocator
+from gpushift._yamlout import Note
 from gpushift.render import _common as c
 from gpushift.render._bodies import FluxKustomization
-from gpushift.render._config import (
-    GPU_DEVICE_CLASS,
-    Allocator,
-    Consumer,
-    ConsumerStyle,
-    GpushiftConfig,
-)
+from gpushift.render._config import GPU_DEVICE_CLASS, Consumer, ConsumerStyle, GpushiftConfig
 from gpushift.render._flux import (
     Files,
     Ref,
@@ -30,7 +26,6 @@ from gpushift.render._flux import (
     helm_release,
     oci_repository,
 )
-from gpushift.render._yamlout import Note
 
 #: The name of the pod's claim (and of the container's reference to it).
 CLAIM_NAME = "gpu"

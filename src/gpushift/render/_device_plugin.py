@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gpushift._yamlout import Note
 from gpushift.render import _common as c
 from gpushift.render._config import GpushiftConfig
 from gpushift.render._flux import (
@@ -17,7 +18,6 @@ from gpushift.render._flux import (
     helm_release,
     oci_repository,
 )
-from gpushift.render._yamlout import Note
 
 
 def render(cfg: GpushiftConfig) -> Files:

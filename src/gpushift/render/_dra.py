@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gpushift._yamlout import Note
 from gpushift.render import _common as c
 from gpushift.render._config import GpushiftConfig
 from gpushift.render._flux import (
@@ -16,7 +17,6 @@ from gpushift.render._flux import (
     oci_repository,
 )
 from gpushift.render._gpu_operator import DRA_PLUGIN_NODE_LABEL
-from gpushift.render._yamlout import Note
 
 
 def render(cfg: GpushiftConfig) -> Files:

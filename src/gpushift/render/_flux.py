@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpushift._kinds import by_kind
+from gpushift._yamlout import Note, dump_documents
 from gpushift.render._bodies import (
     FluxKustomization,
     FluxKustomizationSpec,
@@ -20,7 +21,6 @@ from gpushift.render._bodies import (
     OCIRepository,
 )
 from gpushift.render._config import Chart, GpushiftConfig
-from gpushift.render._yamlout import Note, dump_documents
 
 _HELM_CHART_LAYER = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
 

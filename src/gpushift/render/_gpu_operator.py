@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gpushift._sharing import Allocator
+from gpushift._yamlout import Note
 from gpushift.render import _common as c
-from gpushift.render._config import Allocator, GpushiftConfig
+from gpushift.render._config import GpushiftConfig
 from gpushift.render._flux import (
     Files,
     api_version,
@@ -15,7 +17,6 @@ from gpushift.render._flux import (
     helm_release,
     oci_repository,
 )
-from gpushift.render._yamlout import Note
 
 #: The ServiceAccount of the operator's dcgm-exporter DaemonSet.
 # Source: NVIDIA/gpu-operator assets/state-dcgm-exporter/0100_service_account.yaml.

@@ -12,13 +12,13 @@ from pydantic_core import ErrorDetails
 
 from gpushift import _yaml
 from gpushift._errors import InputError
-from gpushift.render._config import Allocator, GpushiftConfig, Sharing
+from gpushift._sharing import SHARING_HELP, Allocator, Sharing
+from gpushift.render._config import GpushiftConfig
 
 #: Names accepted by ``--example``.
 EXAMPLES = ("homelab",)
 
 _FIELD_PATH = re.compile(r"^(?P<field>[A-Za-z][\w.\[\]]*): (?P<why>.+)$")
-_SHARING_HELP = "must be exclusive, memory, unlimited or a positive integer"
 
 
 def example_text(name: str) -> str:
@@ -75,19 +75,6 @@ def with_overrides(
     except ValidationError as err:
         lines = [f"{field}: {why}" for field, why in _problems(err=err, data=data)]
         raise InputError(f"with {display}: " + _join(lines)) from None
-
-
-def parse_sharing(text: str) -> Sharing:
-    """``--sharing`` as typed: exclusive, memory, unlimited or a positive integer.
-
-    Raises InputError for anything else.
-    """
-    value = text.strip()
-    if value in ("exclusive", "memory", "unlimited"):
-        return value  # type: ignore[return-value]
-    if value.isascii() and value.isdigit() and int(value) >= 1:
-        return int(value)
-    raise InputError(f"--sharing: {_SHARING_HELP}, got {text!r}")
 
 
 def _validate(docs: list[_yaml.Document], *, display: str, locate_in: str | None) -> GpushiftConfig:
@@ -164,7 +151,7 @@ def _reword(*, detail: ErrorDetails, field: str) -> str:
     got = detail.get("input")
     ctx = detail.get("ctx", {})
     if field == "sharing":
-        return f"{_SHARING_HELP}, got {got!r}"
+        return f"{SHARING_HELP}, got {got!r}"
     if kind == "extra_forbidden":
         return "unknown field (see docs/config.md for the fields a config can have)"
     if kind == "missing":

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from gpushift._sharing import Allocator
 from gpushift.render import _consumers, _dcgm_exporter, _device_plugin, _dra, _gpu_operator
-from gpushift.render._config import Allocator, GpushiftConfig
+from gpushift.render._config import GpushiftConfig
 from gpushift.render._flux import Files, apps_path, kustomization, namespace_object
 
 

@@ -1,30 +1,22 @@
-"""The rules behind ``gpushift check``: stable ids, findings and report formats.
+"""The rules behind ``gpushift check``: stable ids and a report of findings.
 
 ``run_check(paths)`` loads a repository, runs every rule and returns a ``Report`` that renders
-as text, json or SARIF 2.1.0. ``RULES`` lists every rule with its id, severity and summary.
+as text, json or SARIF 2.1.0 with the writers of ``gpushift.reports``. ``RULES`` lists every
+rule with its id, severity and summary.
 """
 
 from __future__ import annotations
 
-from gpushift.rules._finding import Finding, Severity
-from gpushift.rules._json import format_json
 from gpushift.rules._registry import DOCS_PATH, RULES, Rule, rule
 from gpushift.rules._run import FAMILIES, Report, check_repo, run_check
-from gpushift.rules._sarif import format_sarif
-from gpushift.rules._text import format_text
 
 __all__ = [
     "DOCS_PATH",
     "FAMILIES",
     "RULES",
-    "Finding",
     "Report",
     "Rule",
-    "Severity",
     "check_repo",
-    "format_json",
-    "format_sarif",
-    "format_text",
     "rule",
     "run_check",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpushift.gitops import GPU_RESOURCE, Workload, truthy
+from gpushift.reports import Finding
 from gpushift.rules._context import (
     Context,
     dra_gpus_on,
@@ -15,7 +16,6 @@ from gpushift.rules._context import (
     option_line,
     request_keys,
 )
-from gpushift.rules._finding import Finding
 
 # kubernetes-sigs/dra-driver-nvidia-gpu templates/validation.yaml (the install-blocking text).
 _VALIDATION = (
@@ -31,11 +31,10 @@ def check(*, ctx: Context) -> Iterator[Finding]:
     for driver in ctx.dra_advertisers:
         if ctx.plugin_advertisers:
             covered = True
-            yield ctx.finding(
+            yield ctx.about(
                 "dual-advertiser",
-                source=driver.source,
+                driver,
                 line=driver.line_of("resources", "gpus", "enabled"),
-                obj=name_of(driver.obj),
                 msg=(
                     f"the DRA driver publishes GPUs (resources.gpus.enabled is true) while "
                     f"{_plugin_owners(ctx)} runs the device plugin: both allocators hand out "
@@ -44,11 +43,10 @@ def check(*, ctx: Context) -> Iterator[Finding]:
             )
         if not truthy(driver.value("gpuResourcesEnabledOverride"), default=False):
             covered = True
-            yield ctx.finding(
+            yield ctx.about(
                 "dra-override-missing",
-                source=driver.source,
+                driver,
                 line=driver.line_of("gpuResourcesEnabledOverride"),
-                obj=name_of(driver.obj),
                 msg=(
                     "resources.gpus.enabled is true but gpuResourcesEnabledOverride is not, so "
                     f"the chart's validation fails the install: {_VALIDATION} Turn the device "
@@ -88,11 +86,11 @@ def _unserved(ctx: Context) -> Iterator[Finding]:
                 if is_nvidia_claim(claim):
                     kind = "ResourceClaimTemplate" if claim.template else "ResourceClaim"
                     src, line = option_line(w.pod, "resourceClaims")
-                    yield ctx.finding(
+                    yield ctx.in_workload(
                         "no-advertiser",
+                        w,
                         source=src,
                         line=line,
-                        obj=name_of(w.origin),
                         msg=(
                             f"{w.kind} {w.name} asks for an NVIDIA GPU through {kind} "
                             f"{claim.name}, but no DRA driver release with resources.gpus.enabled "
@@ -105,11 +103,11 @@ def _unserved(ctx: Context) -> Iterator[Finding]:
 def _unserved_extended(ctx: Context, w: Workload) -> Iterator[Finding]:
     for c in w.pod.all_containers:
         for res in nvidia_requests(c):
-            yield ctx.finding(
+            yield ctx.in_workload(
                 "no-advertiser",
+                w,
                 source=c.source,
                 line=c.source.line_of(request_keys(c, res)),
-                obj=name_of(w.origin),
                 msg=(
                     f"container {c.name} of {w.kind} {w.name} requests {res}, but neither a device "
                     "plugin nor a DRA driver with GPUs enabled is deployed; the pod stays Pending"
@@ -123,11 +121,10 @@ def _diverged(ctx: Context, *, covered: bool) -> Iterator[Finding]:
     for driver in ctx.drivers:
         override = truthy(driver.value("gpuResourcesEnabledOverride"), default=False)
         if override and not dra_gpus_on(driver):
-            yield ctx.finding(
+            yield ctx.about(
                 "allocator-flip-diverged",
-                source=driver.source,
+                driver,
                 line=driver.line_of("gpuResourcesEnabledOverride"),
-                obj=name_of(driver.obj),
                 msg=(
                     "gpuResourcesEnabledOverride is true while resources.gpus.enabled is false: "
                     "the override acknowledges a switch to DRA that this release does not make"
@@ -137,11 +134,10 @@ def _diverged(ctx: Context, *, covered: bool) -> Iterator[Finding]:
         return
     for op in ctx.operators:
         if not operator_plugin_on(op) and ctx.repo.releases("dra-driver-nvidia-gpu", active=False):
-            yield ctx.finding(
+            yield ctx.about(
                 "allocator-flip-diverged",
-                source=op.source,
+                op,
                 line=op.line_of("devicePlugin", "enabled"),
-                obj=name_of(op.obj),
                 msg=(
                     "devicePlugin.enabled is false but no deployed DRA driver release publishes "
                     "GPUs (resources.gpus.enabled with gpuResourcesEnabledOverride): nothing "

@@ -2,27 +2,22 @@
 
 from __future__ import annotations
 
-import io
-import subprocess
-import tarfile
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 from gpushift._errors import InputError
+from gpushift._git import GitError, git, unpack_revision
 
 
 def _git(*args: str, cwd: Path) -> bytes:
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
-    except FileNotFoundError:
-        raise InputError("--base needs git, which is not installed") from None
-    if done.returncode != 0:
-        detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        reason = detail[-1] if detail else "unknown error"
-        raise InputError(f"--base: git {args[0]} failed: {reason}")
-    return done.stdout
+        return git(*args, cwd=cwd)
+    except GitError as err:
+        if err.missing:
+            raise InputError("--base needs git, which is not installed") from None
+        raise InputError(f"--base: git {args[0]} failed: {err.reason}") from None
 
 
 @contextmanager
@@ -51,15 +46,13 @@ def tree_at(paths: Sequence[str | Path], *, rev: str) -> Iterator[list[Path]]:
     wanted = [p for p in prefixes if p not in ("", ".")]
     # Paths new since rev are not in the archive; git archive fails on missing pathspecs.
     existing = [p for p in wanted if _git("ls-tree", rev, "--", p, cwd=top).strip()]
-    if wanted and not existing:
-        archive = b""
-    else:
-        archive = _git("archive", "--format=tar", rev, "--", *existing, cwd=top)
     with tempfile.TemporaryDirectory(prefix="gpushift-base-") as tmp:
         root = Path(tmp)
-        if archive:
-            with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-                tar.extractall(root, filter="data")
+        if existing or not wanted:
+            try:
+                unpack_revision(root, repo=top, rev=rev, paths=existing)
+            except GitError as err:
+                raise InputError(f"--base: git archive failed: {err.reason}") from None
         out = []
         for prefix in prefixes:
             target = root / prefix if prefix not in ("", ".") else root

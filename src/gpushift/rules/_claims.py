@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpushift.gitops import GPU_RESOURCE, Claim, Repo, Workload
+from gpushift.reports import Finding
 from gpushift.rules._context import Context, body_at, name_of, option_line, request_keys
-from gpushift.rules._finding import Finding
 from gpushift.rules._shares import shares_count, shares_value
 
 #: Per-object opt-in to Flux's recreate-on-immutable-change (kustomize-controller docs).
@@ -33,11 +33,11 @@ def _references(ctx: Context, w: Workload) -> Iterator[Finding]:
         kind = "ResourceClaimTemplate" if template else "ResourceClaim"
         src, line = option_line(pod, "resourceClaims")
         ns = f" in namespace {w.namespace}" if w.namespace else ""
-        yield ctx.finding(
+        yield ctx.in_workload(
             "claim-template-missing",
+            w,
             source=src,
             line=line,
-            obj=name_of(w.origin),
             msg=(
                 f"pod claim {pc.name!r} of {w.kind} {w.name} refers to {kind} {name!r}, which "
                 f"does not exist{ns}; the pod cannot be scheduled"
@@ -48,11 +48,11 @@ def _references(ctx: Context, w: Workload) -> Iterator[Finding]:
         for claim in c.claims:
             if claim in declared:
                 continue
-            yield ctx.finding(
+            yield ctx.in_workload(
                 "claim-reference-mismatch",
+                w,
                 source=c.source,
                 line=c.source.line_of(("resources", "claims")),
-                obj=name_of(w.origin),
                 msg=(
                     f"container {c.name} uses claim {claim!r}, but the pod's resourceClaims "
                     f"declare {sorted(declared) or 'none'}; the API server rejects the pod"
@@ -72,11 +72,11 @@ def _bridge(ctx: Context) -> Iterator[Finding]:
                 continue
             line = c.source.line_of(request_keys(c, GPU_RESOURCE))
             if not classes:
-                yield ctx.finding(
+                yield ctx.in_workload(
                     "unbridged-extended-resource",
+                    w,
                     source=c.source,
                     line=line,
-                    obj=name_of(w.origin),
                     msg=(
                         f"container {c.name} requests {GPU_RESOURCE}: {amount}, but the device "
                         "plugin is off and no DeviceClass has extendedResourceName: "
@@ -84,11 +84,11 @@ def _bridge(ctx: Context) -> Iterator[Finding]:
                     ),
                 )
                 continue
-            yield ctx.finding(
+            yield ctx.in_workload(
                 "bridged-extended-resource",
+                w,
                 source=c.source,
                 line=line,
-                obj=name_of(w.origin),
                 msg=(
                     f"container {c.name} requests {GPU_RESOURCE}: {amount}, served by DRA through "
                     f"DeviceClass {_picked(classes)}; {_consumes(ctx, amount)}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from gpushift._quantity import QuantityError, parse
 from gpushift.gitops import (
@@ -18,14 +18,14 @@ from gpushift.gitops import (
     Claim,
     Container,
     HelmRelease,
-    Obj,
+    Manifest,
     PodSpec,
     Repo,
     Source,
     Workload,
     truthy,
 )
-from gpushift.rules._finding import Finding
+from gpushift.reports import Finding
 from gpushift.rules._registry import rule
 
 #: The DRA driver's name; its DeviceClasses are gpu.nvidia.com, mig.nvidia.com, vfio.gpu.nvidia.com.
@@ -35,7 +35,7 @@ DRA_DRIVER_ROOT_DEFAULT = "/"
 OPERATOR_DRIVER_DIR_DEFAULT = "/run/nvidia/driver"
 
 
-def name_of(obj: Obj) -> str:
+def name_of(obj: Manifest) -> str:
     """``Kind/namespace/name`` (or ``Kind/name``) for a finding's ``object``."""
     return f"{obj.kind}/{obj.namespace}/{obj.name}" if obj.namespace else f"{obj.kind}/{obj.name}"
 
@@ -57,7 +57,7 @@ def _dig(data: Any, keys: Sequence[str | int]) -> Any:
     return cur
 
 
-def body_at(obj: Obj, keys: Sequence[str | int]) -> Any:
+def body_at(obj: Manifest, keys: Sequence[str | int]) -> Any:
     """The value at ``keys`` inside the object's document, or None."""
     found = _dig(obj.body, keys)
     return None if found is _MISSING else found
@@ -97,6 +97,15 @@ def request_keys(container: Container, resource: str) -> tuple[str, ...]:
     return ("resources",)
 
 
+class Located(Protocol):
+    """A model item written in one object: a HelmRelease, a Kustomization, a claim's object."""
+
+    @property
+    def source(self) -> Source: ...
+    @property
+    def obj(self) -> Manifest: ...
+
+
 @dataclass(frozen=True)
 class Context:
     """The inputs of one check run.
@@ -112,6 +121,18 @@ class Context:
     ) -> Finding:
         """A finding of ``rule_id`` with the rule's severity, at ``source.path``."""
         return Finding(rule_id, rule(rule_id).severity, source.path, line, obj, msg)
+
+    def about(self, rule_id: str, item: Located, *, line: int | None, msg: str) -> Finding:
+        """A finding of ``rule_id`` about a written object (a release, a Kustomization, a
+        config): in its file, naming its object."""
+        return self.finding(rule_id, source=item.source, line=line, obj=name_of(item.obj), msg=msg)
+
+    def in_workload(
+        self, rule_id: str, w: Workload, *, source: Source, line: int | None, msg: str
+    ) -> Finding:
+        """A finding of ``rule_id`` at ``source`` (a container, a pod field) of workload ``w``,
+        naming the object that produces the workload."""
+        return self.finding(rule_id, source=source, line=line, obj=name_of(w.origin), msg=msg)
 
     # -- allocators ----------------------------------------------------------------------
 

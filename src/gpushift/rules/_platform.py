@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpushift.gitops import FluxKustomization, HelmRelease
+from gpushift.reports import Finding
 from gpushift.rules._context import (
     DRA_DRIVER_ROOT_DEFAULT,
     OPERATOR_DRIVER_DIR_DEFAULT,
     Context,
-    name_of,
     option_line,
 )
-from gpushift.rules._finding import Finding
 
 #: Where Talos 1.13+ system extensions put the NVIDIA driver (siderolabs/docs, Talos v1.15
 #: "nvidia-gpu": hostPaths.driverInstallDir=/usr/local).
@@ -41,11 +40,10 @@ def _driver_root(ctx: Context) -> Iterator[Finding]:
     for driver in ctx.drivers:
         root = _norm(driver.value("nvidiaDriverRoot", default=DRA_DRIVER_ROOT_DEFAULT))
         if root != TALOS_DRIVER_ROOT:
-            yield ctx.finding(
+            yield ctx.about(
                 "driver-root-mismatch",
-                source=driver.source,
+                driver,
                 line=driver.line_of("nvidiaDriverRoot"),
-                obj=name_of(driver.obj),
                 msg=(
                     f"{why}: nvidiaDriverRoot is {root}, but Talos installs the NVIDIA driver "
                     f"under {TALOS_DRIVER_ROOT}; the kubelet plugin's prestart waits forever for "
@@ -55,11 +53,10 @@ def _driver_root(ctx: Context) -> Iterator[Finding]:
     for op in ctx.operators:
         path = _norm(op.value("hostPaths", "driverInstallDir", default=OPERATOR_DRIVER_DIR_DEFAULT))
         if path != TALOS_DRIVER_ROOT:
-            yield ctx.finding(
+            yield ctx.about(
                 "driver-root-mismatch",
-                source=op.source,
+                op,
                 line=op.line_of("hostPaths", "driverInstallDir"),
-                obj=name_of(op.obj),
                 msg=(
                     f"{why}: hostPaths.driverInstallDir is {path}, but Talos installs the NVIDIA "
                     f"driver under {TALOS_DRIVER_ROOT} (Talos docs: driver.enabled=false, "
@@ -78,11 +75,11 @@ def _runtime_class(ctx: Context) -> Iterator[Finding]:
         if name is None or not name.startswith("nvidia") or name in defined:
             continue
         src, line = option_line(w.pod, "runtimeClassName")
-        yield ctx.finding(
+        yield ctx.in_workload(
             "runtimeclass-missing",
+            w,
             source=src,
             line=line,
-            obj=name_of(w.origin),
             msg=(
                 f"{w.kind} {w.name} uses runtimeClassName: {name}, but no RuntimeClass {name} is "
                 "defined and no gpu-operator installs one; the pod is rejected at admission"
@@ -103,11 +100,10 @@ def _dependency_order(ctx: Context) -> Iterator[Finding]:
         waited = [(op, k) for op, k in operators_ks if (k.namespace, k.name) in deps]
         if not waited:
             op_ks = operators_ks[0][1]
-            yield ctx.finding(
+            yield ctx.about(
                 "dependency-order",
-                source=ks.source,
+                ks,
                 line=ks.source.line_of(("spec", "dependsOn")),
-                obj=name_of(ks.obj),
                 msg=(
                     f"the DRA driver's Kustomization does not dependsOn {op_ks.namespace}/"
                     f"{op_ks.name}, which deploys gpu-operator: the kubelet plugin can start "
@@ -117,11 +113,10 @@ def _dependency_order(ctx: Context) -> Iterator[Finding]:
             continue
         for op, op_ks in waited:
             if not _checks_release(op_ks, op):
-                yield ctx.finding(
+                yield ctx.about(
                     "dependency-order",
-                    source=op_ks.source,
+                    op_ks,
                     line=op_ks.source.line_of(("spec", "healthChecks")),
-                    obj=name_of(op_ks.obj),
                     msg=(
                         f"{ks.name} dependsOn this Kustomization, but it has no HelmRelease "
                         f"health check for {op.name} (and no wait: true): it is Ready once the "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpushift.rules._finding import Severity
+from gpushift.reports import Severity
 
 #: Where each rule is documented, relative to the gpushift source tree.
 DOCS_PATH = "docs/rules.md"

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gpushift.gitops import Repo, Summary, load_repo, summarize
+from gpushift.reports import Finding, Severity, format_json, format_sarif, format_text
 from gpushift.rules import (
     _allocator,
     _claims,
@@ -19,10 +20,7 @@ from gpushift.rules import (
 )
 from gpushift.rules._base import tree_at
 from gpushift.rules._context import Context
-from gpushift.rules._finding import Finding, Severity
-from gpushift.rules._json import format_json
-from gpushift.rules._sarif import format_sarif
-from gpushift.rules._text import format_text
+from gpushift.rules._registry import RULES
 
 _Family = Callable[..., Iterator[Finding]]
 
@@ -81,7 +79,7 @@ class Report:
         """The SARIF 2.1.0 report."""
         from gpushift import __version__
 
-        return format_sarif(self.findings, root=self.root, version=__version__)
+        return format_sarif(self.findings, rules=RULES, root=self.root, version=__version__)
 
 
 def run_check(paths: Sequence[str | Path], *, base: str | None = None) -> Report:

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from gpushift._sharing import ConsumableSharesError, atoi, parse_consumable_shares
 from gpushift.gitops import GPU_RESOURCE, HelmRelease, truthy
+from gpushift.reports import Finding
 from gpushift.rules._context import (
     Context,
     is_nvidia_claim,
     name_of,
     request_keys,
 )
-from gpushift.rules._finding import Finding
-
-_MODES = ("disabled", "memory", "unlimited")
-_ATOI = re.compile(r"[+-]?[0-9]+")
-_INT64_MAX = 2**63 - 1
 
 
 def shares_value(driver: HelmRelease) -> str | None:
@@ -38,10 +34,16 @@ def shares_count(value: str | None) -> int | None:
 
     The plugin parses N with Go's ``strconv.Atoi``: optional sign, ASCII digits, int64 range.
     """
-    if value is None or not _ATOI.fullmatch(value):
-        return None
-    n = int(value)
-    return n if 0 < n <= _INT64_MAX else None
+    n = None if value is None else atoi(value)
+    return n if n is not None and n > 0 else None
+
+
+def _accepted(value: str) -> bool:
+    try:
+        parse_consumable_shares(value)
+    except ConsumableSharesError:
+        return False
+    return True
 
 
 def check(*, ctx: Context) -> Iterator[Finding]:
@@ -52,15 +54,13 @@ def check(*, ctx: Context) -> Iterator[Finding]:
         if value is None:
             continue
         line = driver.line_of("consumableShares")
-        obj = name_of(driver.obj)
         gate = truthy(driver.value("featureGates", "ConsumableShares"), default=False)
         if value != "disabled" and not gate:
             # cmd/gpu-kubelet-plugin/main.go validateCLIFlags
-            yield ctx.finding(
+            yield ctx.about(
                 "consumable-shares-gate-missing",
-                source=driver.source,
+                driver,
                 line=line,
-                obj=obj,
                 msg=(
                     f"consumableShares: {value} without featureGates.ConsumableShares: true; the "
                     "kubelet plugin exits at start: '--consumable-shares requires feature gate "
@@ -68,12 +68,11 @@ def check(*, ctx: Context) -> Iterator[Finding]:
                 ),
             )
         n = shares_count(value)
-        if value not in _MODES and n is None:
-            yield ctx.finding(
+        if not _accepted(value):
+            yield ctx.about(
                 "consumable-shares-invalid",
-                source=driver.source,
+                driver,
                 line=line,
-                obj=obj,
                 msg=(
                     f"the kubelet plugin exits at start: 'invalid value for --consumable-shares: "
                     f"\"{value}\" (must be 'disabled', 'memory', 'unlimited', or a positive "
@@ -83,11 +82,10 @@ def check(*, ctx: Context) -> Iterator[Finding]:
         if n is not None:
             yield from _capacity_changed(ctx, driver=driver, n=n, line=line)
         if value == "unlimited":
-            yield ctx.finding(
+            yield ctx.about(
                 "unlimited-no-ceiling",
-                source=driver.source,
+                driver,
                 line=line,
-                obj=obj,
                 msg=(
                     "consumableShares: unlimited publishes each GPU's memory with a request "
                     "default of 0 and no shares capacity: any number of claims that do not "
@@ -108,11 +106,10 @@ def _capacity_changed(ctx: Context, *, driver: HelmRelease, n: int, line: int) -
         if replicas in seen:
             continue
         seen.add(replicas)
-        yield ctx.finding(
+        yield ctx.about(
             "shares-capacity-changed",
-            source=driver.source,
+            driver,
             line=line,
-            obj=name_of(driver.obj),
             msg=(
                 f"consumableShares: {n} but the time-slicing config {ts.config_map}/{ts.key} "
                 f"({ts.source.path}:{ts.source.line}) still has replicas: {replicas}; each GPU "
@@ -151,11 +148,11 @@ def _whole_device(ctx: Context) -> Iterator[Finding]:
         for c in w.pod.all_containers:
             if c.extended(GPU_RESOURCE) is None:
                 continue
-            yield ctx.finding(
+            yield ctx.in_workload(
                 "memory-mode-whole-device",
+                w,
                 source=c.source,
                 line=c.source.line_of(request_keys(c, GPU_RESOURCE)),
-                obj=name_of(w.origin),
                 msg=(
                     f"container {c.name} requests {GPU_RESOURCE}, bridged to DRA without a "
                     "capacity request; under consumableShares: memory each takes a whole GPU"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpushift.gitops import DevicePluginConfig, TimeSlicingConfig, truthy
-from gpushift.rules._context import Context, name_of
-from gpushift.rules._finding import Finding
+from gpushift.reports import Finding
+from gpushift.rules._context import Context
 
 
 def config_problem(config: TimeSlicingConfig) -> str | None:
@@ -83,10 +83,9 @@ def _missing(ctx: Context, dp: DevicePluginConfig) -> Finding:
             f"{shown}.default is {dp.default!r}, which is not a key of ConfigMap "
             f"{dp.config_map!r} (keys: {keys}); the plugin cannot load its default config"
         )
-    return ctx.finding(
+    return ctx.about(
         "time-slicing-config-missing",
-        source=owner.source,
+        owner,
         line=line,
-        obj=name_of(owner.obj),
         msg=msg,
     )

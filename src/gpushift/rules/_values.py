@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpushift.gitops import known_values_keys
-from gpushift.rules._context import Context, name_of
-from gpushift.rules._finding import Finding, Severity
+from gpushift.reports import Finding, Severity
+from gpushift.rules._context import Context
 from gpushift.rules._registry import rule
 
 
@@ -21,11 +21,10 @@ def check(*, ctx: Context) -> Iterator[Finding]:
         for key in release.user_values:
             if key in known:
                 continue
-            yield ctx.finding(
+            yield ctx.about(
                 "unknown-chart-values",
-                source=release.source,
+                release,
                 line=release.line_of(str(key)),
-                obj=name_of(release.obj),
                 msg=(
                     f"values key {key!r} is not a top-level value of the {release.chart} chart; "
                     "Helm ignores it silently"

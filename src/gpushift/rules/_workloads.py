@@ -6,15 +6,14 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from gpushift.gitops import Container, HelmRelease, PodSpec, Workload, truthy
+from gpushift.reports import Finding
 from gpushift.rules._context import (
     Context,
     body_at,
-    name_of,
     nvidia_requests,
     option_line,
     request_keys,
 )
-from gpushift.rules._finding import Finding
 
 VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"
 #: dcgm-exporter's switch for attributing metrics to DRA claims (NVIDIA/dcgm-exporter).
@@ -38,11 +37,11 @@ def check(*, ctx: Context) -> Iterator[Finding]:
             access = _gpu_access(w)
             if access is not None:
                 src, line, how = access
-                yield ctx.finding(
+                yield ctx.in_workload(
                     "gpu-access-without-allocation",
+                    w,
                     source=src,
                     line=line,
-                    obj=name_of(w.origin),
                     msg=(
                         f"{w.kind} {w.name} reaches the GPU ({how}) without requesting one: the "
                         "scheduler does not count it, so it shares a card that is promised to "
@@ -98,11 +97,11 @@ def _visible_devices(ctx: Context, w: Workload) -> Iterator[Finding]:
     for c in w.pod.all_containers:
         if c.env.get(VISIBLE_DEVICES) != "all":
             continue
-        yield ctx.finding(
+        yield ctx.in_workload(
             "visible-devices-override",
+            w,
             source=c.source,
             line=_env_line(w, c),
-            obj=name_of(w.origin),
             msg=(
                 f"container {c.name} requests a GPU but sets {VISIBLE_DEVICES}=all, which "
                 "exposes every GPU on the node instead of the one it was allocated"
@@ -113,11 +112,11 @@ def _visible_devices(ctx: Context, w: Workload) -> Iterator[Finding]:
 def _monitoring(ctx: Context, w: Workload) -> Iterator[Finding]:
     for c in w.pod.all_containers:
         for res, amount in nvidia_requests(c).items():
-            yield ctx.finding(
+            yield ctx.in_workload(
                 "monitoring-consumes-gpu",
+                w,
                 source=c.source,
                 line=c.source.line_of(request_keys(c, res)),
-                obj=name_of(w.origin),
                 msg=(
                     f"the GPU metrics exporter {w.name} requests {res}: {amount}, taking a share "
                     "that a workload could use; exporters read every GPU without a request"
@@ -169,11 +168,11 @@ def _stale_labels(ctx: Context, w: Workload) -> Iterator[Finding]:
             continue
         src, line = option_line(w.pod, option)
         shown = f"{key}={values[0]}" if len(values) == 1 else key
-        yield ctx.finding(
+        yield ctx.in_workload(
             "stale-sharing-labels",
+            w,
             source=src,
             line=line,
-            obj=name_of(w.origin),
             msg=(
                 f"{w.kind} {w.name} selects nodes on {shown}, a GPU feature discovery label "
                 "that describes device-plugin time-slicing; it goes stale (or disappears) once "
@@ -220,11 +219,10 @@ def _attribution(
         missing.append(f"{DCGM_DRA_ENV}=true")
     if not rbac:
         missing.append("RBAC get/list/watch on resource.k8s.io resourceslices")
-    yield ctx.finding(
+    yield ctx.about(
         "dcgm-dra-attribution",
-        source=release.source,
+        release,
         line=release.line_of(*where),
-        obj=name_of(release.obj),
         msg=(
             f"DRA allocates the GPUs but dcgm-exporter lacks {' and '.join(missing)}, so GPU "
             "metrics are not attributed to the pods and claims using them"

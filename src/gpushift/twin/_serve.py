@@ -8,6 +8,7 @@ import ipaddress
 import logging
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -65,6 +66,9 @@ class ServeOptions:
     repo: Path | None = None
     root: str | None = None
     vars_file: Path | None = None
+    # Writes the embedded example's repository (render.write_example); rendering is a layer
+    # above the twin, so the caller passes it in.
+    write_example: Callable[[Path], Path] | None = None
     operator_delay: float = 10.0
 
 
@@ -158,6 +162,7 @@ def _flux(store: Store, cluster: Cluster | None, options: ServeOptions) -> Flux 
         example=options.example,
         root=options.root,
         vars_file=options.vars_file,
+        write_example=options.write_example,
         operator_delay=options.operator_delay,
     )
 

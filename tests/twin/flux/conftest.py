@@ -13,9 +13,10 @@ import pytest
 
 from gpushift import kube
 from gpushift._kinds import by_kind
+from gpushift.render import write_example
 from gpushift.twin import Twin
 from gpushift.twin.cluster import Cluster, example
-from gpushift.twin.flux import Flux, run_gitops, write_example
+from gpushift.twin.flux import Flux, run_gitops
 
 TIME_SCALE = 200.0
 

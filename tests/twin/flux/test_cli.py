@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gpushift.cli import main
-from gpushift.twin.flux import write_example
+from gpushift.render import write_example
 
 needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
 

@@ -8,7 +8,8 @@ from typing import Any
 
 from tests.twin.flux.conftest import Env, ready_condition, start, wait_for
 
-from gpushift.twin.flux import git_set, not_ready, wait_ready, write_example
+from gpushift.render import write_example
+from gpushift.twin.flux import git_set, not_ready, wait_ready
 
 MEDIA = {"jellyfin", "plex", "tdarr", "pinchflat", "dispatcharr", "whisper"}
 KS = "Kustomization"

@@ -6,13 +6,10 @@ and ``status`` reports ``NamesAccepted`` and ``Established`` with ``acceptedName
 
 from __future__ import annotations
 
-from typing import Any
-
 from gpushift._kinds import Kind
+from gpushift._obj import Obj
 from gpushift.twin.apiserver._store import ScalePaths, Store, rfc3339
 from gpushift.twin.apiserver._watch import Event
-
-Obj = dict[str, Any]
 
 
 def kinds_of(crd: Obj) -> list[tuple[Kind, bool, tuple[str, ...], ScalePaths | None]]:

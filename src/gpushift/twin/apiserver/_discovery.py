@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from typing import Any
 
 from gpushift._kinds import Kind
-
-Obj = dict[str, Any]
+from gpushift._obj import Obj
 
 #: The Kubernetes release the twin answers as (resource.k8s.io/v1 is served from 1.34).
 VERSION: Obj = {

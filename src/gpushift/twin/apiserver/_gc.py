@@ -10,9 +10,9 @@ the few public store methods it needs; it imports nothing of the store.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
-Obj = dict[str, Any]
+from gpushift._obj import Obj
 
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from typing import Any
 
 from gpushift._kinds import Kind
+from gpushift._obj import Obj
 from gpushift.twin.apiserver._discovery import VERSION
-
-Obj = dict[str, Any]
 
 _FIELD_VALIDATION = {
     "name": "fieldValidation",

@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from gpushift._kinds import Kind
+from gpushift._obj import Obj
 from gpushift.twin.apiserver import _apply, _patch
 from gpushift.twin.apiserver._status import ApiError, StatusDetails
 
-Obj = dict[str, Any]
 _REASONS = {400: "BadRequest", 413: "RequestEntityTooLarge", 415: "UnsupportedMediaType"}
 
 

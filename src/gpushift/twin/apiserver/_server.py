@@ -20,6 +20,7 @@ import yaml
 from aiohttp import web
 
 from gpushift._kinds import Kind
+from gpushift._obj import Obj
 from gpushift.twin.apiserver import _discovery, _openapi, _ops, _protobuf, _tables
 from gpushift.twin.apiserver._auth import check_bearer
 from gpushift.twin.apiserver._faults import Faults
@@ -40,7 +41,6 @@ from gpushift.twin.apiserver._status import (
 from gpushift.twin.apiserver._store import Store, encode, get_path, rfc3339, set_path
 from gpushift.twin.apiserver._watch import Event
 
-Obj = dict[str, Any]
 log = logging.getLogger("gpushift.twin")
 
 _JSON = "application/json"

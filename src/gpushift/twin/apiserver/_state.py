@@ -16,11 +16,10 @@ from typing import Any
 import yaml
 
 from gpushift._errors import InputError
+from gpushift._obj import Obj
 from gpushift._yaml import describe, expand_lists, read_file
 from gpushift.twin.apiserver._status import ApiError
 from gpushift.twin.apiserver._store import Store
-
-Obj = dict[str, Any]
 
 _CRD = ("apiextensions.k8s.io", "customresourcedefinitions")
 

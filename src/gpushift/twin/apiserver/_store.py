@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from gpushift._kinds import Kind, builtin_kinds
+from gpushift._obj import Obj
 from gpushift.twin.apiserver import _apply, _gc, _validation
 from gpushift.twin.apiserver._selectors import LabelSelector, match_labels
 from gpushift.twin.apiserver._status import (
@@ -38,7 +39,6 @@ from gpushift.twin.apiserver._status import (
 )
 from gpushift.twin.apiserver._watch import Event, Watcher
 
-Obj = dict[str, Any]
 Key = tuple[str, str]  # (group, plural)
 Propagation = Literal["Background", "Foreground", "Orphan"]
 

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any, NotRequired, TypedDict
 
 from gpushift._kinds import Kind
+from gpushift._obj import Obj
 from gpushift.twin.apiserver._jsonpath import JsonPathError, find, go_text, parse
 from gpushift.twin.apiserver._selectors import selector_string
 
@@ -154,7 +155,6 @@ _SELECTOR = _col(
     priority=1,
 )
 
-Obj = dict[str, Any]
 RowCells = Callable[[Obj, datetime], list[Any]]
 
 

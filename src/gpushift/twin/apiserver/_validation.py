@@ -11,9 +11,8 @@ import json
 from typing import Any
 
 from gpushift._kinds import Kind
+from gpushift._obj import Obj
 from gpushift.twin.apiserver._status import ApiError, invalid
-
-Obj = dict[str, Any]
 
 _SELECTOR_IMMUTABLE = {
     ("apps", "deployments"),

@@ -10,12 +10,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from gpushift._kinds import Kind
+from gpushift._obj import Obj
 from gpushift.twin.apiserver._selectors import LabelSelector, match_labels
 
-Obj = dict[str, Any]
 Key = tuple[str, str]  # (group, plural)
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 

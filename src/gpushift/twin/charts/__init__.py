@@ -12,7 +12,7 @@ from __future__ import annotations
 from gpushift.twin.charts._common import ChartError, Rendered
 from gpushift.twin.charts._operators import Operators
 from gpushift.twin.charts._registry import identity, render
-from gpushift.twin.charts._writes import apply, delete, kind_of
+from gpushift.twin.charts._writes import apply, delete, kind_of, served
 
 __all__ = [
     "ChartError",
@@ -23,4 +23,5 @@ __all__ = [
     "identity",
     "kind_of",
     "render",
+    "served",
 ]

@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gpushift.twin.charts._common import Obj, Rendered, d
+from gpushift._obj import Obj
+from gpushift._obj import as_dict as d
+from gpushift.twin.charts._common import Rendered
 
 VERSION = "5.3.0"
 # common/templates/lib/pod/_spec.tpl: the pod options getOption reads.

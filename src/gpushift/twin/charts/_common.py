@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-Obj = dict[str, Any]
+from gpushift._obj import Obj
 
 
 class ChartError(Exception):
@@ -22,11 +22,6 @@ class Rendered:
     message: str | None = None
 
 
-def d(value: Any) -> dict[str, Any]:
-    """``value`` when it is a mapping, else an empty dict."""
-    return dict(value) if isinstance(value, Mapping) else {}
-
-
 def get(values: Mapping[str, Any], *path: str, default: Any = None) -> Any:
     """``values[path[0]][path[1]]…``, or ``default`` where the path ends early."""
     cur: Any = values
@@ -35,19 +30,6 @@ def get(values: Mapping[str, Any], *path: str, default: Any = None) -> Any:
             return default
         cur = cur[key]
     return default if cur is None else cur
-
-
-def merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    """Helm's coalesce: maps merge, other values replace, null deletes."""
-    out = dict(base)
-    for k, v in over.items():
-        if v is None:
-            out.pop(k, None)
-        elif isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
-            out[k] = merge(out[k], v)
-        else:
-            out[k] = v
-    return out
 
 
 def helm_labels(*, name: str, release: str, chart: str, version: str) -> dict[str, str]:

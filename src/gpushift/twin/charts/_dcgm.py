@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gpushift._obj import Obj
+from gpushift._obj import as_dict as d
 from gpushift.gitops import CHART_POD_FIELDS
-from gpushift.twin.charts._common import Obj, Rendered, d, daemonset, extra_env, helm_labels
+from gpushift.twin.charts._common import Rendered, daemonset, extra_env, helm_labels
 
 IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter:4.4.1-4.6.0-ubuntu22.04"
 

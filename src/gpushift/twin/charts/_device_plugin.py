@@ -12,10 +12,10 @@ from typing import Any
 
 import yaml
 
+from gpushift._obj import Obj
+from gpushift._obj import as_dict as d
 from gpushift.twin.charts._common import (
-    Obj,
     Rendered,
-    d,
     daemonset,
     env_list,
     extra_env,

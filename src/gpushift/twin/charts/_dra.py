@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gpushift._obj import Obj
+from gpushift._obj import as_dict as d
 from gpushift.engine import nvidia_device_classes
 from gpushift.twin.charts._common import (
     ChartError,
-    Obj,
     Rendered,
-    d,
     daemonset,
     env_list,
     extra_env,

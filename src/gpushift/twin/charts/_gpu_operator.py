@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gpushift._obj import Obj
+from gpushift._obj import as_dict as d
+from gpushift.gitops import GPU_OPERATOR_POLICY_KEYS
 from gpushift.twin.charts._common import (
-    Obj,
     Rendered,
-    d,
     daemonset,
     env_list,
     extra_env,
@@ -25,29 +26,6 @@ OPERATOR_IMAGE = "nvcr.io/nvidia/gpu-operator:v25.10.1"
 DCGM_EXPORTER_IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter:4.4.1-4.6.0-ubuntu22.04"
 #: NVIDIA/gpu-operator deployments/gpu-operator/templates/clusterpolicy.yaml
 POLICY_NAME = "cluster-policy"
-#: The ClusterPolicy keys the chart copies from its values (the chart's clusterpolicy.yaml).
-_POLICY_KEYS = (
-    "operator",
-    "daemonsets",
-    "validator",
-    "mig",
-    "psa",
-    "cdi",
-    "driver",
-    "toolkit",
-    "devicePlugin",
-    "dcgm",
-    "dcgmExporter",
-    "gfd",
-    "migManager",
-    "nodeStatusExporter",
-    "gds",
-    "gdrcopy",
-    "hostPaths",
-    "sandboxWorkloads",
-    "vgpuManager",
-    "vfioManager",
-)
 #: NVIDIA/gpu-operator assets/*: operand DaemonSet names.
 DEVICE_PLUGIN = "nvidia-device-plugin-daemonset"
 GFD = "gpu-feature-discovery"
@@ -90,7 +68,9 @@ def render(*, release: str, namespace: str, values: Mapping[str, Any]) -> Render
         }
     ]
     if get(values, "clusterPolicy", "deployCR", default=True) is not False:
-        spec = {k: values[k] for k in _POLICY_KEYS if isinstance(values.get(k), Mapping)}
+        spec = {
+            k: values[k] for k in GPU_OPERATOR_POLICY_KEYS if isinstance(values.get(k), Mapping)
+        }
         objects.append(
             {
                 "apiVersion": "nvidia.com/v1",

@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gpushift._obj import Obj
+from gpushift._obj import as_dict as d
 from gpushift.gitops import CHART_POD_FIELDS, GPU_RESOURCE, LLMKUBE_VENDOR_RESOURCES
-from gpushift.twin.charts._common import Obj, Rendered, d, helm_labels
+from gpushift.twin.charts._common import Rendered, helm_labels
 
 OPERATOR_IMAGE = "ghcr.io/defilantech/llmkube-controller:0.9.19"
 

@@ -14,9 +14,10 @@ import logging
 from collections.abc import Callable
 
 from gpushift._kinds import by_kind, lookup
+from gpushift._obj import Obj
+from gpushift._obj import as_dict as d
 from gpushift.twin.apiserver import ApiError, Store
 from gpushift.twin.charts import _gpu_operator, _llmkube
-from gpushift.twin.charts._common import Obj, d
 from gpushift.twin.charts._writes import apply, delete, served
 
 log = logging.getLogger("gpushift.twin.charts")

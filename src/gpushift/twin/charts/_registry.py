@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gpushift.flux import merge_values
 from gpushift.gitops import chart_defaults, chart_identity
 from gpushift.twin.charts import _app_template, _dcgm, _device_plugin, _dra, _gpu_operator, _llmkube
-from gpushift.twin.charts._common import Rendered, merge
+from gpushift.twin.charts._common import Rendered
 
 
 def identity(chart_name: str) -> str:
@@ -29,7 +30,7 @@ def render(chart_name: str, *, release: str, namespace: str, values: Mapping[str
     chart = identity(chart_name)
     if chart not in ("llmkube", "other"):
         defaults = chart_defaults(chart)  # type: ignore[arg-type]
-        values = merge(merge({}, defaults), values) if defaults else values
+        values = merge_values(merge_values({}, defaults), values) if defaults else values
     if chart == "gpu-operator":
         return _gpu_operator.render(release=release, namespace=namespace, values=values)
     if chart == "dra-driver-nvidia-gpu":

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from gpushift._kinds import Kind, lookup
+from gpushift._obj import Obj
 from gpushift.twin.apiserver import (
     ApiError,
     Store,
     rfc3339,
     server_side_apply,  # the same engine the API's PATCH uses
 )
-from gpushift.twin.charts._common import Obj
 
 
 def kind_of(obj: Obj, store: Store | None = None) -> Kind:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from gpushift._obj import Obj
 from gpushift.engine import pod_claim_generate_name
 from gpushift.twin.apiserver import ApiError
-from gpushift.twin.cluster._context import Context, Obj
+from gpushift.twin.cluster._context import Context
 from gpushift.twin.cluster._workloads import TERMINAL
 
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"

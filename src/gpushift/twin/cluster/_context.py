@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from gpushift._kinds import Kind, by_kind, lookup
+from gpushift._obj import Obj
 from gpushift.twin.apiserver import ApiError, Store, rfc3339
 from gpushift.twin.cluster._clock import VirtualClock
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

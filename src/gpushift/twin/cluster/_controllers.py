@@ -16,10 +16,11 @@ from pathlib import Path
 
 from aiohttp import web
 
+from gpushift._obj import Obj
 from gpushift.twin.apiserver import ApiError, Event, Store, Twin, new_store, run_twin
 from gpushift.twin.cluster import _claims, _workloads
 from gpushift.twin.cluster._clock import VirtualClock
-from gpushift.twin.cluster._context import Context, Delays, Obj
+from gpushift.twin.cluster._context import Context, Delays
 from gpushift.twin.cluster._dcgm import Metrics
 from gpushift.twin.cluster._http import routes
 from gpushift.twin.cluster._inventory import Inventory

@@ -19,7 +19,8 @@ from bisect import bisect_right
 from collections import defaultdict
 from typing import Any
 
-from gpushift.twin.cluster._context import Context, Obj
+from gpushift._obj import Obj
+from gpushift.twin.cluster._context import Context
 from gpushift.twin.cluster._kubelet import DRIVER, Kubelet, _env
 from gpushift.twin.cluster._promql import Expr, Sample, evaluate
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from gpushift import _quantity
 from gpushift._errors import InputError
+from gpushift._obj import Obj
 from gpushift.engine import (
     ConsumableShares,
     ConsumableSharesError,
@@ -31,7 +32,7 @@ from gpushift.engine import (
 )
 from gpushift.twin.apiserver import ApiError
 from gpushift.twin.cluster import _gfd, _pods
-from gpushift.twin.cluster._context import Context, Obj
+from gpushift.twin.cluster._context import Context
 from gpushift.twin.cluster._inventory import Gpu
 from gpushift.twin.cluster._nodes import pod_ip
 from gpushift.twin.cluster._reuse import (

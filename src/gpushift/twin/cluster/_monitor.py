@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypedDict, cast
 
+from gpushift._obj import Obj
 from gpushift.engine import DOUBLE_ALLOCATION, DUAL_ADVERTISER, NodeInfo, Outcome
-from gpushift.twin.cluster._context import Context, Obj
+from gpushift.twin.cluster._context import Context
 from gpushift.twin.cluster._kubelet import GPU, Kubelet
 from gpushift.twin.cluster._reuse import find_hazards
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from gpushift import _quantity
+from gpushift._obj import Obj
 from gpushift.twin.cluster._inventory import NodeSpec
 
 KUBELET_VERSION = "v1.36.0"
@@ -15,8 +15,6 @@ NFD_NVIDIA = "feature.node.kubernetes.io/pci-10de.present"
 GPU_PRESENT = "nvidia.com/gpu.present"
 # Kubelet defaults: evictionHard memory.available<100Mi, nodefs.available<10%.
 _EVICTION_MEMORY = 100 * 2**20
-
-Obj = dict[str, Any]
 
 
 def _conditions(now: str) -> list[Obj]:

@@ -11,8 +11,9 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
+from gpushift._obj import Obj
 from gpushift.twin.apiserver import ApiError
-from gpushift.twin.cluster._context import Context, Obj
+from gpushift.twin.cluster._context import Context
 
 KUBELET = "kubelet"
 

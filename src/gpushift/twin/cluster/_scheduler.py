@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 from gpushift._errors import InputError
+from gpushift._obj import Obj
 from gpushift.engine import (
     EXTENDED_RESOURCE_CLAIM_ANNOTATION,
     Inputs,
@@ -24,7 +25,7 @@ from gpushift.engine import (
 )
 from gpushift.twin.apiserver import ApiError
 from gpushift.twin.cluster._claims import FINALIZER
-from gpushift.twin.cluster._context import Context, Obj
+from gpushift.twin.cluster._context import Context
 from gpushift.twin.cluster._workloads import TERMINAL, is_active
 
 SCHEDULER = "default-scheduler"

@@ -12,8 +12,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from gpushift._obj import Obj
 from gpushift.twin.apiserver import ApiError
-from gpushift.twin.cluster._context import Context, Obj
+from gpushift.twin.cluster._context import Context
 from gpushift.twin.cluster._reuse import (
     DAEMONSET_TOLERATIONS,
     node_matches_pod,

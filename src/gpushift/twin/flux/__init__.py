@@ -6,7 +6,7 @@ repository; OCIRepository and HelmRepository Ready without network), kustomize-c
 health checks, force) and helm-controller (the chart models of ``gpushift.twin.charts``) run
 on the cluster's virtual clock::
 
-    repo = write_example(tmp / "repo")
+    repo = render.write_example(tmp / "repo")
     with run_gitops(example("homelab"), directory=repo, time_scale=200) as (twin, cluster, flux):
         ...  # kubectl --kubeconfig twin.kubeconfig get ks,hr -A
 """
@@ -16,7 +16,6 @@ from __future__ import annotations
 from gpushift.twin.flux._control import git_set, not_ready, wait_ready
 from gpushift.twin.flux._crds import crd
 from gpushift.twin.flux._crds import install as install_crds
-from gpushift.twin.flux._example import write_example
 from gpushift.twin.flux._runner import Flux, bootstrap, run_gitops
 from gpushift.twin.flux._serve import read_vars, start_flux
 from gpushift.twin.flux._sources import local_path
@@ -33,5 +32,4 @@ __all__ = [
     "run_gitops",
     "start_flux",
     "wait_ready",
-    "write_example",
 ]

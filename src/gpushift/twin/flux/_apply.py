@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpushift._kinds import Kind, by_kind
+from gpushift._obj import Obj
+from gpushift.flux import InventoryEntry
 from gpushift.twin.apiserver import ApiError, Store
 from gpushift.twin.charts import apply, kind_of
-from gpushift.twin.flux._status import InventoryEntry
 
-Obj = dict[str, Any]
 MANAGER = "kustomize-controller"
 FORCE = "kustomize.toolkit.fluxcd.io/force"
 PRUNE = "kustomize.toolkit.fluxcd.io/prune"

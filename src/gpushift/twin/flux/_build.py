@@ -17,7 +17,8 @@ from typing import Any
 import yaml
 
 from gpushift._kinds import lookup
-from gpushift.gitops import (  # the GitOps model's kustomize subset, reused
+from gpushift._obj import Obj
+from gpushift.flux import (
     KUSTOMIZATION_FILES,
     KustomizeBuilder,
     apply_patch,
@@ -27,7 +28,6 @@ from gpushift.gitops import (  # the GitOps model's kustomize subset, reused
     substitute,
 )
 
-Obj = dict[str, Any]
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 #: fluxcd/kustomize-controller: per-object opt-out of substitution.

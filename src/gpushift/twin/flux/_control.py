@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from gpushift.flux import REQUESTED_AT, ready
 from gpushift.kube import Kube, ResourceRef
-from gpushift.twin.flux._status import REQUESTED_AT, ready
 
 _GIT = ResourceRef.named("GitRepository", "source.toolkit.fluxcd.io/v1")
 _KS = ResourceRef.named("Kustomization", "kustomize.toolkit.fluxcd.io/v1")

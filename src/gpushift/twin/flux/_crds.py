@@ -6,9 +6,6 @@ from __future__ import annotations
 from gpushift._kinds import KINDS, Kind
 from gpushift.twin.apiserver import ApiError, Store
 
-Obj = dict[str, object]
-
-
 _READY = '.status.conditions[?(@.type=="Ready")]'
 _AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
 _STATE = [

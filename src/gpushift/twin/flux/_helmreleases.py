@@ -13,25 +13,23 @@ from typing import Any
 import yaml
 
 from gpushift._kinds import by_kind, lookup
-from gpushift.gitops import (
-    value_at_target_path,  # helm-controller's targetPath, as the model reads it
-)
-from gpushift.twin.apiserver import ApiError
-from gpushift.twin.charts import ChartError, apply, identity, kind_of, render
-from gpushift.twin.charts._common import d, merge
-from gpushift.twin.flux._reconciler import Reconciler
-from gpushift.twin.flux._status import (
+from gpushift._obj import Obj
+from gpushift._obj import as_dict as d
+from gpushift.flux import (
     REQUESTED_AT,
     drop_condition,
     duration,
     go_duration,
     kstatus,
+    merge_values,
     observed,
     ready,
     set_condition,
+    value_at_target_path,
 )
-
-Obj = dict[str, Any]
+from gpushift.twin import ApiError
+from gpushift.twin.charts import ChartError, apply, identity, kind_of, render
+from gpushift.twin.flux._reconciler import Reconciler
 
 
 class _ValuesError(Exception):
@@ -169,12 +167,12 @@ class HelmReleases(Reconciler):
                     continue
                 raise _ValuesError(f"missing key '{key}' in {kind_name} '{ns}/{name}'")
             if ref.get("targetPath"):
-                acc = merge(acc, value_at_target_path(str(ref["targetPath"]), data[key]))
+                acc = merge_values(acc, value_at_target_path(str(ref["targetPath"]), data[key]))
                 continue
             parsed = yaml.safe_load(data[key])
             if isinstance(parsed, dict):
-                acc = merge(acc, parsed)
-        return merge(acc, d(spec.get("values")))
+                acc = merge_values(acc, parsed)
+        return merge_values(acc, d(spec.get("values")))
 
     # -- the reconcile --
 

@@ -5,15 +5,11 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from gpushift._kinds import by_kind, lookup
-from gpushift.twin.apiserver import ApiError
-from gpushift.twin.charts._common import d
-from gpushift.twin.flux._apply import PRUNE, ApplyFailed, apply_all, inventory_entry, object_id
-from gpushift.twin.flux._build import BuildError, build, substitute_objects, transform
-from gpushift.twin.flux._reconciler import Reconciler
-from gpushift.twin.flux._status import (
+from gpushift._obj import Obj
+from gpushift._obj import as_dict as d
+from gpushift.flux import (
     REQUESTED_AT,
     InventoryEntry,
     drop_condition,
@@ -24,8 +20,11 @@ from gpushift.twin.flux._status import (
     ready,
     set_condition,
 )
+from gpushift.twin import ApiError
+from gpushift.twin.flux._apply import PRUNE, ApplyFailed, apply_all, inventory_entry, object_id
+from gpushift.twin.flux._build import BuildError, build, substitute_objects, transform
+from gpushift.twin.flux._reconciler import Reconciler
 
-Obj = dict[str, Any]
 #: kustomize-controller --requeue-dependency default.
 REQUEUE_DEPENDENCY = 30.0
 _NAME_LABEL = "kustomize.toolkit.fluxcd.io/name"

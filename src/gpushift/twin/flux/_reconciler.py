@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from gpushift._kinds import lookup
+from gpushift._obj import Obj
+from gpushift._obj import as_dict as d
+from gpushift.flux import FINALIZER
 from gpushift.twin.apiserver import ApiError, Store
-from gpushift.twin.charts._common import d
-from gpushift.twin.charts._writes import served
-from gpushift.twin.flux._status import FINALIZER
+from gpushift.twin.charts import served
 
-Obj = dict[str, Any]
 log = logging.getLogger("gpushift.twin.flux")
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from gpushift import _yaml
 from gpushift._errors import InputError, UsageError
 from gpushift.twin.apiserver import Store
-from gpushift.twin.flux._example import write_example
 from gpushift.twin.flux._runner import Flux, bootstrap
 
 
@@ -43,11 +43,13 @@ def start_flux(
     example: str | None,
     root: str | None,
     vars_file: Path | None,
+    write_example: Callable[[Path], Path] | None = None,
     operator_delay: float = 10.0,
 ) -> Flux:
     """Install the CRDs, bootstrap the GitRepository and root Kustomization, and return the
     (not yet started) controllers. ``example`` writes the embedded repository to a temporary
-    directory, prints where, and removes it when the controllers stop; ``repo`` runs
+    directory with ``write_example`` (``gpushift.render.write_example``: rendering is a layer
+    above the twin), prints where, and removes it when the controllers stop; ``repo`` runs
     leniently (partial repositories).
 
     Raises ``UsageError``/``InputError`` for bad options or files.
@@ -62,6 +64,8 @@ def start_flux(
             raise UsageError(f"--example: choose homelab, got {example!r}")
         if vars_file is not None:
             raise UsageError("--vars goes with --repo")
+        if write_example is None:
+            raise UsageError("--example needs the example's writer")
         holder = tempfile.TemporaryDirectory(prefix="gpushift-homelab-")
         directory = write_example(Path(holder.name) / "repo")
         print(f"flux source: {directory}", file=sys.stderr, flush=True)

@@ -5,20 +5,17 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
-import tarfile
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from gpushift._git import GitError, git, unpack_revision
 from gpushift._kinds import by_kind
+from gpushift._obj import Obj
+from gpushift._obj import as_dict as d
+from gpushift.flux import REQUESTED_AT, Artifact, duration, observed, set_condition
 from gpushift.twin.apiserver import ApiError, Store
-from gpushift.twin.charts._common import d
-from gpushift.twin.flux._status import REQUESTED_AT, Artifact, duration, observed, set_condition
-
-Obj = dict[str, Any]
 
 
 class SourceError(Exception):
@@ -45,12 +42,10 @@ def _tree_digest(root: Path) -> str:
 
 
 def _git(root: Path, *args: str) -> str:
-    out = subprocess.run(
-        ["git", "-C", str(root), *args], capture_output=True, text=True, check=False
-    )
-    if out.returncode != 0:
-        raise SourceError(out.stderr.strip() or f"git {' '.join(args)} failed")
-    return out.stdout.strip()
+    try:
+        return git(*args, cwd=root).decode().strip()
+    except GitError as err:
+        raise SourceError(str(err)) from None
 
 
 @dataclass(slots=True)
@@ -79,15 +74,10 @@ class Sources:
             self._tmp = tempfile.TemporaryDirectory(prefix="gpushift-twin-git-")
         dest = Path(self._tmp.name, commit)
         dest.mkdir(parents=True, exist_ok=True)
-        archive = subprocess.run(
-            ["git", "-C", str(root), "archive", "--format=tar", commit],
-            capture_output=True,
-            check=False,
-        )
-        if archive.returncode != 0:
-            raise SourceError(archive.stderr.decode(errors="replace").strip())
-        with tarfile.open(fileobj=__import__("io").BytesIO(archive.stdout)) as tar:
-            tar.extractall(dest, filter="data")
+        try:
+            unpack_revision(dest, repo=root, rev=commit)
+        except GitError as err:
+            raise SourceError(err.stderr) from None
         self._checkouts[commit] = dest
         return dest
 

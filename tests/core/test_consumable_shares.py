@@ -1,13 +1,25 @@
-"""Property tests: consumableShares is judged as the kubelet plugin's validateCLIFlags does."""
+"""Property tests: CONSUMABLE_SHARES is parsed as the kubelet plugin's validateCLIFlags does."""
 
 from __future__ import annotations
 
 import string
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpushift.rules._shares import shares_count
+from gpushift._sharing import ConsumableSharesError, parse_consumable_shares
+
+
+def shares_count(text: str) -> int | None:
+    """N when the plugin takes ``text`` as N shares, None when it refuses it."""
+    try:
+        mode = parse_consumable_shares(text)
+    except ConsumableSharesError:
+        return None
+    assert isinstance(mode, int)
+    return mode
+
 
 INT64_MAX = 9223372036854775807
 
@@ -39,4 +51,12 @@ def test_beyond_int64_is_not(n: int) -> None:
 
 @given(st.text(alphabet=string.digits + "+- x٣５", max_size=8))
 def test_matches_go_atoi_on_arbitrary_text(text: str) -> None:
+    if text == "":
+        assert parse_consumable_shares(text) == "disabled"
+        return
     assert shares_count(text) == go_atoi_positive(text)
+
+
+def test_the_error_is_the_plugins() -> None:
+    with pytest.raises(ConsumableSharesError, match="must be 'disabled', 'memory', 'unlimited'"):
+        parse_consumable_shares("x")

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
-from gpushift.rules._finding import Finding
+from gpushift.reports._finding import Finding
 
 
 class FindingBody(TypedDict):

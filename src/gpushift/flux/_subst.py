@@ -115,14 +115,3 @@ def _walk(data: Any, fn: Callable[[str], str]) -> Any:
                 items.append(nv)
         return data if items is None else items
     return data
-
-
-def has_vars(data: Any) -> bool:
-    """Whether any string in ``data`` contains ``${``."""
-    if isinstance(data, str):
-        return "${" in data
-    if isinstance(data, dict):
-        return any(has_vars(k) or has_vars(v) for k, v in data.items())
-    if isinstance(data, list):
-        return any(has_vars(v) for v in data)
-    return False

@@ -5,14 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpushift.render import (
-    Allocator,
-    load_example,
-    parse_sharing,
-    render_tree,
-    with_overrides,
-    write_tree,
-)
+from gpushift._atomic import write_tree
+from gpushift._sharing import Allocator, parse_sharing
+from gpushift.render._load import load_example, with_overrides
+from gpushift.render._tree import render_tree
 
 
 def write_example(

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from gpushift.rules._finding import Finding, Severity
-from gpushift.rules._registry import RULES
+from gpushift.reports._finding import Finding, Severity
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
@@ -19,14 +18,30 @@ SRCROOT = "SRCROOT"
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
 
-def format_sarif(findings: Sequence[Finding], *, root: Path, version: str) -> str:
-    """One SARIF 2.1.0 log with one run, every rule described and one result per finding.
+class Described(Protocol):
+    """What SARIF's ``tool.driver.rules[]`` says of a check (a rule, a probe, a judgement)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def severity(self) -> Severity: ...
+    @property
+    def summary(self) -> str: ...
+    @property
+    def help_ref(self) -> str: ...
+
+
+def format_sarif(
+    findings: Sequence[Finding], *, rules: Sequence[Described], root: Path, version: str
+) -> str:
+    """One SARIF 2.1.0 log with one run, every one of ``rules`` described and one result per
+    finding (each finding's ``rule`` must be among them).
 
     Locations are relative URIs against ``%SRCROOT%``, which is declared as ``root``. Findings
     without a line point at the file only (SARIF requires ``startLine >= 1`` when a region is
     given).
     """
-    index = {r.id: i for i, r in enumerate(RULES)}
+    index = {r.id: i for i, r in enumerate(rules)}
     results: list[dict[str, Any]] = []
     for f in sorted(findings, key=Finding.sort_key):
         physical: dict[str, Any] = {"artifactLocation": {"uri": f.path, "uriBaseId": SRCROOT}}
@@ -57,7 +72,7 @@ def format_sarif(findings: Sequence[Finding], *, root: Path, version: str) -> st
                                 "defaultConfiguration": {"level": _LEVEL[r.severity]},
                                 "help": {"text": f"{r.summary} See {r.help_ref}."},
                             }
-                            for r in RULES
+                            for r in rules
                         ],
                     }
                 },

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpushift.gitops._subst import substitute, substitute_tree
+from gpushift.flux import substitute, substitute_tree
 
 NAMES = st.from_regex(r"[_A-Za-z][_A-Za-z0-9]{0,8}", fullmatch=True)
 # Literal text that cannot start or end a variable form.

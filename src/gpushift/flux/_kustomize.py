@@ -21,7 +21,8 @@ from typing import Any
 import jsonpatch
 import yaml
 
-from gpushift.gitops._model import Keys
+#: A path of keys and indexes into a document.
+Keys = tuple[str | int, ...]
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 
@@ -156,7 +157,7 @@ def _merge_list(base: list[Any], patch: list[Any]) -> list[Any]:
     return [x for x in out if x is not None]
 
 
-class Builder:
+class KustomizeBuilder:
     """Builds kustomize directories of one tree, memoised per directory."""
 
     def __init__(self, tree: Tree, *, read_text: Callable[[str], str | None]) -> None:
@@ -218,17 +219,7 @@ class Builder:
         every manifest below it, stopping at directories that have their own."""
         prefix = "" if directory == "." else directory + "/"
         for rel in self.tree.docs:
-            if not rel.startswith(prefix):
-                continue
-            d = parent(rel)
-            # Stop at the nearest directory (below ``directory``) with a kustomization.
-            stopped = False
-            while d != directory and d != "." and d.startswith(prefix.rstrip("/")):
-                if d in self.tree.kustomizations:
-                    stopped = True
-                    break
-                d = parent(d)
-            if not stopped:
+            if rel.startswith(prefix) and not self._claimed(parent(rel), below=directory):
                 yield rel
 
     def auto_dirs(self, directory: str) -> Iterator[str]:
@@ -237,15 +228,19 @@ class Builder:
         for d in self.tree.kustomizations:
             if d == directory or not d.startswith(prefix):
                 continue
-            up = parent(d)
-            covered = False
-            while up != directory and up != "." and up.startswith(prefix.rstrip("/")):
-                if up in self.tree.kustomizations:
-                    covered = True
-                    break
-                up = parent(up)
-            if not covered:
+            if not self._claimed(parent(d), below=directory):
                 yield d
+
+    def _claimed(self, start: str, *, below: str) -> bool:
+        """Whether ``start`` or a directory between it and ``below`` (exclusive) has a
+        kustomization file, which then owns what lies under it."""
+        prefix = "" if below == "." else below + "/"
+        d = start
+        while d != below and d != "." and d.startswith(prefix.rstrip("/")):
+            if d in self.tree.kustomizations:
+                return True
+            d = parent(d)
+        return False
 
     def _build_generated(self, directory: str) -> list[Item]:
         items: list[Item] = []
@@ -375,20 +370,20 @@ class Builder:
             if body is None and isinstance(p.get("path"), str):
                 body = self._read_text(norm(directory, p["path"]))
             target = p.get("target") if isinstance(p.get("target"), dict) else None
-            patches.extend((doc, target) for doc in _parse_patch(body))
+            patches.extend((doc, target) for doc in parse_patches(body))
         for p in _entries(k.get("patchesStrategicMerge")):
             body = p if isinstance(p, str) and "\n" in p else None
             if body is None and isinstance(p, str):
                 body = self._read_text(norm(directory, p))
-            patches.extend((doc, None) for doc in _parse_patch(body))
+            patches.extend((doc, None) for doc in parse_patches(body))
         if not patches:
             return items
         out = list(items)
         for patch, target in patches:
             for n, item in enumerate(out):
-                if _targets(item.data, patch=patch, target=target):
+                if patch_targets(item.data, patch=patch, target=target):
                     out[n] = Item(
-                        item.doc, _apply(item.data, patch), item.namespace, item.generated
+                        item.doc, apply_patch(item.data, patch), item.namespace, item.generated
                     )
         return out
 
@@ -410,7 +405,9 @@ def rename(items: list[Item], *, prefix: Any, suffix: Any) -> list[Item]:
     return out
 
 
-def _parse_patch(body: Any) -> list[Any]:
+def parse_patches(body: Any) -> list[Any]:
+    """The patch documents of a kustomize ``patches[].patch`` (an object, a JSON 6902 list or
+    YAML text of either); unparsable text gives none, as the build skips it."""
     if isinstance(body, (dict, list)):
         return [body]
     if not isinstance(body, str):
@@ -422,7 +419,10 @@ def _parse_patch(body: Any) -> list[Any]:
     return [d for d in docs if isinstance(d, (dict, list))]
 
 
-def _targets(obj: dict[str, Any], *, patch: Any, target: dict[str, Any] | None) -> bool:
+def patch_targets(obj: dict[str, Any], *, patch: Any, target: dict[str, Any] | None) -> bool:
+    """Whether a patch applies to ``obj``: by ``target`` (kind, name, namespace, group, version
+    as anchored regular expressions, and an equality label selector) or, without one, by the
+    strategic-merge patch's own kind, name and namespace."""
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     assert isinstance(meta, dict)
     if target is not None:
@@ -466,7 +466,9 @@ def _match(pattern: str, value: str) -> bool:
         return pattern == value
 
 
-def _apply(obj: dict[str, Any], patch: Any) -> dict[str, Any]:
+def apply_patch(obj: dict[str, Any], patch: Any) -> dict[str, Any]:
+    """``obj`` with one patch applied: a JSON 6902 list, or a strategic merge as a deep merge.
+    A patch that does not apply leaves ``obj`` as it was."""
     if isinstance(patch, list):
         try:
             result = jsonpatch.apply_patch(obj, patch, in_place=False)

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypedDict
 
-from gpushift.twin.charts._common import d
-
-Obj = dict[str, Any]
+from gpushift._obj import Obj
+from gpushift._obj import as_dict as _d
 
 
 class Condition(TypedDict):
@@ -50,7 +49,7 @@ def observed(obj: Obj) -> Callable[[Obj], None]:
     ``lastHandledReconcileAt``. The values are read from ``obj`` now, not from the status
     being written."""
     gen = int(obj["metadata"].get("generation") or 1)
-    requested = d(obj["metadata"].get("annotations")).get(REQUESTED_AT)
+    requested = _d(obj["metadata"].get("annotations")).get(REQUESTED_AT)
 
     def update(status: Obj) -> None:
         status["observedGeneration"] = gen
@@ -101,7 +100,7 @@ def drop_condition(status: Obj, type_: str) -> None:
 def ready(obj: Obj) -> tuple[bool, str]:
     """Whether a Flux object is Ready at its current generation, and its Ready message."""
     meta = obj.get("metadata") or {}
-    st = d(obj.get("status"))
+    st = _d(obj.get("status"))
     gen = int(meta.get("generation") or 1)
     for c in st.get("conditions") or []:
         if c.get("type") == "Ready":
@@ -115,8 +114,8 @@ def kstatus(obj: Obj) -> str:
     it for the kinds Flux health-checks."""
     kind = obj.get("kind")
     meta = obj.get("metadata") or {}
-    spec = d(obj.get("spec"))
-    st = d(obj.get("status"))
+    spec = _d(obj.get("spec"))
+    st = _d(obj.get("status"))
     gen = int(meta.get("generation") or 1)
     if meta.get("deletionTimestamp"):
         return "InProgress"

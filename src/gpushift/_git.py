@@ -1,0 +1,48 @@
+"""Running git, and unpacking a revision into a directory (``git archive``)."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import tarfile
+from collections.abc import Sequence
+from pathlib import Path
+
+
+class GitError(Exception):
+    """git failed or is not installed. ``stderr`` is what git wrote (stripped), ``args`` the
+    subcommand and its arguments."""
+
+    def __init__(self, *, args: Sequence[str], stderr: str, missing: bool = False) -> None:
+        super().__init__(stderr or f"git {' '.join(args)} failed")
+        self.git_args = tuple(args)
+        self.stderr = stderr
+        #: True when git itself is not installed.
+        self.missing = missing
+
+    @property
+    def reason(self) -> str:
+        """git's last line of error output, or ``unknown error``."""
+        lines = self.stderr.splitlines()
+        return lines[-1] if lines else "unknown error"
+
+
+def git(*args: str, cwd: Path) -> bytes:
+    """git's standard output for ``args`` run in ``cwd``. Raises GitError on failure."""
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
+    except FileNotFoundError:
+        raise GitError(args=args, stderr="git is not installed", missing=True) from None
+    if done.returncode != 0:
+        raise GitError(args=args, stderr=done.stderr.decode("utf-8", "replace").strip())
+    return done.stdout
+
+
+def unpack_revision(dest: Path, *, repo: Path, rev: str, paths: Sequence[str] = ()) -> None:
+    """Write the files of ``rev`` (only ``paths`` below the top, when given) into ``dest``.
+
+    Raises GitError when git fails (an unknown revision, a path missing at ``rev``).
+    """
+    archive = git("archive", "--format=tar", rev, *(("--", *paths) if paths else ()), cwd=repo)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(dest, filter="data")

@@ -1,0 +1,108 @@
+"""Reading a directory tree of manifests the way a kustomize build sees it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpushift import _yaml
+from gpushift._errors import InputError
+from gpushift.flux._kustomize import KUSTOMIZATION_FILES, Doc, Tree, parent
+
+_KUSTOMIZE_API = "kustomize.config.k8s.io/"
+
+
+@dataclass(frozen=True, slots=True)
+class YamlError:
+    """A file that could not be read or parsed (the rule ``yaml-error`` reports it)."""
+
+    path: str
+    line: int | None
+    message: str
+
+
+def _find_files(root: Path, paths: Sequence[str | Path]) -> Iterator[tuple[str, Path]]:
+    """YAML and JSON files under ``paths`` as (path relative to ``root``, path), sorted.
+
+    ``.git`` directories are skipped.
+    """
+    base = str(root)
+    found: dict[str, Path] = {}
+    for raw in paths:
+        p = Path(raw).resolve()
+        if p.is_file():
+            found[p.relative_to(root).as_posix()] = p
+            continue
+        for dirpath, dirnames, filenames in os.walk(p):
+            dirnames[:] = [d for d in dirnames if d != ".git"]
+            rel_dir = dirpath[len(base) + 1 :].replace(os.sep, "/")
+            for name in filenames:
+                if name.endswith(_yaml.YAML_SUFFIXES):
+                    rel = f"{rel_dir}/{name}" if rel_dir else name
+                    found[rel] = Path(dirpath, name)
+    for rel in sorted(found):
+        yield rel, found[rel]
+
+
+def read_tree(
+    root: Path, paths: Sequence[str | Path]
+) -> tuple[Tree, list[YamlError], dict[str, Path]]:
+    """Parse every YAML and JSON file under ``paths`` (``.git`` skipped) into a ``Tree`` keyed
+    by POSIX paths relative to ``root``.
+
+    Kustomization files are kept by directory; ``List`` kinds are split into their items.
+    Files that cannot be read or parsed are returned as errors, not raised; the third value
+    maps each relative path to the file it was read from.
+    """
+    docs: dict[str, list[Doc]] = {}
+    texts: dict[str, str] = {}
+    kustomizations: dict[str, dict[str, Any]] = {}
+    errors: list[YamlError] = []
+    real: dict[str, Path] = {}
+    dirs: set[str] = set()
+    for rel, f in _find_files(root, paths):
+        real[rel] = f
+        up = parent(rel)
+        while up not in dirs:
+            dirs.add(up)
+            if up == ".":
+                break
+            up = parent(up)
+        try:
+            text = f.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            errors.append(YamlError(rel, None, f"cannot read file: {err}"))
+            continue
+        texts[rel] = text
+        try:
+            parsed = _yaml.parse_text(text, rel)
+        except InputError as err:
+            errors.append(YamlError(rel, err.line, err.message))
+            continue
+        if f.name in KUSTOMIZATION_FILES:
+            for kdoc in parsed:
+                if isinstance(kdoc.data, dict) and str(kdoc.data.get("apiVersion", "")).startswith(
+                    _KUSTOMIZE_API
+                ):
+                    kustomizations[parent(rel)] = kdoc.data
+                    break
+            continue
+        out: list[Doc] = []
+        for pdoc in parsed:
+            data = pdoc.data
+            if not isinstance(data, dict):
+                continue
+            items = data.get("items")
+            if str(data.get("kind", "")).endswith("List") and isinstance(items, list):
+                out.extend(
+                    Doc(rel, pdoc.index, pdoc.line, it, ("items", i))
+                    for i, it in enumerate(items)
+                    if isinstance(it, dict)
+                )
+            else:
+                out.append(Doc(rel, pdoc.index, pdoc.line, data))
+        docs[rel] = out
+    return Tree(docs, texts, kustomizations, dirs), errors, real
