@@ -8,7 +8,7 @@ import logging
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -87,6 +87,22 @@ def _codes(text: str) -> tuple[int, ...]:
     if bad or not codes:
         raise UsageError(f"--error-codes: choose from 500, 503 and 429, got {text!r}")
     return codes
+
+
+def _node_faults(items: list[str], known: tuple[str, ...], nodes: Any) -> dict[str, str]:
+    names = {n.name for n in nodes}
+    out: dict[str, str] = {}
+    for item in items:
+        node, sep, fault = item.partition("=")
+        if not sep or not node or fault not in known:
+            raise UsageError(
+                f"--node-fault: expected NODE=FAULT with FAULT one of {', '.join(known)}, "
+                f"got {item!r}"
+            )
+        if node not in names:
+            raise UsageError(f"--node-fault: no node {node!r} in the inventory")
+        out[node] = fault
+    return out
 
 
 def register(app: typer.Typer) -> None:
@@ -183,6 +199,15 @@ def register(app: typer.Typer) -> None:
                 help="Cluster seconds from a ClusterPolicy change to the operator acting."
             ),
         ] = 10.0,
+        node_fault: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--node-fault",
+                metavar="NODE=FAULT",
+                help="A scenario fault on a node (repeatable): nvml-init-failure, "
+                "driver-root-missing, dcgm-rbac-missing or plugin-crashloop.",
+            ),
+        ] = None,
     ) -> None:
         from gpushift import twin as t
 
@@ -220,8 +245,14 @@ def register(app: typer.Typer) -> None:
                 slice_publish=slice_publish_delay,
                 device_plugin_grace=device_plugin_grace,
             )
-            cluster = tc.Cluster(store, inventory, time_scale=time_scale, delays=delays)
+            faulted = _node_faults(node_fault or [], tc.NODE_FAULTS, inventory.nodes)
+            cluster = tc.Cluster(
+                store, inventory, time_scale=time_scale, delays=delays, node_faults=faulted
+            )
             cluster.token = token
+            server.logs = cluster.logs
+        elif node_fault:
+            raise UsageError("--node-fault needs --nodes or --example")
         flux = None
         if repo is not None or example is not None:
             from gpushift.twin.flux import start_flux
