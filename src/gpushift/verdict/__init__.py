@@ -22,11 +22,13 @@ from gpushift.verdict._snapshot import (
     Lists,
     build_snapshot,
     component,
+    dump_snapshot,
     load_snapshot,
     owner,
     query_series,
     read_lists,
     take_snapshot,
+    write_file,
 )
 from gpushift.verdict._transition import transition
 
@@ -45,6 +47,7 @@ __all__ = [
     "allocator",
     "build_snapshot",
     "component",
+    "dump_snapshot",
     "exit_code",
     "format_map",
     "format_verdict",
@@ -59,4 +62,5 @@ __all__ = [
     "svg_map",
     "take_snapshot",
     "transition",
+    "write_file",
 ]

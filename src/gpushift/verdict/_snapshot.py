@@ -9,6 +9,7 @@ shape is described by ``docs/gpusnapshot.schema.json``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -611,3 +612,26 @@ def load_snapshot(path: Path) -> Obj:
         if not isinstance(doc.get(key), list):
             raise InputError(f"GpuSnapshot: {key} must be a list", path=str(path), line=1)
     return doc
+
+
+def write_file(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (a temporary file beside it, then a rename), so
+    a failed run never leaves half a file."""
+    import os
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def dump_snapshot(snapshot: Obj) -> bytes:
+    """A snapshot as indented JSON (UTF-8)."""
+    return (json.dumps(snapshot, indent=2) + "\n").encode()
