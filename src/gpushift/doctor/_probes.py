@@ -256,6 +256,11 @@ def bridged_insufficient(ctx: Context) -> Iterator[Problem]:
         for n in ctx.snapshot.get("nodes") or []
         if GPU in (n.get("allocatable") or {})
     ]
+    plugin = any(not a.endswith("=0") for a in advertising)
+    if ctx.node is not None or (plugin and not classes):
+        # Not about one node; and while the device plugin alone serves nvidia.com/gpu a
+        # shortage is a capacity question, not a bridged request.
+        return
     for pod in ctx.snapshot.get("pods") or []:
         message = str(pod.get("pendingMessage") or "")
         if f"Insufficient {GPU}" not in message or pod.get("node"):
