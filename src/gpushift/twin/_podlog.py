@@ -166,6 +166,7 @@ async def serve(
     response = web.StreamResponse(headers={"Content-Type": "text/plain"})
     await response.prepare(request)
     sent = len(lines)
+    head = lines[0] if lines else None
     written = len(body)
     with contextlib.suppress(ConnectionResetError, asyncio.CancelledError):
         if body:
@@ -179,8 +180,10 @@ async def serve(
             except ApiError:
                 break
             current = source.lines(uid=uid, container=container, previous=False)
-            if current is None or len(current) < sent:
-                break
+            if current is None or len(current) < sent or (head and current and current[0] != head):
+                break  # the run ended: the container restarted or went
+            if head is None and current:
+                head = current[0]
             fresh = _format(current[sent:], timestamps=timestamps)
             sent = len(current)
             if limit is not None:
