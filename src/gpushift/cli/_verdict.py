@@ -86,7 +86,7 @@ def _cluster(kubeconfig: Path | None, context: str | None, what: str) -> Iterato
     console = Console(stderr=True)
     try:
         with (
-            kube.connect(kubeconfig=kubeconfig, context=context) as client,
+            kube.connect(kubeconfig=kubeconfig, context=context, retries=3) as client,
             console.status(what) if console.is_terminal else contextlib.nullcontext(),
         ):
             yield client
