@@ -28,7 +28,7 @@ def test_probe_ids_are_unique_and_documented() -> None:
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "verdict.md").read_text()
     for probe_id in ids:
-        assert f"### `{probe_id}`" in doc
+        assert f"#### `{probe_id}`" in doc
 
 
 def test_claims_sharing_a_card_with_different_configs() -> None:

@@ -188,3 +188,13 @@ def test_transition_lists_everything_else_as_unexpected() -> None:
     ]
     result = verdict.judge(before, against=before)
     assert result["verdict"] == "healthy" and verdict.exit_code(result) == 1
+
+
+def test_every_verdict_check_is_documented() -> None:
+    from pathlib import Path
+
+    from gpushift.verdict import CHECKS
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "verdict.md").read_text()
+    for check in CHECKS:
+        assert f"#### `{check.id}` ({check.severity.value})" in doc
