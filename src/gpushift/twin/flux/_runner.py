@@ -192,9 +192,10 @@ def run_gitops(
     """
     from gpushift.twin.cluster import run_cluster
 
-    with run_cluster(
-        inventory, time_scale=time_scale, node_faults=node_faults, tls=tls
-    ) as (twin, cluster):
+    with run_cluster(inventory, time_scale=time_scale, node_faults=node_faults, tls=tls) as (
+        twin,
+        cluster,
+    ):
         flux = Flux(twin.store, clock=cluster.clock, operator_delay=operator_delay, lenient=lenient)
         flux.start()
         try:
