@@ -16,6 +16,14 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "verdict"
 BEFORE, AFTER = EXAMPLES / "before.json", EXAMPLES / "after.json"
 
 
+def test_sample_snapshots_match_the_schema() -> None:
+    import jsonschema
+
+    schema = json.loads((EXAMPLES.parents[1] / "docs" / "gpusnapshot.schema.json").read_text())
+    for path in (BEFORE, AFTER):
+        jsonschema.Draft202012Validator(schema).validate(json.loads(path.read_text()))
+
+
 def test_verdict_against_the_before_snapshot(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["verdict", str(AFTER), "--against", str(BEFORE)]) == 0
     out = capsys.readouterr().out

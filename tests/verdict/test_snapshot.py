@@ -68,6 +68,8 @@ def test_snapshot_holds_both_ledgers(snap: Obj) -> None:
     assert all(
         p["requests"] == {"nvidia.com/gpu": 1} and p["phase"] == "Running" for p in snap["pods"]
     )
+    # One card per node: every pod holds gpu-0 of its node.
+    assert all(p["cards"] == ["gpu-0"] for p in snap["pods"])
     flux = {(f["kind"], f["namespace"], f["name"]): f for f in snap["flux"]}
     assert flux[("HelmRelease", "gpu-operator", "gpu-operator")]["ready"] == "True"
     assert ("Kustomization", "media", "jellyfin") in flux

@@ -32,6 +32,10 @@ wall time. It then also serves /twin/v1/violations and a Prometheus API
 time-slicing, replicas 5); --repo DIR runs Flux on your repository from its --root path,
 with --vars as substitution variables. `gpushift twin git-set` switches the repository
 (the merge) and `gpushift twin wait-ready` waits for Flux. See docs/twin.md.
+
+--node-fault NODE=FAULT makes a node's GPU agents behave as in a broken state
+(nvml-init-failure, driver-root-missing, dcgm-rbac-missing, plugin-crashloop), logs
+included; `gpushift doctor` names each one (docs/verdict.md).
 """
 
 _SERVE_EPILOG = (

@@ -21,6 +21,7 @@ from typing import Any
 from gpushift import _quantity
 from gpushift._errors import InputError
 from gpushift.kube import Kube, KubeError, ResourceRef
+from gpushift.verdict._ledgers import ledgers
 
 Obj = dict[str, Any]
 
@@ -538,7 +539,7 @@ def build_snapshot(lists: Lists, *, taken_at: datetime, server: str | None = Non
             }
         )
     series = lists.series
-    return {
+    doc: Obj = {
         "apiVersion": API_VERSION,
         "kind": KIND,
         "metadata": {
@@ -586,6 +587,16 @@ def build_snapshot(lists: Lists, *, taken_at: datetime, server: str | None = Non
         "flux": _flux(lists, gpu_namespaces=gpu_namespaces, gpu_owners=gpu_owners),
         "dcgmSeries": series,
     }
+    # The card each GPU pod holds, from both ledgers (unknown for a device-plugin pod on a
+    # node of several cards without dcgm-exporter series).
+    held: dict[str, set[str]] = {}
+    for cards in ledgers(doc).cards.values():
+        for card in cards:
+            for h in card.holders:
+                held.setdefault(h.pod, set()).add(card.label)
+    for pod in gpu_pods:
+        pod["cards"] = sorted(held.get(f"{pod['namespace']}/{pod['name']}", set()))
+    return doc
 
 
 def load_snapshot(path: Path) -> Obj:
