@@ -61,6 +61,10 @@ class Ledgers:
 
 
 def _units(text: Any) -> int:
+    if isinstance(text, int):
+        return text
+    if isinstance(text, str) and text.isdigit():
+        return int(text)  # the common case, without parsing a quantity
     try:
         return int(_quantity.value(str(text)))
     except (InputError, ValueError, TypeError):

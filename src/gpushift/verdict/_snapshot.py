@@ -145,6 +145,10 @@ def _nvidia(resources: Mapping[str, Any] | None) -> dict[str, str]:
 
 
 def _int(text: Any) -> int:
+    if isinstance(text, int):
+        return text
+    if isinstance(text, str) and text.isdigit():
+        return int(text)  # the common case, without parsing a quantity
     try:
         return int(_quantity.value(str(text)))
     except (InputError, ValueError, TypeError):
@@ -263,8 +267,8 @@ def _requests(pod: Obj) -> dict[str, int]:
         res = c.get("resources") or {}
         merged = {**(res.get("requests") or {}), **(res.get("limits") or {})}
         for k, v in merged.items():
-            if k.startswith(NVIDIA) and _int(v) > 0:
-                out[k] = out.get(k, 0) + _int(v)
+            if k.startswith(NVIDIA) and (amount := _int(v)) > 0:
+                out[k] = out.get(k, 0) + amount
     return dict(sorted(out.items()))
 
 
