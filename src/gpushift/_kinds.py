@@ -66,7 +66,7 @@ KINDS: tuple[Kind, ...] = (
     # core/v1
     _k("v1", "Namespace", "namespaces", False, short=("ns",), sub=("status",)),
     _k("v1", "Node", "nodes", False, short=("no",), sub=("status",)),
-    _k("v1", "Pod", "pods", True, short=("po",), cat=_ALL, sub=("status", "binding")),
+    _k("v1", "Pod", "pods", True, short=("po",), cat=_ALL, sub=("status", "binding", "log")),
     _k("v1", "ConfigMap", "configmaps", True, short=("cm",)),
     _k("v1", "Secret", "secrets", True),
     _k("v1", "Service", "services", True, short=("svc",), cat=_ALL, sub=("status",)),

@@ -11,7 +11,7 @@ import sys
 import typer
 
 from gpushift._errors import InputError
-from gpushift.cli import _check, _render, _simulate, _twin
+from gpushift.cli import _check, _render, _simulate, _twin, _verdict
 
 app = typer.Typer(
     name="gpushift",
@@ -19,7 +19,10 @@ app = typer.Typer(
         "Move NVIDIA GPU sharing between the device plugin and DRA without handing out a "
         "card twice."
     ),
-    epilog="Exit codes: 0 clean, 1 findings (Pending pods, hazards, errors), 2 bad input.",
+    epilog=(
+        "Exit codes: 0 clean, 1 findings (Pending pods, hazards, errors, an unhealthy "
+        "verdict), 2 bad input, 3 cluster unreachable, 4 refused."
+    ),
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -32,7 +35,7 @@ def _root() -> None:
     """Move NVIDIA GPU sharing between the device plugin and DRA safely."""
 
 
-for _module in (_simulate, _check, _render, _twin):
+for _module in (_simulate, _check, _render, _twin, _verdict):
     _module.register(app)
 
 

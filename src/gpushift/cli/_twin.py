@@ -28,6 +28,10 @@ wall time. It then also serves /twin/v1/violations and a Prometheus API
 time-slicing, replicas 5); --repo DIR runs Flux on your repository from its --root path,
 with --vars as substitution variables. `gpushift twin git-set` switches the repository
 (the merge) and `gpushift twin wait-ready` waits for Flux. See docs/twin.md.
+
+--node-fault NODE=FAULT makes a node's GPU agents behave as in a broken state
+(nvml-init-failure, driver-root-missing, dcgm-rbac-missing, plugin-crashloop), logs
+included; `gpushift doctor` names each one (docs/verdict.md).
 """
 
 _SERVE_EPILOG = (
@@ -179,6 +183,15 @@ def register(app: typer.Typer) -> None:
                 help="Cluster seconds from a ClusterPolicy change to the operator acting."
             ),
         ] = 10.0,
+        node_fault: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--node-fault",
+                metavar="NODE=FAULT",
+                help="A scenario fault on a node (repeatable): nvml-init-failure, "
+                "driver-root-missing, dcgm-rbac-missing or plugin-crashloop.",
+            ),
+        ] = None,
     ) -> None:
         from gpushift import twin as t
         from gpushift.render import write_example
@@ -219,6 +232,7 @@ def register(app: typer.Typer) -> None:
                 root=root,
                 vars_file=vars_file,
                 write_example=write_example,
+                node_faults=tuple(node_fault or ()),
                 operator_delay=operator_delay,
             )
         )

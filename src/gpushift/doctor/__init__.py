@@ -1,9 +1,29 @@
-"""Probes of a live cluster's GPU stack (``gpushift doctor``).
+"""``gpushift doctor``: probes that reproduce an operator's GPU troubleshooting.
 
-A registry of probes with stable ids in the style of ``gpushift.rules``; each probe reads the
-cluster through ``gpushift.kube`` and yields findings of ``gpushift.reports``.
+Each probe (``PROBES``, stable ids) reads a snapshot, container logs and RBAC objects and
+reports problems with their evidence and the fix::
+
+    with kube.connect(kubeconfig=path) as client:
+        report = run_doctor(client, node="k8s-2")
+    print(format_report(report))
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from gpushift.doctor._context import Context, Lister, LogReader
+from gpushift.doctor._registry import PROBES, Probe, Problem, probe
+from gpushift.doctor._run import Report, diagnose, format_report, run_doctor
+
+__all__ = [
+    "PROBES",
+    "Context",
+    "Lister",
+    "LogReader",
+    "Probe",
+    "Problem",
+    "Report",
+    "diagnose",
+    "format_report",
+    "probe",
+    "run_doctor",
+]

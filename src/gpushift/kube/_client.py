@@ -9,6 +9,7 @@ never reach the log: only the server URL does.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import functools
 import logging
 import time
@@ -315,6 +316,73 @@ class Kube:
                     reason="Timeout",
                 )
             self._sleep(min(poll, left))
+
+    def http_get(self, url: str, *, params: Mapping[str, str] | None = None) -> bytes:
+        """GET ``url`` (an absolute URL, or a path on the API server) and return the body.
+
+        Under the API server's address the request carries the cluster's credentials and TLS
+        settings (the twin serves Prometheus there); any other URL is fetched plainly.
+
+        Raises:
+            KubeError: a non-2xx answer (with the Status message when there is one) or an
+                unreachable server (code 0).
+        """
+        # lightkube keeps its configured httpx client one level down; it is the only way to
+        # reuse the kubeconfig's authentication for paths outside the resource API.
+        http: Any = self.client._client._client
+        server = str(self.client.config.cluster.server).rstrip("/")
+        absolute = url.startswith(("http://", "https://"))
+        inside = not absolute or url.startswith(server + "/") or url == server
+        target = url if absolute else server + "/" + url.lstrip("/")
+
+        def fetch() -> bytes:
+            try:
+                if inside:
+                    response = http.get(target, params=params)
+                else:
+                    response = httpx2.get(target, params=params, timeout=30.0)
+            except httpx2.TransportError as err:
+                raise KubeError(f"GET {target}: cannot reach the server: {err}") from None
+            if response.status_code >= 400:
+                message = response.text.strip()
+                reason = ""
+                with contextlib.suppress(ValueError):
+                    body = response.json()
+                    if isinstance(body, dict):
+                        message = str(body.get("message") or body.get("error") or message)
+                        reason = str(body.get("reason") or body.get("errorType") or "")
+                raise KubeError(message, code=response.status_code, reason=reason)
+            out: bytes = response.content
+            return out
+
+        return self._call(f"get {target}", fetch)
+
+    def logs(
+        self,
+        *,
+        name: str,
+        namespace: str,
+        container: str | None = None,
+        tail_lines: int | None = None,
+        previous: bool = False,
+    ) -> str:
+        """A container's log (``pods/log``), as text.
+
+        Raises:
+            KubeError: BadRequest when the pod has several containers and none is named, or the
+                container has not started; NotFound, …
+        """
+        params = {
+            k: v
+            for k, v in (
+                ("container", container),
+                ("tailLines", None if tail_lines is None else str(tail_lines)),
+                ("previous", "true" if previous else None),
+            )
+            if v is not None
+        }
+        path = f"/api/v1/namespaces/{namespace}/pods/{name}/log"
+        return self.http_get(path, params=params).decode("utf-8", "replace")
 
     # --- writes ------------------------------------------------------------------------------
 

@@ -69,6 +69,8 @@ class ServeOptions:
     # Writes the embedded example's repository (render.write_example); rendering is a layer
     # above the twin, so the caller passes it in.
     write_example: Callable[[Path], Path] | None = None
+    # NODE=FAULT scenario faults (twin.cluster.NODE_FAULTS), checked against the inventory.
+    node_faults: tuple[str, ...] = ()
     operator_delay: float = 10.0
 
 
@@ -89,6 +91,8 @@ def check(options: ServeOptions) -> None:
         raise UsageError(f"--time-scale must be positive, got {options.time_scale}")
     if options.repo is not None and not runs_cluster:
         raise UsageError("--repo needs --nodes")
+    if options.node_faults and not runs_cluster:
+        raise UsageError("--node-fault needs --nodes or --example")
 
 
 def serve(options: ServeOptions) -> None:
@@ -111,6 +115,8 @@ def serve(options: ServeOptions) -> None:
         store, token=token, faults=Faults(options.faults), access_log=options.access_log
     )
     cluster = _cluster(store, options, token)
+    if cluster is not None:
+        server.logs = cluster.logs
     flux = _flux(store, cluster, options)
     if options.access_log:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -144,9 +150,33 @@ def _cluster(store: Store, options: ServeOptions, token: str) -> Cluster | None:
         inventory = load_inventory(options.nodes)
     else:
         inventory = example(str(options.example))
-    cluster = Cluster(store, inventory, time_scale=options.time_scale, delays=options.delays)
+    from gpushift.twin.cluster import NODE_FAULTS
+
+    faulted = _node_faults(options.node_faults, NODE_FAULTS, {n.name for n in inventory.nodes})
+    cluster = Cluster(
+        store,
+        inventory,
+        time_scale=options.time_scale,
+        delays=options.delays,
+        node_faults=faulted,
+    )
     cluster.token = token
     return cluster
+
+
+def _node_faults(items: tuple[str, ...], known: tuple[str, ...], names: set[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        node, sep, fault = item.partition("=")
+        if not sep or not node or fault not in known:
+            raise UsageError(
+                f"--node-fault: expected NODE=FAULT with FAULT one of {', '.join(known)}, "
+                f"got {item!r}"
+            )
+        if node not in names:
+            raise UsageError(f"--node-fault: no node {node!r} in the inventory")
+        out[node] = fault
+    return out
 
 
 def _flux(store: Store, cluster: Cluster | None, options: ServeOptions) -> Flux | None:

@@ -36,6 +36,7 @@ _SUB_VERBS = {
     "status": ["get", "patch", "update"],
     "scale": ["get", "patch", "update"],
     "binding": ["create"],
+    "log": ["get"],
 }
 
 # Groups in the order kube-apiserver lists them (legacy first, then by priority), CRDs after.

@@ -21,7 +21,7 @@ from aiohttp import web
 
 from gpushift._kinds import Kind
 from gpushift._obj import Obj
-from gpushift.twin.apiserver import _discovery, _openapi, _ops, _protobuf, _tables
+from gpushift.twin.apiserver import _discovery, _openapi, _ops, _podlog, _protobuf, _tables
 from gpushift.twin.apiserver._auth import check_bearer
 from gpushift.twin.apiserver._faults import Faults
 from gpushift.twin.apiserver._selectors import (
@@ -121,6 +121,8 @@ class TwinServer:
         self.bookmark_interval = bookmark_interval
         self.access_log = access_log
         self.requests = 0
+        #: Where ``pods/log`` reads container logs (the cluster's agents); None: empty logs.
+        self.logs: _podlog.LogSource | None = None
         self._openapi_cache: dict[tuple[int, str], bytes] = {}
         self._watch_queues: set[asyncio.Queue[Event | None]] = set()
 
@@ -562,7 +564,7 @@ class TwinServer:
 
     # --- subresources ------------------------------------------------------------------------
 
-    async def _subresource(self, request: web.Request, t: Target) -> web.Response:
+    async def _subresource(self, request: web.Request, t: Target) -> web.StreamResponse:
         assert t.name is not None and t.subresource is not None
         method, sub, store = request.method, t.subresource, self.store
         if sub == "status":
@@ -606,6 +608,15 @@ class TwinServer:
             raise method_not_allowed(method)
         if sub == "scale":
             return await self._scale(request, t)
+        if sub == "log":
+            return await _podlog.serve(
+                request,
+                store=store,
+                kind=t.kind,
+                namespace=t.namespace,
+                name=t.name,
+                source=self.logs,
+            )
         if sub == "binding" and method == "POST":
             body = await self._body(request)
             return self._bind(request, t, body)

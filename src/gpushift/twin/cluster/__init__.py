@@ -25,6 +25,8 @@ from gpushift.twin.cluster._inventory import (
     load,
     uniform,
 )
+from gpushift.twin.cluster._kubelet import NODE_FAULTS
+from gpushift.twin.cluster._logs import LogBook
 from gpushift.twin.cluster._loop import AgentThread
 from gpushift.twin.cluster._monitor import Violation, ViolationBody, ViolationList
 from gpushift.twin.cluster._promql import QueryError
@@ -32,11 +34,13 @@ from gpushift.twin.cluster._promql import QueryError
 __all__ = [
     "EXAMPLES",
     "MODELS",
+    "NODE_FAULTS",
     "AgentThread",
     "Cluster",
     "Delays",
     "Gpu",
     "Inventory",
+    "LogBook",
     "NodeSpec",
     "QueryError",
     "Violation",

@@ -25,6 +25,7 @@ from gpushift.twin.cluster._dcgm import Metrics
 from gpushift.twin.cluster._http import routes
 from gpushift.twin.cluster._inventory import Inventory
 from gpushift.twin.cluster._kubelet import Kubelet
+from gpushift.twin.cluster._logs import LogBook
 from gpushift.twin.cluster._loop import AgentThread
 from gpushift.twin.cluster._monitor import Monitor, ViolationList
 from gpushift.twin.cluster._nodes import node_object
@@ -60,6 +61,7 @@ class Cluster(AgentThread):
         delays: Delays | None = None,
         events: bool = True,
         clock: VirtualClock | None = None,
+        node_faults: dict[str, str] | None = None,
     ) -> None:
         super().__init__(store, thread_name="gpushift-cluster")
         self.inventory = inventory
@@ -68,7 +70,9 @@ class Cluster(AgentThread):
         store.clock = self.clock.now
         self.ctx = Context(store, self.clock, delays or Delays(), events)
         self.scheduler = Scheduler(self.ctx)
-        self.kubelet = Kubelet(self.ctx, {n.name: n.gpus for n in inventory.nodes})
+        self.kubelet = Kubelet(
+            self.ctx, {n.name: n.gpus for n in inventory.nodes}, faults=node_faults
+        )
         self.monitor = Monitor(self.ctx)
         self.metrics = Metrics(self.ctx)
         self.passes = 0
@@ -186,6 +190,11 @@ class Cluster(AgentThread):
         self._wake.set()
         return True
 
+    @property
+    def logs(self) -> LogBook:
+        """Every container's log, for the API server's ``pods/log``."""
+        return self.kubelet.logs
+
     def violations(self) -> ViolationList:
         """The monitor's record, as served at ``/twin/v1/violations``."""
         return self.monitor.as_json()
@@ -210,16 +219,33 @@ def run_cluster(
     store: Store | None = None,
     tls: bool = False,
     kubeconfig: Path | None = None,
+    node_faults: dict[str, str] | None = None,
+    access_log: bool = False,
 ) -> Iterator[tuple[Twin, Cluster]]:
     """A twin API server with the cluster's agents running, for tests and in-process callers.
 
     Yields the running :class:`Twin` (url, token, kubeconfig, store) and the :class:`Cluster`.
+    ``node_faults`` maps node names to scenario faults (``NODE_FAULTS``).
     """
     store = store or new_store()
-    cluster = Cluster(store, inventory, time_scale=time_scale, delays=delays, events=events)
+    cluster = Cluster(
+        store,
+        inventory,
+        time_scale=time_scale,
+        delays=delays,
+        events=events,
+        node_faults=node_faults,
+    )
     with (
         cluster,
-        run_twin(store=store, tls=tls, kubeconfig=kubeconfig, routes=cluster.routes) as twin,
+        run_twin(
+            store=store,
+            tls=tls,
+            kubeconfig=kubeconfig,
+            routes=cluster.routes,
+            access_log=access_log,
+        ) as twin,
     ):
         cluster.token = twin.token
+        twin.server.logs = cluster.logs
         yield twin, cluster

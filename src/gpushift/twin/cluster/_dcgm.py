@@ -147,7 +147,7 @@ class Metrics:
         samples: list[Sample] = []
         for node_name, agent in sorted(exporters.items()):
             assert agent.dcgm is not None
-            attribute = dra_attribution(ctx, pod=agent.dcgm[0], container=agent.dcgm[1])
+            attribute = kubelet.dcgm_may_list_slices(node_name, agent.dcgm[0], agent.dcgm[1])
             cards = {c.index: c for c in agent.ledger.cards}
             for gpu in agent.gpus:
                 base = {

@@ -9,6 +9,10 @@ restart, which re-creates registered resources at 0 until the plugin registers a
 DRA: a Running ``dra-driver-nvidia-gpu`` kubelet-plugin pod publishes the node's
 ``gpu.nvidia.com`` ResourceSlice (``gpushift.engine.nvidia_resource_slice``) in the mode its
 ``CONSUMABLE_SHARES`` and ``FEATURE_GATES`` select, and withdraws it when it goes.
+
+Containers that exit at once crash-loop: ``restartCount`` grows with the kubelet's back-off
+(10 s doubling to 5 min), each run printing its log again. Scenario faults on a node
+(``NODE_FAULTS``) make its agents behave as they do in that state, logs included.
 """
 
 from __future__ import annotations
@@ -32,9 +36,11 @@ from gpushift.engine import (
 )
 from gpushift.twin.apiserver import ApiError
 from gpushift.twin.cluster import _gfd, _pods
+from gpushift.twin.cluster import _logs as logs
 from gpushift.twin.cluster._context import Context
 from gpushift.twin.cluster._inventory import Gpu
 from gpushift.twin.cluster._nodes import pod_ip
+from gpushift.twin.cluster._pods import Crash
 from gpushift.twin.cluster._reuse import (
     CardLedger,
     Source,
@@ -49,6 +55,15 @@ DRIVER = "gpu.nvidia.com"
 #: NVIDIA/k8s-device-plugin: per-node config selection label.
 CONFIG_LABEL = "nvidia.com/device-plugin.config"
 _DEVICE_PLUGIN_IMAGES = ("k8s-device-plugin",)
+#: Scenario faults a node can carry (``twin serve --node-fault NODE=FAULT``):
+#: NVML cannot initialise (kernel modules not loaded); the driver is not under the DRA
+#: plugin's driver root; dcgm-exporter may not list ResourceSlices; the GPU plugin
+#: crash-loops (OOMKilled).
+NODE_FAULTS = ("nvml-init-failure", "driver-root-missing", "dcgm-rbac-missing", "plugin-crashloop")
+#: The kubelet's crash-loop back-off: first delay and ceiling (pkg/kubelet/kubelet.go).
+_BACKOFF, _MAX_BACKOFF = 10, 300
+#: The prestart script's retry interval (kubelet-plugin-prestart.sh ``_WAIT_S``).
+_PRESTART_WAIT = 10.0
 _DRA_IMAGES = ("dra-driver-nvidia-gpu", "k8s-dra-driver-gpu")
 
 
@@ -219,6 +234,21 @@ class PodState:
     rejected: bool = False
     kill_at: float | None = None
     running_since: float = 0.0
+    #: Crash-looping containers: how they end, restarts so far, back-off, next restart.
+    crash: dict[str, CrashLoop] = field(default_factory=dict)
+    #: Attempts of an init container that does not finish (the DRA prestart script).
+    init_attempts: int = 0
+
+
+@dataclass(slots=True)
+class CrashLoop:
+    """One crash-looping container."""
+
+    crash: Crash
+    lines: list[str]
+    restarts: int = 1
+    backoff: int = _BACKOFF
+    next_at: float = 0.0
 
 
 @dataclass(slots=True)
@@ -276,9 +306,20 @@ def _gpu_requests(pod: Obj, resource: str) -> dict[str, int]:
 class Kubelet:
     """Every node's kubelet. Call :meth:`sync` once per pass."""
 
-    def __init__(self, ctx: Context, gpus: dict[str, tuple[Gpu, ...]]) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        gpus: dict[str, tuple[Gpu, ...]],
+        *,
+        faults: dict[str, str] | None = None,
+        logbook: logs.LogBook | None = None,
+    ) -> None:
         self.ctx = ctx
         self.gpus = gpus
+        #: Scenario faults by node name (values from ``NODE_FAULTS``).
+        self.faults = dict(faults or {})
+        #: Every container's log, served as ``pods/log``.
+        self.logs = logbook or logs.LogBook(ctx.clock.now)
         self.agents: dict[str, NodeAgent] = {}
         #: The config each started plugin or GFD pod loaded, by pod uid.
         self._loaded: dict[str, PluginConfig] = {}
@@ -331,7 +372,7 @@ class Kubelet:
                 if st is None or not st.started or p["metadata"].get("deletionTimestamp"):
                     continue
                 r = role(p)
-                if r is not None:
+                if r is not None and str(r[1].get("name")) not in st.crash:
                     roles.setdefault(r[0], (p, r[1], st))
             dcgm = roles.get("dcgm")
             agent.dcgm = (dcgm[0], dcgm[1]) if dcgm is not None else None
@@ -352,6 +393,7 @@ class Kubelet:
             )
             self._dra(agent, node, roles.get("dra"), slices.get(name))
             self._status(agent, node)
+        self.logs.forget({p["metadata"]["uid"] for p in pods})
 
     # -- pods --
 
@@ -420,12 +462,14 @@ class Kubelet:
                     st.start_at = now + 5
                     ctx.wake_at(st.start_at)
                     continue
-                crashed = {}
                 r = role(pod)
+                if r is not None and r[0] == "dra" and self._prestart(agent, pod, st):
+                    continue
+                crashed: dict[str, Crash] = {}
                 if r is not None and r[0] == "dra":
                     _, error = dra_mode(r[1])
                     if error is not None:
-                        crashed[str(r[1]["name"])] = error
+                        crashed[str(r[1]["name"])] = Crash(error)
                 elif r is not None and r[0] == "device-plugin":
                     cms = {
                         (c["metadata"]["namespace"], c["metadata"]["name"]): c
@@ -442,15 +486,139 @@ class Kubelet:
                         ctx.wake_at(st.start_at)
                         continue
                     if error is not None:
-                        crashed[str(r[1]["name"])] = error
+                        crashed[str(r[1]["name"])] = Crash(error)
+                lines = self._start_logs(agent, pod, r, crashed)
                 st.started = True
                 st.running_since = now
+                for cname, crash in crashed.items():
+                    st.crash[cname] = CrashLoop(crash, lines.get(cname, []), next_at=now + _BACKOFF)
+                    ctx.wake_at(now + _BACKOFF)
                 _pods.running(ctx, pod, node=agent.name, crashed=crashed)
+            elif st.started and st.crash:
+                self._crash_loop(agent, pod, st)
         for uid in [u for u in agent.pods if u not in seen]:
             del agent.pods[uid]
         live = {f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods}
         for card in agent.ledger.cards:
             card.tenants[:] = [t for t in card.tenants if t.pod in live]
+
+    # -- logs, crash loops, the DRA prestart script --
+
+    def _start_logs(
+        self,
+        agent: NodeAgent,
+        pod: Obj,
+        found: tuple[str, Obj] | None,
+        crashed: dict[str, Crash],
+    ) -> dict[str, list[str]]:
+        """Start every container's log; a scenario fault may make the agent crash (added to
+        ``crashed``). Returns the lines each container printed."""
+        now = self.ctx.clock.now()
+        fault = self.faults.get(agent.name) if agent.gpus else None
+        uid = pod["metadata"]["uid"]
+        out: dict[str, list[str]] = {}
+        main = str(found[1].get("name")) if found is not None else None
+        kind = found[0] if found is not None else None
+        lines: list[str] = []
+        if kind == "device-plugin":
+            lines = logs.device_plugin_start(now)
+            if fault == "nvml-init-failure":
+                lines += logs.nvml_failure(now)
+                crashed[str(main)] = Crash(f"nvml init failed: {logs.NVML_ERROR}")
+        elif kind == "gfd":
+            lines = logs.gfd_start(now)
+            if fault == "nvml-init-failure":
+                lines += logs.nvml_failure(now, component="gfd")
+                crashed[str(main)] = Crash(f"failed to initialize NVML: {logs.NVML_ERROR}")
+        elif kind == "dra":
+            lines = logs.dra_plugin_start(now, node=agent.name)
+            if fault == "nvml-init-failure":
+                lines = [
+                    logs.klog(
+                        "E", now, "main.go:112", f"failed to initialize NVML: {logs.NVML_ERROR}"
+                    )
+                ]
+                crashed[str(main)] = Crash(f"failed to initialize NVML: {logs.NVML_ERROR}")
+        elif kind == "dcgm" and found is not None:
+            dra = _env(found[1]).get("KUBERNETES_ENABLE_DRA", "").lower() == "true"
+            lines = logs.dcgm_start(now, dra=dra)
+            if dra and not self.dcgm_may_list_slices(agent.name, pod, found[1]):
+                sa = (pod.get("spec") or {}).get("serviceAccountName") or "default"
+                lines += logs.slices_forbidden(
+                    now, namespace=pod["metadata"]["namespace"], service_account=sa
+                )
+        if main is not None and fault == "plugin-crashloop" and kind in ("device-plugin", "dra"):
+            # The container is killed for memory right after it starts, run after run.
+            crashed[main] = Crash("", reason="OOMKilled", exit_code=137)
+        if main is not None and main in crashed and crashed[main].reason == "Error":
+            error = crashed[main].message
+            if not any(error in ln for ln in lines):
+                lines.append(logs.klog("E", now, "main.go:160", error))
+        for c in _pods.containers(pod):
+            name = str(c["name"])
+            out[name] = lines if name == main else []
+            self.logs.start(uid, name, out[name])
+        return out
+
+    def dcgm_may_list_slices(self, node: str, pod: Obj, container: Obj) -> bool:
+        """Whether the dcgm-exporter pod on ``node`` can attribute DRA devices: the env switch,
+        RBAC on ResourceSlices, and no ``dcgm-rbac-missing`` fault on its node."""
+        from gpushift.twin.cluster._dcgm import dra_attribution
+
+        if self.faults.get(node) == "dcgm-rbac-missing":
+            return False
+        return dra_attribution(self.ctx, pod=pod, container=container)
+
+    def _crash_loop(self, agent: NodeAgent, pod: Obj, st: PodState) -> None:
+        ctx = self.ctx
+        now = ctx.now()
+        uid = pod["metadata"]["uid"]
+        for name, loop in st.crash.items():
+            if now < loop.next_at:
+                ctx.wake_at(loop.next_at)
+                continue
+            loop.restarts += 1
+            loop.backoff = min(loop.backoff * 2, _MAX_BACKOFF)
+            loop.next_at = now + loop.backoff
+            self.logs.start(uid, name, loop.lines)
+            _pods.restarted(
+                ctx,
+                pod,
+                node=agent.name,
+                container=name,
+                crash=loop.crash,
+                restarts=loop.restarts,
+                backoff=loop.backoff,
+            )
+            ctx.wake_at(loop.next_at)
+
+    def _prestart(self, agent: NodeAgent, pod: Obj, st: PodState) -> bool:
+        """Run the DRA plugin's prestart init container; True while it has not finished (the
+        driver is not found under the driver root, re-checked every 10 s)."""
+        inits = (pod.get("spec") or {}).get("initContainers") or []
+        if not inits:
+            return False
+        init = inits[0]
+        name = str(init["name"])
+        root = _env(init).get("NVIDIA_DRIVER_ROOT") or "/"
+        uid = pod["metadata"]["uid"]
+        now = self.ctx.clock.now()
+        missing = agent.gpus and self.faults.get(agent.name) == "driver-root-missing"
+        if not self.logs.started(uid, name):
+            self.logs.start(uid, name, logs.prestart_begin(root))
+            if missing:
+                _pods.initializing(self.ctx, pod, init=name)
+        self.logs.write(
+            uid,
+            name,
+            logs.prestart_attempt(now, root=root, attempt=st.init_attempts, found=not missing),
+        )
+        st.init_attempts += 1
+        if not missing:
+            return False
+        st.start_at = self.ctx.now() + _PRESTART_WAIT
+        self.ctx.wake_at(st.start_at)
+        return True
 
     def _admit(self, agent: NodeAgent, node: Obj, pod: Obj) -> tuple[str, str] | None:
         # Device manager first (devicemanager manager.go devicesToAllocate), then the
@@ -581,12 +749,17 @@ class Kubelet:
                     ep.zeroed = True
                 else:
                     ctx.wake_at(due)
-        if config is not None:
+        if config is not None and found is not None:
             units = len(agent.gpus) * config.replicas
             current = agent.endpoints.get(config.resource)
             if current is None or current.stopped_at is not None or current.units != units:
                 agent.endpoints[config.resource] = Endpoint(units, config.replicas)
                 agent.relayout(config.replicas)
+                self.logs.write(
+                    found[0]["metadata"]["uid"],
+                    str(found[1].get("name")),
+                    logs.device_plugin_registered(ctx.clock.now(), config.resource),
+                )
 
     def _gfd(
         self,

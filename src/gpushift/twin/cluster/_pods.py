@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from gpushift._obj import Obj
@@ -16,6 +17,15 @@ from gpushift.twin.apiserver import ApiError
 from gpushift.twin.cluster._context import Context
 
 KUBELET = "kubelet"
+
+
+@dataclass(frozen=True, slots=True)
+class Crash:
+    """How a container that exits at once ends: its termination message, reason and code."""
+
+    message: str
+    reason: str = "Error"
+    exit_code: int = 1
 
 
 def containers(pod: Obj) -> list[Obj]:
@@ -120,8 +130,37 @@ def creating(ctx: Context, pod: Obj, *, host_ip: str, pod_ip: str) -> None:
     )
 
 
-def running(ctx: Context, pod: Obj, *, node: str, crashed: Mapping[str, str] | None = None) -> None:
-    """Containers started; ``crashed`` maps containers that exit at once to their log line."""
+def _crash_status(
+    pod: Obj, name: str, crash: Crash, *, restarts: int, backoff: int, now: str
+) -> Obj:
+    meta = pod["metadata"]
+    return {
+        "ready": False,
+        "started": False,
+        "restartCount": restarts,
+        "state": {
+            "waiting": {
+                "reason": "CrashLoopBackOff",
+                "message": f"back-off {backoff}s restarting failed container={name} "
+                f"pod={meta['name']}_{meta['namespace']}({meta['uid']})",
+            }
+        },
+        "lastState": {
+            "terminated": {
+                "exitCode": crash.exit_code,
+                "reason": crash.reason,
+                "message": crash.message,
+                "startedAt": now,
+                "finishedAt": now,
+            }
+        },
+    }
+
+
+def running(
+    ctx: Context, pod: Obj, *, node: str, crashed: Mapping[str, Crash] | None = None
+) -> None:
+    """Containers started; ``crashed`` maps containers that exit at once to how they end."""
     crashed = crashed or {}
     now = ctx.stamp()
     statuses = []
@@ -136,30 +175,7 @@ def running(ctx: Context, pod: Obj, *, node: str, crashed: Mapping[str, str] | N
             "restartCount": 0,
         }
         if name in crashed:
-            status.update(
-                {
-                    "ready": False,
-                    "started": False,
-                    "restartCount": 1,
-                    "state": {
-                        "waiting": {
-                            "reason": "CrashLoopBackOff",
-                            "message": f"back-off 10s restarting failed container={name} "
-                            f"pod={pod['metadata']['name']}_{pod['metadata']['namespace']}"
-                            f"({pod['metadata']['uid']})",
-                        }
-                    },
-                    "lastState": {
-                        "terminated": {
-                            "exitCode": 1,
-                            "reason": "Error",
-                            "message": crashed[name],
-                            "startedAt": now,
-                            "finishedAt": now,
-                        }
-                    },
-                }
-            )
+            status.update(_crash_status(pod, name, crashed[name], restarts=1, backoff=10, now=now))
         else:
             status.update(
                 {
@@ -170,16 +186,36 @@ def running(ctx: Context, pod: Obj, *, node: str, crashed: Mapping[str, str] | N
                 }
             )
         statuses.append(status)
-    unready = [s["name"] for s in statuses if not s["ready"]]
-    updated = _update_status(
-        ctx,
-        pod,
+    init_statuses = [
         {
-            "phase": "Running",
-            "conditions": _conditions(now, started=True, ready=not unready, unready=unready),
-            "containerStatuses": statuses,
-        },
-    )
+            "name": c["name"],
+            "image": c.get("image", ""),
+            "imageID": _image_id(c.get("image", "")),
+            "containerID": _container_id(pod, c["name"]),
+            "ready": True,
+            "started": False,
+            "restartCount": 0,
+            "state": {
+                "terminated": {
+                    "exitCode": 0,
+                    "reason": "Completed",
+                    "startedAt": now,
+                    "finishedAt": now,
+                }
+            },
+            "lastState": {},
+        }
+        for c in (pod.get("spec") or {}).get("initContainers") or []
+    ]
+    unready = [s["name"] for s in statuses if not s["ready"]]
+    change: Obj = {
+        "phase": "Running",
+        "conditions": _conditions(now, started=True, ready=not unready, unready=unready),
+        "containerStatuses": statuses,
+    }
+    if init_statuses:
+        change["initContainerStatuses"] = init_statuses
+    updated = _update_status(ctx, pod, change)
     if updated is None:
         return
     for c in containers(pod):
@@ -210,17 +246,98 @@ def running(ctx: Context, pod: Obj, *, node: str, crashed: Mapping[str, str] | N
             message=f"Started container {name}",
         )
         if name in crashed:
-            ctx.event(
-                updated,
-                reason="BackOff",
-                component=KUBELET,
-                host=node,
-                field_path=path,
-                warning=True,
-                message="Back-off restarting failed container "
-                f"{name} in pod {pod['metadata']['name']}_{pod['metadata']['namespace']}"
-                f"({pod['metadata']['uid']})",
+            _back_off(ctx, updated, name, node=node)
+
+
+def _back_off(ctx: Context, pod: Obj, name: str, *, node: str) -> None:
+    meta = pod["metadata"]
+    ctx.event(
+        pod,
+        reason="BackOff",
+        component=KUBELET,
+        host=node,
+        field_path=f"spec.containers{{{name}}}",
+        warning=True,
+        message="Back-off restarting failed container "
+        f"{name} in pod {meta['name']}_{meta['namespace']}({meta['uid']})",
+    )
+
+
+def restarted(
+    ctx: Context, pod: Obj, *, node: str, container: str, crash: Crash, restarts: int, backoff: int
+) -> None:
+    """A crash-looping container ran once more and exited again: ``restartCount`` grows and
+    the back-off doubles (the kubelet's 10 s up to 5 min)."""
+    now = ctx.stamp()
+    statuses = []
+    for s in (pod.get("status") or {}).get("containerStatuses") or []:
+        if s.get("name") == container:
+            s = {
+                **s,
+                **_crash_status(pod, container, crash, restarts=restarts, backoff=backoff, now=now),
+            }
+        statuses.append(s)
+    updated = _update_status(ctx, pod, {"containerStatuses": statuses})
+    if updated is not None:
+        _back_off(ctx, updated, container, node=node)
+
+
+def initializing(ctx: Context, pod: Obj, *, init: str) -> None:
+    """An init container that does not finish: the pod stays Pending (``Init:0/N``)."""
+    now = ctx.stamp()
+    spec = pod.get("spec") or {}
+    inits = []
+    for c in spec.get("initContainers") or []:
+        name = c["name"]
+        running = name == init
+        inits.append(
+            {
+                "name": name,
+                "image": c.get("image", ""),
+                "imageID": _image_id(c.get("image", "")) if running else "",
+                **({"containerID": _container_id(pod, name)} if running else {}),
+                "ready": False,
+                "started": running,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": now}}
+                if running
+                else {"waiting": {"reason": "PodInitializing"}},
+                "lastState": {},
+            }
+        )
+    names = [c["name"] for c in containers(pod)]
+    conditions = _conditions(now, started=True, ready=False, unready=names)
+    for cond in conditions:
+        if cond["type"] == "Initialized":
+            cond.update(
+                {
+                    "status": "False",
+                    "reason": "ContainersNotInitialized",
+                    "message": f"containers with incomplete status: [{init}]",
+                }
             )
+    _update_status(
+        ctx,
+        pod,
+        {
+            "phase": "Pending",
+            "conditions": conditions,
+            "initContainerStatuses": inits,
+            "containerStatuses": [
+                {
+                    "name": c["name"],
+                    "image": c.get("image", ""),
+                    "imageID": "",
+                    "ready": False,
+                    "restartCount": 0,
+                    "started": False,
+                    "state": {"waiting": {"reason": "PodInitializing"}},
+                    "lastState": {},
+                }
+                for c in containers(pod)
+            ],
+        },
+    )
 
 
 def killing(ctx: Context, pod: Obj, *, node: str) -> None:

@@ -180,15 +180,21 @@ def run_gitops(
     time_scale: float = 100.0,
     operator_delay: float = 10.0,
     lenient: bool = False,
+    node_faults: dict[str, str] | None = None,
+    tls: bool = False,
 ) -> Iterator[tuple[Any, Any, Flux]]:
     """A twin with the cluster's agents and Flux running on ``directory`` from ``path``.
 
     Yields ``(twin, cluster, flux)`` (see ``gpushift.twin.cluster.run_cluster``); everything
-    stops on exit.
+    stops on exit. ``node_faults`` maps node names to scenario faults; ``tls`` serves HTTPS
+    (kubectl sends the bearer token only over TLS).
     """
     from gpushift.twin.cluster import run_cluster
 
-    with run_cluster(inventory, time_scale=time_scale) as (twin, cluster):
+    with run_cluster(inventory, time_scale=time_scale, node_faults=node_faults, tls=tls) as (
+        twin,
+        cluster,
+    ):
         flux = Flux(twin.store, clock=cluster.clock, operator_delay=operator_delay, lenient=lenient)
         flux.start()
         try:
