@@ -77,7 +77,9 @@ class Builder:
         """The parsed documents of ``file`` (empty when it is not in the repository)."""
         if file not in self._docs:
             text = self.texts.get(file)
-            self._docs[file] = [] if text is None else [d.data for d in _yaml.parse_text(text, file)]
+            self._docs[file] = (
+                [] if text is None else [d.data for d in _yaml.parse_text(text, file)]
+            )
         return self._docs[file]
 
     def plan(self) -> Plan:
@@ -118,8 +120,10 @@ class Builder:
         entry = "./" + posixpath.relpath(target, parent)
         docs = self.docs(kfile)
         if not docs or not isinstance(docs[0], dict):
-            self.note(f"{target}: add it to the kustomization that lists the apps of {parent}/ "
-                      "(no kustomization.yaml there in this repository)")
+            self.note(
+                f"{target}: add it to the kustomization that lists the apps of {parent}/ "
+                "(no kustomization.yaml there in this repository)"
+            )
             return
         listed = [e for e in docs[0].get("resources") or [] if isinstance(e, str)]
         if any(posixpath.normpath(posixpath.join(parent, e)) == target for e in listed):

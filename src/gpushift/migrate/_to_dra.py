@@ -46,9 +46,7 @@ _KEPT_COMMENT = (
 )
 
 
-def plan_to_dra(
-    repo: Repo, texts: dict[str, str], files: frozenset[str], options: Options
-) -> Plan:
+def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], options: Options) -> Plan:
     """The edits that move ``repo`` to DRA; an empty plan when it is already there.
 
     Raises InputError, naming file and line, for anything it will not edit: unreadable files,
@@ -117,8 +115,7 @@ def plan_to_dra(
         ns
         for ns in sorted(converted)
         if not any(
-            cl.template and cl.name == options.template and cl.namespace == ns
-            for cl in repo.claims
+            cl.template and cl.name == options.template and cl.namespace == ns for cl in repo.claims
         )
     )
     driver, templates, rbac = _shapes.dra_files(
@@ -204,8 +201,10 @@ def _runtime_classes(b: Builder, repo: Repo, ks: FluxKustomization) -> dict[str,
         if all(isinstance(d, dict) and d.get("kind") == "RuntimeClass" for d in docs):
             out[posixpath.basename(path)] = b.texts[path]
         else:
-            b.note(f"{path}:{rc.source.line}: RuntimeClass {rc.name} shares its file with the "
-                   "device plugin; move it out before that file is deleted")
+            b.note(
+                f"{path}:{rc.source.line}: RuntimeClass {rc.name} shares its file with the "
+                "device plugin; move it out before that file is deleted"
+            )
     return out
 
 
@@ -274,9 +273,7 @@ def _operator(
             )
     if truthy(hr.value("dcgmExporter", "enabled"), default=True):
         _operator_dcgm(b, hr, ks, rbac=rbac)
-    checked = any(
-        h.kind == "HelmRelease" and h.name == hr.name for h in ks.health_checks
-    )
+    checked = any(h.kind == "HelmRelease" and h.name == hr.name for h in ks.health_checks)
     if not checked and not ks.wait:
         b.edit(
             ks.source.path,
@@ -346,7 +343,11 @@ def _time_slicing(b: Builder, repo: Repo, hr: HelmRelease, *, keep: bool = False
                 docs = b.docs(src.path)
                 if keep:
                     b.edit(
-                        src.path, src.doc, ("data",), "comment", new=_KEPT_COMMENT,
+                        src.path,
+                        src.doc,
+                        ("data",),
+                        "comment",
+                        new=_KEPT_COMMENT,
                         reason="--keep-old keeps the time-slicing config",
                     )
                 elif len([d for d in docs if d is not None]) == 1:
@@ -436,9 +437,7 @@ def _standalone(
 
 
 def _asks(ct: Container) -> list[str]:
-    return sorted(
-        {str(r) for r in (*ct.limits, *ct.requests) if str(r).startswith(NVIDIA_PREFIX)}
-    )
+    return sorted({str(r) for r in (*ct.limits, *ct.requests) if str(r).startswith(NVIDIA_PREFIX)})
 
 
 def _convert_consumer(
@@ -450,9 +449,11 @@ def _convert_consumer(
     kind = w.origin.kind if w.origin_kind == "llmkube" else w.kind
     where = f"{src.path}:{src.line}: {kind} {c.namespace}/{c.name}"
     if w.origin_kind == "llmkube":
-        b.note(f"{where}: an llmkube InferenceService cannot carry a claim; it stays on "
-               "nvidia.com/gpu, which the DRA DeviceClass serves through extended-resource "
-               "bridging")
+        b.note(
+            f"{where}: an llmkube InferenceService cannot carry a claim; it stays on "
+            "nvidia.com/gpu, which the DRA DeviceClass serves through extended-resource "
+            "bridging"
+        )
         return False
     if w.origin_kind == "dcgm-exporter":
         _dcgm_chart(b, w)
@@ -462,8 +463,10 @@ def _convert_consumer(
         other = [r for r in _asks(ct) if r != GPU_RESOURCE]
         amount = ct.extended(GPU_RESOURCE)
         if other or str(amount) != "1":
-            b.note(f"{where}: container {ct.name} asks for "
-                   f"{', '.join(_asks(ct))} = {amount}; not converted, convert it by hand")
+            b.note(
+                f"{where}: container {ct.name} asks for "
+                f"{', '.join(_asks(ct))} = {amount}; not converted, convert it by hand"
+            )
             return False
     if w.pod.resource_claims:
         b.note(f"{where}: already has resourceClaims; not converted")
@@ -474,12 +477,14 @@ def _convert_consumer(
     if w.origin_kind == "app-template":
         hr = next(h for h in repo.helm_releases if h.obj is w.origin)
         for ct in gpu:
-            inline_only(hr, tuple(str(k) for k in ct.source.keys[2:]) + ("resources",))
+            inline_only(hr, (*(str(k) for k in ct.source.keys[2:]), "resources"))
         _app_template_pod(b, hr, w, template=template)
-        if hr.chart_version and hr.chart_version.split(".")[0].lstrip("v").isdigit():
-            if int(hr.chart_version.split(".")[0].lstrip("v")) < 5:
-                b.note(f"{where}: app-template {hr.chart_version} has no pod.resourceClaims; "
-                       "upgrade it to 5 or later")
+        major = (hr.chart_version or "").split(".")[0].lstrip("v")
+        if major.isdigit() and int(major) < 5:
+            b.note(
+                f"{where}: app-template {hr.chart_version} has no pod.resourceClaims; "
+                "upgrade it to 5 or later"
+            )
     elif w.origin_kind == "manifest":
         b.edit(
             src.path,
@@ -495,16 +500,16 @@ def _convert_consumer(
     for ct in gpu:
         _container_claim(b, ct)
     if len(gpu) > 1:
-        b.note(f"{where}: {len(gpu)} containers now share one claim (one share) where they took "
-               f"{len(gpu)} replicas")
+        b.note(
+            f"{where}: {len(gpu)} containers now share one claim (one share) where they took "
+            f"{len(gpu)} replicas"
+        )
     return True
 
 
 def _app_template_pod(b: Builder, hr: HelmRelease, w: Workload, *, template: str) -> None:
     controllers = hr.user_value("controllers", default={})
-    enabled = [
-        k for k, v in controllers.items() if isinstance(v, dict) and v.get("enabled", True)
-    ]
+    enabled = [k for k, v in controllers.items() if isinstance(v, dict) and v.get("enabled", True)]
     defaults = hr.user_value("defaultPodOptions")
     claim = [{"name": CLAIM_NAME, "resourceClaimTemplateName": template}]
     reason = f"the pod's GPU claim, from the namespace's {template} template"

@@ -99,17 +99,13 @@ def _dump(yaml: YAML, docs: list[Any], text: str) -> list[str]:
 def _merge(orig: list[str], base: list[str], new: list[str]) -> list[str] | None:
     """Splice the changes from ``base`` to ``new`` into ``orig`` (which ``base`` normalises)."""
     to_orig: dict[int, int] = {}
-    for tag, i1, i2, j1, _ in difflib.SequenceMatcher(
-        a=base, b=orig, autojunk=False
-    ).get_opcodes():
+    for tag, i1, i2, j1, _ in difflib.SequenceMatcher(a=base, b=orig, autojunk=False).get_opcodes():
         if tag == "equal":
             for k in range(i2 - i1):
                 to_orig[i1 + k] = j1 + k
     out: list[str] = []
     pos = 0
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
-        a=base, b=new, autojunk=False
-    ).get_opcodes():
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=base, b=new, autojunk=False).get_opcodes():
         if tag == "equal":
             continue
         if i1 < i2:
@@ -241,9 +237,7 @@ def _apply(docs: list[Any], edit: Edit, *, display: str) -> None:
 
 def _check_map(parent: Any, edit: Edit, *, display: str) -> None:
     if not isinstance(parent, CommentedMap):
-        raise _fail(
-            f"{_dotted(edit.path[:-1])} is not a mapping", display=display, node=parent
-        )
+        raise _fail(f"{_dotted(edit.path[:-1])} is not a mapping", display=display, node=parent)
 
 
 def _check_old(current: Any, edit: Edit, *, display: str, node: Any) -> None:
@@ -391,7 +385,7 @@ def _join(dest: CommentToken | None, tail: CommentToken) -> CommentToken:
 
 
 def _take_rest(holder: list[Any], slot: int) -> CommentToken | None:
-    tok = holder[slot]
+    tok: CommentToken = holder[slot]
     head, rest = _split(tok)
     if not rest:
         return None
@@ -484,14 +478,14 @@ def write_files(root: Path, changes: Mapping[str, str | None]) -> None:
             missing = [p for p in (target.parent, *target.parent.parents) if not p.exists()]
             target.parent.mkdir(parents=True, exist_ok=True)
             made_dirs.extend(reversed(missing))
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".gpushift", dir=target.parent)
+            fd, name = tempfile.mkstemp(
+                prefix=f".{target.name}.", suffix=".gpushift", dir=target.parent
+            )
+            staged.append((Path(name), target))
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
                 fh.write(text)
-            if target.exists():
-                os.chmod(tmp, target.stat().st_mode & 0o7777)
-            else:
-                os.chmod(tmp, 0o644)
-            staged.append((Path(tmp), target))
+            mode = target.stat().st_mode & 0o7777 if target.exists() else 0o644
+            os.chmod(name, mode)
     except OSError as err:
         for tmp, _ in staged:
             with contextlib.suppress(OSError):
@@ -500,8 +494,8 @@ def write_files(root: Path, changes: Mapping[str, str | None]) -> None:
             with contextlib.suppress(OSError):
                 d.rmdir()
         raise InputError(f"cannot write the migration: {err}", path=str(root)) from None
-    for tmp, target in staged:
-        os.replace(tmp, target)
+    for staged_file, target in staged:
+        os.replace(staged_file, target)
     for rel, text in sorted(changes.items()):
         if text is None:
             target = root / rel
