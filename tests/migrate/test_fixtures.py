@@ -1,0 +1,165 @@
+"""Every fixture repository with a device plugin: migrate, check, diff, rerun, round trip."""
+
+from __future__ import annotations
+
+import subprocess
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.migrate.conftest import DEVICE_PLUGIN_REPOS, REPOS, copy_repo, needs_fixtures, snapshot
+
+from gpushift.gitops import Repo, load_repo, summarize
+from gpushift.migrate import Options, migrate
+from gpushift.rules import Severity, check_repo
+
+pytestmark = needs_fixtures
+
+NAMES = sorted(DEVICE_PLUGIN_REPOS)
+
+
+def _errors(repo: Repo) -> list[str]:
+    return [
+        f"{f.path}:{f.line} {f.rule} {f.message}"
+        for f in check_repo(repo)
+        if f.severity is Severity.ERROR
+    ]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_migrates_and_checks_clean(name: str, tmp_path: Path) -> None:
+    root = copy_repo(name, tmp_path)
+    before = summarize(load_repo([root]))
+    assert before.allocator == "device-plugin"
+    assert before.sharing.replicas == DEVICE_PLUGIN_REPOS[name]
+    migrate(root, Options(to="dra"), write=True)
+    repo = load_repo([root])
+    assert _errors(repo) == []
+    after = summarize(repo)
+    assert after.allocator == "dra"
+    # Same capacity per card: N time-slicing replicas become N consumable shares.
+    assert after.sharing.mode == "consumable-shares"
+    assert after.sharing.replicas == DEVICE_PLUGIN_REPOS[name]
+    # Every consumer that asked for nvidia.com/gpu now claims, except where no claim fits.
+    for c in after.consumers:
+        assert c.request in ("claim", "bridged", "none"), c
+        if c.request == "bridged":
+            assert c.workload.origin_kind == "llmkube"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_second_run_is_a_no_op(name: str, tmp_path: Path) -> None:
+    root = copy_repo(name, tmp_path)
+    migrate(root, Options(to="dra"), write=True)
+    files = snapshot(root)
+    again = migrate(root, Options(to="dra"), write=True)
+    assert again.plan.empty and again.diff == "" and again.exit_code == 0
+    assert snapshot(root) == files
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_diff_applies_with_git(name: str, tmp_path: Path) -> None:
+    root = copy_repo(name, tmp_path)
+    result = migrate(root, Options(to="dra"))
+    assert result.exit_code == 1 and result.diff
+    # Nothing is written without --write.
+    assert snapshot(root) == snapshot(REPOS / name)
+    patch = tmp_path / "migrate.diff"
+    patch.write_text(result.diff)
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    subprocess.run(["git", "apply", "--check", str(patch)], cwd=root, check=True)
+    subprocess.run(["git", "apply", str(patch)], cwd=root, check=True)
+    assert migrate(root, Options(to="dra")).plan.empty
+
+
+def _comments(text: str) -> Counter[str]:
+    return Counter(
+        line.strip() for line in text.splitlines() if line.strip().startswith(("#", "---"))
+    )
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_comments_and_markers_are_kept(name: str, tmp_path: Path) -> None:
+    root = copy_repo(name, tmp_path)
+    before = snapshot(root)
+    result = migrate(root, Options(to="dra"), write=True)
+    removed = {f.file for f in result.plan.removed_files}
+    for edit in result.plan.edits:
+        old = _comments(before[edit.file].decode())
+        new = _comments((root / edit.file).read_text())
+        # Every comment, `# yaml-language-server` line and document marker is still there.
+        assert old - new == Counter(), edit.file
+    assert removed.isdisjoint(e.file for e in result.plan.edits)
+
+
+def _model(repo: Repo) -> dict[str, Any]:
+    summary = summarize(repo)
+    return {
+        "allocator": summary.allocator,
+        "sharing": summary.sharing,
+        # Exporters are left out: --to dra drops their nvidia.com/gpu request for good (it
+        # took a share that a workload could use), and the way back does not restore it.
+        "consumers": sorted(
+            (c.namespace, c.name, c.kind, c.request)
+            for c in summary.consumers
+            if not c.workload.monitoring
+        ),
+        "releases": sorted(
+            (h.chart, h.target_namespace, h.name)
+            for h in repo.helm_releases
+            if h.active
+            and h.chart in ("gpu-operator", "nvidia-device-plugin", "dra-driver-nvidia-gpu")
+        ),
+        "gpu_requests": sorted(
+            (w.namespace, w.name, ct.name, str(ct.extended()))
+            for w in repo.workloads
+            if w.active and not w.monitoring
+            for ct in w.pod.all_containers
+            if ct.extended() is not None
+        ),
+        "claims": sorted(
+            (w.namespace, w.name, pc.name) for w in repo.workloads for pc in w.pod.resource_claims
+        ),
+    }
+
+
+@pytest.mark.parametrize("keep_old", [False, True])
+@pytest.mark.parametrize("name", NAMES)
+def test_round_trip_gives_the_same_model(name: str, keep_old: bool, tmp_path: Path) -> None:
+    root = copy_repo(name, tmp_path)
+    start = _model(load_repo([root]))
+    migrate(root, Options(to="dra", keep_old=keep_old), write=True)
+    assert _model(load_repo([root]))["allocator"] == "dra"
+    back = migrate(root, Options(to="device-plugin"), write=True)
+    assert back.written
+    repo = load_repo([root])
+    assert _model(repo) == start
+    assert _errors(repo) == []
+    assert migrate(root, Options(to="device-plugin")).plan.empty
+
+
+def test_keep_old_keeps_the_standalone_plugin_unlisted(tmp_path: Path) -> None:
+    root = copy_repo("heavybullets8__heavy-ops", tmp_path)
+    migrate(root, Options(to="dra", keep_old=True), write=True)
+    app = root / "kubernetes/apps/kube-system/nvidia-plugin"
+    assert (app / "ks.yaml").is_file() and (app / "app/helmrelease.yaml").is_file()
+    parent = (root / "kubernetes/apps/kube-system/kustomization.yaml").read_text()
+    assert "./nvidia-plugin/ks.yaml" not in parent
+    assert "./dra-driver-nvidia-gpu/ks.yaml" in parent
+
+
+def test_keep_old_comments_the_time_slicing_config(tmp_path: Path) -> None:
+    root = copy_repo("LukeEvansTech__talos-cluster", tmp_path)
+    migrate(root, Options(to="dra", keep_old=True), write=True)
+    path = root / "kubernetes/apps/gpu-operator/gpu-operator/app/time-slicing-config.yaml"
+    text = path.read_text()
+    assert "# Kept by gpushift migrate --keep-old" in text
+    assert "replicas: 5" in text
+    assert _errors(load_repo([root])) == []
+
+
+def test_already_dra_is_nothing_to_do() -> None:
+    # jhart99's DRA driver is active and its gpu-operator has devicePlugin.enabled: false.
+    result = migrate(REPOS / "jhart99__home-ops", Options(to="dra"))
+    assert result.plan.empty and result.exit_code == 0 and result.diff == ""
