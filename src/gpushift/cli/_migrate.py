@@ -82,6 +82,13 @@ def register(app: typer.Typer) -> None:
             str,
             typer.Option("--template-name", help="The ResourceClaimTemplate of each namespace."),
         ] = "any-nvidia-gpu",
+        memory_per_claim: Annotated[
+            str | None,
+            typer.Option(
+                "--memory-per-claim",
+                help="--sharing memory: the GPU memory each claim template asks for (4Gi).",
+            ),
+        ] = None,
         write: Annotated[
             bool, typer.Option("--write", help="Apply the edits (all files or none).")
         ] = False,
@@ -97,6 +104,7 @@ def register(app: typer.Typer) -> None:
             sharing=_sharing(sharing, to=to),  # type: ignore[arg-type]
             keep_old=keep_old,
             template=template_name,
+            memory_per_claim=memory_per_claim,
         )
         result = run(path, options, write=write)
         if output is Output.JSON:

@@ -26,6 +26,8 @@ class Options:
     sharing: SharingOption = "keep"
     keep_old: bool = False
     template: str = "any-nvidia-gpu"
+    #: Under ``sharing="memory"``: the GPU memory each claim template asks for (a quantity).
+    memory_per_claim: str | None = None
 
 
 @dataclass(slots=True)

@@ -12,8 +12,10 @@ import io
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
 from ruamel.yaml import YAML
 
+from gpushift._errors import InputError
 from gpushift.render import (
     Allocator,
     Cluster,
@@ -53,7 +55,12 @@ class Layout:
 
 
 def _config(
-    layout: Layout, *, allocator: Allocator, sharing: Sharing, namespaces: tuple[str, ...]
+    layout: Layout,
+    *,
+    allocator: Allocator,
+    sharing: Sharing,
+    namespaces: tuple[str, ...],
+    memory_per_claim: str | None = None,
 ) -> GpushiftConfig:
     kind, name, ns = layout.source
     cluster = Cluster.model_validate(
@@ -69,9 +76,18 @@ def _config(
         Consumer(namespace=n, name=f"gpushift-consumer-{i}", style=ConsumerStyle.APP_TEMPLATE)
         for i, n in enumerate(namespaces)
     ]
-    return GpushiftConfig(
-        cluster=cluster, allocator=allocator, sharing=sharing, consumers=consumers
-    )
+    try:
+        return GpushiftConfig(
+            cluster=cluster,
+            allocator=allocator,
+            sharing=sharing,
+            consumers=consumers,
+            memory_per_claim=memory_per_claim,
+        )
+    except ValidationError as err:
+        # render's own combination rules (memory needs memoryPerClaim, bounds): one line each.
+        problems = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in err.errors())
+        raise InputError(problems) from None
 
 
 def _pick(tree: dict[str, str], prefix: str) -> dict[str, str]:
@@ -79,7 +95,12 @@ def _pick(tree: dict[str, str], prefix: str) -> dict[str, str]:
 
 
 def dra_files(
-    layout: Layout, *, sharing: Sharing, namespaces: tuple[str, ...], template: str
+    layout: Layout,
+    *,
+    sharing: Sharing,
+    namespaces: tuple[str, ...],
+    template: str,
+    memory_per_claim: str | None = None,
 ) -> tuple[dict[str, str], dict[str, dict[str, str]], str]:
     """The DRA driver app, each namespace's claim-template app, and the dcgm-exporter RBAC.
 
@@ -89,7 +110,13 @@ def dra_files(
     read ResourceSlices.
     """
     tree = render_tree(
-        _config(layout, allocator=Allocator.DRA, sharing=sharing, namespaces=namespaces)
+        _config(
+            layout,
+            allocator=Allocator.DRA,
+            sharing=sharing,
+            namespaces=namespaces,
+            memory_per_claim=memory_per_claim,
+        )
     )
     gpu = f"{layout.apps}/{layout.gpu_namespace}"
     driver = _pick(tree, f"{gpu}/{DRA_APP}/")

@@ -118,8 +118,14 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
             cl.template and cl.name == options.template and cl.namespace == ns for cl in repo.claims
         )
     )
+    if shares == "memory":
+        _bridged_cannot_ask_for_memory(summary.consumers)
     driver, templates, rbac = _shapes.dra_files(
-        layout, sharing=shares, namespaces=namespaces, template=options.template
+        layout,
+        sharing=shares,
+        namespaces=namespaces,
+        template=options.template,
+        memory_per_claim=options.memory_per_claim,
     )
 
     # The DRA driver app, next to the old stack, in the same namespace.
@@ -159,6 +165,21 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
         "the DRA kubelet plugin advertises its GPUs (gpushift cutover, docs/migrate.md)"
     )
     return b.plan()
+
+
+def _bridged_cannot_ask_for_memory(consumers: tuple[Consumer, ...]) -> None:
+    # As render refuses it: a bridged nvidia.com/gpu request cannot ask for memory, so under
+    # consumableShares: memory it would take a whole card.
+    for c in consumers:
+        if c.request == "extended" and c.workload.origin_kind == "llmkube":
+            src = c.workload.source
+            raise InputError(
+                f"{c.workload.origin.kind} {c.namespace}/{c.name} stays on nvidia.com/gpu "
+                "(bridged), which cannot ask for memory: under --sharing memory it would take "
+                "a whole card; use N or unlimited",
+                path=src.path,
+                line=src.line,
+            )
 
 
 def _old_stack(repo: Repo) -> HelmRelease:
