@@ -380,15 +380,21 @@ def _consumer(b: Builder, repo: Repo, c: Consumer, *, template: str) -> None:
             "uses several claims; convert it by hand"
         )
         return
-    src = w.pod.option_source("resourceClaims")
     if w.origin_kind == "app-template":
+        src = w.pod.option_source("resourceClaims")
         hr = next(h for h in repo.helm_releases if h.obj is w.origin)
         inline_only(hr, tuple(str(k) for k in src.keys[2:]))
-    elif w.origin_kind != "manifest":
+        written: list[Any] = list(w.pod.options.get("resourceClaims") or [])
+    elif w.origin_kind == "manifest":
+        src = w.pod.source.child(("resourceClaims",))
+        spec: Any = w.origin.body
+        for k in w.pod.source.keys:
+            spec = spec[k]
+        written = list(spec.get("resourceClaims") or [])
+    else:
         b.note(f"{w.source.path}:{w.source.line}: gpushift does not know how to edit this consumer")
         return
-    written: list[Any] = list(w.pod.options.get("resourceClaims") or [])
-    if src.keys[-2:-1] == ("pod",) or (w.origin_kind == "app-template" and len(written) == 1):
+    if len(written) == 1:
         b.edit(
             src.path,
             src.doc,
