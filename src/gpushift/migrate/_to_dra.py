@@ -111,6 +111,10 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
             assert c.namespace is not None
             converted.setdefault(c.namespace, []).append(c.workload)
 
+    for w in repo.workloads:
+        if w.active and w.origin_kind == "dcgm-exporter":
+            _dcgm_chart(b, w)
+
     namespaces = tuple(
         ns
         for ns in sorted(converted)
@@ -477,8 +481,7 @@ def _convert_consumer(
         )
         return False
     if w.origin_kind == "dcgm-exporter":
-        _dcgm_chart(b, w)
-        return False
+        return False  # every dcgm-exporter release is handled on its own, below
     gpu = [ct for ct in w.pod.all_containers if _asks(ct)]
     for ct in gpu:
         other = [r for r in _asks(ct) if r != GPU_RESOURCE]
