@@ -87,6 +87,7 @@ def test_sharing_n_and_template_name(repo: Path, capsys: pytest.CaptureFixture[s
     [
         (["--sharing", "lots"], "--sharing must be keep, N, memory or unlimited"),
         (["--sharing", "0"], "--sharing 0: --to dra needs 1 or more"),
+        (["--template-name", "Any_GPU"], "is not a valid object name"),
     ],
 )
 def test_bad_sharing_exits_2(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -57,6 +58,10 @@ def _sharing(text: str, *, to: Target) -> int | str:
     return n
 
 
+# metadata.name of a ResourceClaimTemplate: a DNS subdomain (RFC 1123).
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
 def register(app: typer.Typer) -> None:
     """Add the `migrate` command to the CLI."""
 
@@ -96,6 +101,11 @@ def register(app: typer.Typer) -> None:
             Output.DIFF
         ),
     ) -> None:
+        if len(template_name) > 253 or not _DNS_SUBDOMAIN.match(template_name):
+            raise UsageError(
+                f"--template-name {template_name!r} is not a valid object name (a lowercase "
+                "RFC 1123 subdomain)"
+            )
         from gpushift.migrate import Options
         from gpushift.migrate import migrate as run
 

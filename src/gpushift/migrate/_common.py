@@ -193,18 +193,12 @@ def plain_dict(value: Any) -> Any:
     return value
 
 
-def in_file(file: str, texts: Mapping[str, str]) -> bool:
-    """Whether ``file`` is one of the repository's YAML files."""
-    return file in texts
-
-
 __all__ = [
     "KUSTOMIZATION",
     "Builder",
     "Options",
     "SharingOption",
     "app_dir",
-    "in_file",
     "inline_only",
     "plain_dict",
     "refuse_errors",

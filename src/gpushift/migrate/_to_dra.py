@@ -89,6 +89,13 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
             f"{hr.name} is left as it is; delete it, {dra_dir}/ replaces it"
         )
 
+    chart = old.obj.body.get("spec", {}).get("chart")
+    if isinstance(chart, dict):
+        b.note(
+            f"{old.source.path}:{old.source.line}: {old.name} comes from a HelmRepository; the "
+            "DRA driver's chart is published only as an OCI artifact (registry.k8s.io), so it "
+            "gets an OCIRepository"
+        )
     replicas = summary.sharing.replicas if summary.sharing.mode == "time-slicing" else None
     shares: Any = options.sharing
     if shares == "keep":
