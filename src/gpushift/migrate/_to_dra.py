@@ -157,12 +157,6 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
             "the RuntimeClass GPU pods use, moved from the device plugin app",
         )
     b.list_in_parent(f"{dra_dir}/ks.yaml", reason="deploy the DRA driver")
-    if isinstance(shares, int):
-        why = f"consumableShares: {shares}"
-        if replicas:
-            why += f" (was time-slicing replicas: {replicas})"
-        b.note(f"{dra_dir}/app/helmrelease.yaml: {why}; each card admits as many pods as before")
-
     if operator:
         _operator(b, repo, old, ks, options=options, gpu_ns=gpu_ns, rbac=rbac)
     else:
