@@ -184,3 +184,20 @@ def test_jellyfin_keeps_every_other_line_byte_for_byte(tmp_path: Path) -> None:
         "- name: gpu",
         "resourceClaimTemplateName: any-nvidia-gpu",
     ]
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "gpu-operator/dra-driver-nvidia-gpu/ks.yaml",
+        "gpu-operator/dra-driver-nvidia-gpu/app/helmrelease.yaml",
+        "gpu-operator/dra-driver-nvidia-gpu/app/ocirepository.yaml",
+        "media/gpu-claim-templates/ks.yaml",
+    ],
+)
+def test_new_files_carry_the_repositorys_schema_lines(migrated: Path, rel: str) -> None:
+    # The later state's files start with `---` and the same yaml-language-server line as the
+    # operator's files of that name.
+    want = (LATER / APPS / rel).read_text().splitlines()[:2]
+    assert want[1].startswith("# yaml-language-server: $schema=")
+    assert (migrated / APPS / rel).read_text().splitlines()[:2] == want

@@ -139,7 +139,9 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
         memory_per_claim=options.memory_per_claim,
     )
 
-    # The DRA driver app, next to the old stack, in the same namespace.
+    # The DRA driver app, next to the old stack, in the same namespace, with the schema lines
+    # the old stack's files of the same name carry.
+    schemas = _schema_lines(b, [ks.source.path, *under(files, ks.directory or app + "/app")])
     moved = {} if operator else _runtime_classes(b, repo, ks)
     rendered_path = f"./{apps}/{gpu_ns}/{_shapes.DRA_APP}/app"
     for rel, text in sorted(driver.items()):
@@ -149,7 +151,7 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
                 text = _shapes.without_depends_on(text)
         if rel == "app/kustomization.yaml":
             text += "".join(f"  - ./{name}\n" for name in moved)
-        b.add_file(f"{dra_dir}/{rel}", text, "the DRA driver app")
+        b.add_file(f"{dra_dir}/{rel}", _with_schema(text, rel, schemas), "the DRA driver app")
     for name, text in moved.items():
         b.add_file(
             f"{dra_dir}/app/{name}",
@@ -163,7 +165,7 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
         _standalone(b, repo, old, ks, options=options)
 
     for ns in namespaces:
-        _claim_templates(b, repo, ns, converted[ns], templates[ns], apps=apps)
+        _claim_templates(b, repo, ns, converted[ns], templates[ns], apps=apps, schemas=schemas)
 
     b.note(
         "the switch itself needs a drain: the old device plugin must be gone from a node before "
@@ -212,6 +214,27 @@ def _old_stack(repo: Repo) -> HelmRelease:
             line=found[1].source.line,
         )
     return found[0]
+
+
+_SCHEMA_PREFIX = "# yaml-language-server:"
+
+
+def _schema_lines(b: Builder, paths: list[str]) -> dict[str, str]:
+    """File name → the ``# yaml-language-server`` line the repository gives such files."""
+    out: dict[str, str] = {}
+    for path in paths:
+        head = b.texts.get(path, "").splitlines()[:6]
+        line = next((x for x in head if x.startswith(_SCHEMA_PREFIX)), None)
+        if line is not None:
+            out.setdefault(posixpath.basename(path), line)
+    return out
+
+
+def _with_schema(text: str, rel: str, schemas: dict[str, str]) -> str:
+    line = schemas.get(posixpath.basename(rel))
+    if line is None or not text.startswith("---\n"):
+        return text
+    return f"---\n{line}\n{text[4:]}"
 
 
 def _runtime_classes(b: Builder, repo: Repo, ks: FluxKustomization) -> dict[str, str]:
@@ -622,6 +645,7 @@ def _claim_templates(
     files: dict[str, str],
     *,
     apps: str,
+    schemas: dict[str, str],
 ) -> None:
     ns_dir = f"{apps}/{ns}"
     for w in workloads:
@@ -636,5 +660,9 @@ def _claim_templates(
     for rel, text in sorted(files.items()):
         if rel == "ks.yaml":
             text = text.replace(f"path: {rendered}\n", f"path: ./{target}/app\n")
-        b.add_file(f"{target}/{rel}", text, f"the GPU claim template of namespace {ns}")
+        b.add_file(
+            f"{target}/{rel}",
+            _with_schema(text, rel, schemas),
+            f"the GPU claim template of namespace {ns}",
+        )
     b.list_in_parent(f"{target}/ks.yaml", reason=f"deploy the claim template of {ns}")
