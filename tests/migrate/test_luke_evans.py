@@ -125,6 +125,10 @@ def test_consumers_claim_the_template(migrated: Path, release: str) -> None:
     assert resources["claims"] == [{"name": "gpu"}]
     assert "nvidia.com/gpu" not in resources.get("requests", {})
     assert "nvidia.com/gpu" not in resources.get("limits", {})
+    # Its Kustomization waits for the claim template as well as for what it waited for before.
+    ks = _doc(migrated / APPS / f"media/{release}/ks.yaml")
+    assert ks["spec"]["dependsOn"][0] == {"name": "gpu-operator", "namespace": "gpu-operator"}
+    assert ks["spec"]["dependsOn"][-1] == {"name": "gpu-claim-templates"}
     # Placement stays: the runtime class and the GPU-node affinity.
     options = values["defaultPodOptions"]
     assert options["runtimeClassName"] == "nvidia"

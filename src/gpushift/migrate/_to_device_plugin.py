@@ -121,6 +121,7 @@ def plan_to_device_plugin(
             )
             continue
         b.unlist(cks.source.path, reason="the claim template goes")
+        _drop_dependents(b, repo, cks)
         for f in [cks.source.path, *under(files, folder)]:
             b.remove_file(f, "the claim template goes with DRA")
     return b.plan()
@@ -300,6 +301,36 @@ def _standalone(
         b.add_file(f"{target}/app/{name}", text, "the RuntimeClass GPU pods use")
     b.list_in_parent(f"{target}/ks.yaml", reason="deploy the device plugin")
     return _shapes.DEVICE_PLUGIN_APP, _shapes.DEVICE_PLUGIN_APP
+
+
+def _drop_dependents(b: Builder, repo: Repo, gone: FluxKustomization) -> None:
+    """Kustomizations that wait for a deleted claim-template app stop waiting for it."""
+    for other in repo.kustomizations:
+        spec = other.obj.body.get("spec")
+        deps = spec.get("dependsOn") if isinstance(spec, dict) else None
+        if not isinstance(deps, list):
+            continue
+        for i, kdep in enumerate(other.depends_on):
+            if (kdep.name, kdep.namespace) != (gone.name, gone.namespace):
+                continue
+            if len(deps) == 1:
+                b.edit(
+                    other.source.path,
+                    other.source.doc,
+                    ("spec", "dependsOn"),
+                    "delete",
+                    old=plain_dict(deps),
+                    reason="the claim template it waited for is gone",
+                )
+            else:
+                b.edit(
+                    other.source.path,
+                    other.source.doc,
+                    ("spec", "dependsOn"),
+                    "remove",
+                    old=plain_dict(deps[i]),
+                    reason="the claim template it waited for is gone",
+                )
 
 
 def _redirect(

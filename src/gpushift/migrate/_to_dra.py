@@ -666,3 +666,23 @@ def _claim_templates(
             f"the GPU claim template of namespace {ns}",
         )
     b.list_in_parent(f"{target}/ks.yaml", reason=f"deploy the claim template of {ns}")
+    # The consumers' pods reference the template: their Kustomizations wait for it.
+    seen: set[str] = set()
+    for w in workloads:
+        cks = repo.kustomization(w.origin.kustomization)
+        if cks is None or cks.source.path in seen:
+            continue
+        seen.add(cks.source.path)
+        if any(d.name == _shapes.CLAIM_TEMPLATES_APP and d.namespace == ns for d in cks.depends_on):
+            continue
+        entry = {"name": _shapes.CLAIM_TEMPLATES_APP}
+        if cks.namespace != ns:
+            entry["namespace"] = ns
+        b.edit(
+            cks.source.path,
+            cks.source.doc,
+            ("spec", "dependsOn"),
+            "append",
+            new=entry,
+            reason="its pods' claim template must exist before they are created",
+        )
