@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -168,3 +169,42 @@ def test_already_dra_is_nothing_to_do() -> None:
     # jhart99's DRA driver is active and its gpu-operator has devicePlugin.enabled: false.
     result = migrate(REPOS / "jhart99__home-ops", Options(to="dra"))
     assert result.plan.empty and result.exit_code == 0 and result.diff == ""
+
+
+def _words(value: Any) -> set[str]:
+    """Every key and scalar inside an edit's old value, as text."""
+    if isinstance(value, dict):
+        return {str(k) for k in value} | {w for v in value.values() for w in _words(v)}
+    if isinstance(value, list):
+        return {w for v in value for w in _words(v)}
+    return {str(value)}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_only_planned_lines_change(name: str, tmp_path: Path) -> None:
+    root = copy_repo(name, tmp_path)
+    before = snapshot(root)
+    result = migrate(root, Options(to="dra"), write=True)
+    by_file: dict[str, list[Any]] = {}
+    for edit in result.plan.edits:
+        by_file.setdefault(edit.file, []).append(edit)
+    for file, edits in by_file.items():
+        old = before[file].decode().splitlines(keepends=True)
+        new = (root / file).read_text().splitlines(keepends=True)
+        matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+        gone = [
+            line
+            for tag, i1, i2, _, _ in matcher.get_opcodes()
+            if tag != "equal"
+            for line in old[i1:i2]
+        ]
+        # A handful of lines per file, never a reformatted file.
+        assert len(gone) <= 2 * len(edits) + 2, file
+        # Each line that went names what an edit changed: the key it sets or deletes (or a
+        # mapping the deletion emptied), or a key or value of what it removes. Every other line
+        # is still there, byte for byte.
+        names = {str(k) for e in edits for k in e.path[len(e.path) - 1 - e.prune :]} | {
+            w for e in edits if e.op in ("delete", "remove") for w in _words(e.old)
+        }
+        for line in gone:
+            assert any(n in line for n in names), (file, line)
