@@ -111,6 +111,13 @@ def test_an_anchored_node_is_refused() -> None:
     assert str(err.value).startswith("f.yaml:1: ") and "&shared" in str(err.value)
 
 
+def test_a_merged_key_is_refused() -> None:
+    text = "base: &b\n  gpu: 1\n  cpu: 2\nc:\n  <<: *b\n  mem: 3\n"
+    with pytest.raises(InputError) as err:
+        edit_text(text, [_e(("c", "gpu"), "delete", old=1)], display="f.yaml")
+    assert str(err.value).startswith("f.yaml:5: ") and "merge key" in str(err.value)
+
+
 def test_a_value_that_is_not_what_was_planned_is_refused() -> None:
     with pytest.raises(InputError) as err:
         edit_text(

@@ -238,6 +238,15 @@ def _apply(docs: list[Any], edit: Edit, *, display: str) -> None:
 def _check_map(parent: Any, edit: Edit, *, display: str) -> None:
     if not isinstance(parent, CommentedMap):
         raise _fail(f"{_dotted(edit.path[:-1])} is not a mapping", display=display, node=parent)
+    key = edit.path[-1]
+    own = getattr(parent, "_ok", None)
+    if key in parent and isinstance(own, set) and key not in own:
+        # The key comes from a YAML merge key (<<: *anchor): editing it edits the anchor.
+        raise _fail(
+            f"{_dotted(edit.path)} comes from a YAML merge key (<<); edit it by hand",
+            display=display,
+            node=parent,
+        )
 
 
 def _check_old(current: Any, edit: Edit, *, display: str, node: Any) -> None:
