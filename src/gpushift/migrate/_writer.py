@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import ReusedAnchorWarning, YAMLError
@@ -301,8 +302,6 @@ def _node(value: Any, *, like: Any = None) -> Any:
 
 
 def _needs_quotes(text: str) -> bool:
-    import yaml
-
     try:
         return bool(yaml.safe_load(text) != text)
     except yaml.YAMLError:
