@@ -205,3 +205,17 @@ def test_new_files_carry_the_repositorys_schema_lines(migrated: Path, rel: str) 
     want = (LATER / APPS / rel).read_text().splitlines()[:2]
     assert want[1].startswith("# yaml-language-server: $schema=")
     assert (migrated / APPS / rel).read_text().splitlines()[:2] == want
+
+
+def test_a_subdirectory_keeps_flux_paths_from_the_repository_root(tmp_path: Path) -> None:
+    # Given kubernetes/apps rather than the root, files are placed relative to it, but the
+    # Kustomizations' spec.path stays relative to the repository root, as Flux reads it.
+    root = copy_repo("LukeEvansTech__talos-cluster", tmp_path)
+    apps = root / APPS
+    assert migrate(apps, Options(to="dra"), write=True).written
+    ks = _doc(apps / "gpu-operator/dra-driver-nvidia-gpu/ks.yaml")
+    assert ks["spec"]["path"] == "./kubernetes/apps/gpu-operator/dra-driver-nvidia-gpu/app"
+    rct_ks = _doc(apps / "media/gpu-claim-templates/ks.yaml")
+    assert rct_ks["spec"]["path"] == "./kubernetes/apps/media/gpu-claim-templates/app"
+    assert migrate(apps, Options(to="device-plugin"), write=True).written
+    assert not (apps / "gpu-operator/dra-driver-nvidia-gpu").exists()

@@ -147,6 +147,27 @@ def app_dir(ks: FluxKustomization) -> str:
     return posixpath.dirname(ks.source.path)
 
 
+def flux_prefix(ks: FluxKustomization) -> str:
+    """What Flux paths have in front of paths relative to the checked directory: ``""`` when the
+    repository root was given, ``"kubernetes/apps/"`` when ``kubernetes/apps`` was."""
+    written = ks.path.strip().removeprefix("./").strip("/")
+    if ks.directory and written.endswith(ks.directory):
+        return written[: len(written) - len(ks.directory)]
+    return ""
+
+
+def flux_apps(prefix: str, apps: str) -> str:
+    """The apps folder as Flux paths name it (``kubernetes/apps``); refused when it is the
+    repository root, which render cannot lay out."""
+    out = posixpath.normpath(posixpath.join(prefix, apps)) if prefix or apps else ""
+    if out in ("", "."):
+        raise InputError(
+            "the apps folder is the repository root; gpushift lays out apps under a folder",
+            path=".",
+        )
+    return out
+
+
 def under(files: frozenset[str], directory: str) -> list[str]:
     """Files below ``directory``, sorted."""
     prefix = directory.rstrip("/") + "/"
@@ -177,11 +198,17 @@ def inline_only(hr: HelmRelease, keys: Sequence[str]) -> None:
             )
 
 
-def refuse_errors(repo: Repo) -> None:
-    """Refuse a repository that has files the model could not read."""
-    if repo.errors:
-        err = repo.errors[0]
-        raise InputError(err.message, path=err.path, line=err.line)
+def note_errors(b: Builder, repo: Repo) -> None:
+    """Files the model could not read are not edited; a person should know they were skipped.
+
+    A file the plan must edit is refused when the writer reads it; the rest (a tool's own YAML
+    with custom tags, say) only goes on the list.
+    """
+    for err in repo.errors[:5]:
+        where = err.path if err.line is None else f"{err.path}:{err.line}"
+        b.note(f"{where}: not read ({err.message}); gpushift did not look inside it")
+    if len(repo.errors) > 5:
+        b.note(f"… and {len(repo.errors) - 5} more files that could not be read")
 
 
 def plain_dict(value: Any) -> Any:
@@ -199,8 +226,10 @@ __all__ = [
     "Options",
     "SharingOption",
     "app_dir",
+    "flux_apps",
+    "flux_prefix",
     "inline_only",
+    "note_errors",
     "plain_dict",
-    "refuse_errors",
     "under",
 ]

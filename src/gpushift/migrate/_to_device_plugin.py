@@ -28,9 +28,11 @@ from gpushift.migrate._common import (
     Builder,
     Options,
     app_dir,
+    flux_apps,
+    flux_prefix,
     inline_only,
+    note_errors,
     plain_dict,
-    refuse_errors,
     under,
 )
 from gpushift.migrate._plan import ABSENT, Plan
@@ -45,14 +47,14 @@ def plan_to_device_plugin(
 ) -> Plan:
     """The edits that move ``repo`` back to the device plugin; empty when it is already there.
 
-    Raises InputError, naming file and line, for what it will not edit: unreadable files, both
+    Raises InputError, naming file and line, for what it will not edit: both
     allocators active, more than one DRA release, sharing the device plugin cannot express.
     """
-    refuse_errors(repo)
     b = Builder("device-plugin", texts, files)
     summary = summarize(repo)
     if summary.allocator == "device-plugin":
         return b.plan()
+    note_errors(b, repo)
     if summary.allocator == "none":
         raise InputError("no active NVIDIA GPU allocator to migrate from", path=".")
     if summary.allocator == "both":
@@ -82,7 +84,8 @@ def plan_to_device_plugin(
     replicas = _replicas(summary.sharing.mode, summary.sharing.replicas, options, dra)
     dra_dir = app_dir(ks)
     ns_dir = posixpath.dirname(dra_dir)
-    apps = posixpath.dirname(ns_dir)
+    prefix = flux_prefix(ks)
+    apps = flux_apps(prefix, posixpath.dirname(ns_dir))
     gpu_ns = dra.target_namespace or ks.target_namespace or ks.namespace
 
     moved = _runtime_class_files(b, repo, dra_dir)
@@ -100,6 +103,7 @@ def plan_to_device_plugin(
             repo,
             ns_dir=ns_dir,
             apps=apps,
+            prefix=prefix,
             gpu_ns=gpu_ns,
             replicas=replicas,
             moved=moved,
@@ -258,6 +262,7 @@ def _standalone(
     *,
     ns_dir: str,
     apps: str,
+    prefix: str,
     gpu_ns: str,
     replicas: int | None,
     moved: dict[str, str],
@@ -290,7 +295,7 @@ def _standalone(
     rendered = f"./{apps}/{gpu_ns}/{_shapes.DEVICE_PLUGIN_APP}/app"
     for rel, text in sorted(plugin.items()):
         if rel == "ks.yaml":
-            text = text.replace(f"path: {rendered}\n", f"path: ./{target}/app\n")
+            text = text.replace(f"path: {rendered}\n", f"path: ./{prefix}{target}/app\n")
         if moved and rel == "app/runtimeclass.yaml":
             continue
         if moved and rel == "app/kustomization.yaml":

@@ -27,9 +27,11 @@ from gpushift.migrate._common import (
     Builder,
     Options,
     app_dir,
+    flux_apps,
+    flux_prefix,
     inline_only,
+    note_errors,
     plain_dict,
-    refuse_errors,
     under,
 )
 from gpushift.migrate._plan import ABSENT, Plan
@@ -49,14 +51,14 @@ _KEPT_COMMENT = (
 def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], options: Options) -> Plan:
     """The edits that move ``repo`` to DRA; an empty plan when it is already there.
 
-    Raises InputError, naming file and line, for anything it will not edit: unreadable files,
+    Raises InputError, naming file and line, for anything it will not edit:
     two allocators at once, more than one device plugin, values that come from valuesFrom.
     """
-    refuse_errors(repo)
     b = Builder("dra", texts, files)
     summary = summarize(repo)
     if summary.allocator == "dra":
         return b.plan()
+    note_errors(b, repo)
     if summary.allocator == "none":
         raise InputError("no active NVIDIA device plugin to migrate from", path=".")
     if summary.allocator == "both":
@@ -79,6 +81,8 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
     app = app_dir(ks)
     ns_dir = posixpath.dirname(app)
     apps = posixpath.dirname(ns_dir)
+    prefix = flux_prefix(ks)
+    fapps = flux_apps(prefix, apps)
     gpu_ns = old.target_namespace or ks.target_namespace or ks.namespace
     dra_dir = f"{ns_dir}/{_shapes.DRA_APP}"
     if under(files, dra_dir):
@@ -102,7 +106,7 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
         shares = replicas if replicas else "exclusive"
     source = _flux_source(ks)
     layout = _shapes.Layout(
-        apps=apps,
+        apps=fapps,
         gpu_namespace=gpu_ns,
         talos=bool(repo.talos),
         preinstalled_driver=not truthy(old.value("driver", "enabled"), default=True)
@@ -143,10 +147,10 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
     # the old stack's files of the same name carry.
     schemas = _schema_lines(b, [ks.source.path, *under(files, ks.directory or app + "/app")])
     moved = {} if operator else _runtime_classes(b, repo, ks)
-    rendered_path = f"./{apps}/{gpu_ns}/{_shapes.DRA_APP}/app"
+    rendered_path = f"./{fapps}/{gpu_ns}/{_shapes.DRA_APP}/app"
     for rel, text in sorted(driver.items()):
         if rel == "ks.yaml":
-            text = text.replace(f"path: {rendered_path}\n", f"path: ./{dra_dir}/app\n")
+            text = text.replace(f"path: {rendered_path}\n", f"path: ./{prefix}{dra_dir}/app\n")
             if not operator:
                 text = _shapes.without_depends_on(text)
         if rel == "app/kustomization.yaml":
@@ -165,7 +169,17 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
         _standalone(b, repo, old, ks, options=options)
 
     for ns in namespaces:
-        _claim_templates(b, repo, ns, converted[ns], templates[ns], apps=apps, schemas=schemas)
+        _claim_templates(
+            b,
+            repo,
+            ns,
+            converted[ns],
+            templates[ns],
+            apps=apps,
+            fapps=fapps,
+            prefix=prefix,
+            schemas=schemas,
+        )
 
     b.note(
         "the switch itself needs a drain: the old device plugin must be gone from a node before "
@@ -645,9 +659,11 @@ def _claim_templates(
     files: dict[str, str],
     *,
     apps: str,
+    fapps: str,
+    prefix: str,
     schemas: dict[str, str],
 ) -> None:
-    ns_dir = f"{apps}/{ns}"
+    ns_dir = posixpath.join(apps, ns)
     for w in workloads:
         ks = repo.kustomization(w.origin.kustomization)
         if ks is not None:
@@ -656,10 +672,10 @@ def _claim_templates(
     target = f"{ns_dir}/{_shapes.CLAIM_TEMPLATES_APP}"
     if under(b.files, target):
         raise InputError("the claim templates' folder already exists", path=target)
-    rendered = f"./{apps}/{ns}/{_shapes.CLAIM_TEMPLATES_APP}/app"
+    rendered = f"./{fapps}/{ns}/{_shapes.CLAIM_TEMPLATES_APP}/app"
     for rel, text in sorted(files.items()):
         if rel == "ks.yaml":
-            text = text.replace(f"path: {rendered}\n", f"path: ./{target}/app\n")
+            text = text.replace(f"path: {rendered}\n", f"path: ./{prefix}{target}/app\n")
         b.add_file(
             f"{target}/{rel}",
             _with_schema(text, rel, schemas),
