@@ -1,9 +1,32 @@
-"""Edits that move a Flux repository from one allocator to the other (``gpushift migrate``).
+"""``gpushift migrate``: the pull request that moves a repository between allocators.
 
-Planned edits are frozen values; one writer applies them with ruamel.yaml (comments and layout
-kept) and writes files atomically (``gpushift._atomic``).
+``plan_migration(repo, texts, files, options)`` plans the edits as values (``Plan``: ``Edit``,
+``NewFile``, ``RemovedFile`` and notes for a person); ``apply_plan`` turns a plan into new
+file texts with ruamel.yaml round trips that keep everything else byte for byte;
+``write_files`` writes them all or none. ``migrate(path, options)`` does all three and returns
+a ``Result`` with the diff and the summary.
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from gpushift.migrate._common import Options, SharingOption
+from gpushift.migrate._plan import ABSENT, Edit, NewFile, Plan, RemovedFile
+from gpushift.migrate._run import Result, migrate, plan_migration, read_repository
+from gpushift.migrate._writer import apply_plan, edit_text, write_files
+
+__all__ = [
+    "ABSENT",
+    "Edit",
+    "NewFile",
+    "Options",
+    "Plan",
+    "RemovedFile",
+    "Result",
+    "SharingOption",
+    "apply_plan",
+    "edit_text",
+    "migrate",
+    "plan_migration",
+    "read_repository",
+    "write_files",
+]

@@ -1,0 +1,704 @@
+"""Planning ``--to dra``: the pull request that moves a repository from the device plugin's
+time-slicing to the DRA driver with consumable shares.
+
+Pure: it reads the GitOps model and the repository's YAML texts and returns a ``Plan``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+from gpushift._errors import InputError
+from gpushift.gitops import (
+    GPU_RESOURCE,
+    NVIDIA_PREFIX,
+    Consumer,
+    Container,
+    FluxKustomization,
+    HelmRelease,
+    Repo,
+    Workload,
+    summarize,
+    truthy,
+)
+from gpushift.migrate import _shapes
+from gpushift.migrate._common import (
+    Builder,
+    Options,
+    app_dir,
+    flux_apps,
+    flux_prefix,
+    inline_only,
+    note_errors,
+    plain_dict,
+    under,
+)
+from gpushift.migrate._plan import ABSENT, Plan
+
+CLAIM_NAME = "gpu"
+TALOS_DRIVER_ROOT = "/usr/local"
+#: The operator's default hostPaths.driverInstallDir.
+OPERATOR_DRIVER_DIR = "/run/nvidia/driver"
+HELMRELEASE_API = "helm.toolkit.fluxcd.io/v2"
+_VALUES = ("spec", "values")
+_KEPT_COMMENT = (
+    "Kept by gpushift migrate --keep-old: nothing reads this once devicePlugin.enabled is "
+    "false. Delete it after the switch."
+)
+
+
+def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], options: Options) -> Plan:
+    """The edits that move ``repo`` to DRA; an empty plan when it is already there.
+
+    Raises InputError, naming file and line, for anything it will not edit:
+    two allocators at once, more than one device plugin, values that come from valuesFrom.
+    """
+    b = Builder("dra", texts, files)
+    summary = summarize(repo)
+    if summary.allocator == "dra":
+        return b.plan()
+    note_errors(b, repo)
+    if summary.allocator == "none":
+        raise InputError("no active NVIDIA device plugin to migrate from", path=".")
+    if summary.allocator == "both":
+        dra = repo.releases("dra-driver-nvidia-gpu")
+        where = dra[0].source if dra else None
+        raise InputError(
+            "both allocators are already active; finish or undo that migration by hand first",
+            path=where.path if where else ".",
+            line=where.line if where else None,
+        )
+    old = _old_stack(repo)
+    ks = repo.kustomization(old.obj.kustomization)
+    if ks is None:
+        raise InputError(
+            f"HelmRelease {old.name} is not deployed by a Flux Kustomization in this repository",
+            path=old.source.path,
+            line=old.source.line,
+        )
+    operator = old.chart == "gpu-operator"
+    app = app_dir(ks)
+    ns_dir = posixpath.dirname(app)
+    apps = posixpath.dirname(ns_dir)
+    prefix = flux_prefix(ks)
+    fapps = flux_apps(prefix, apps)
+    gpu_ns = old.target_namespace or ks.target_namespace or ks.namespace
+    dra_dir = f"{ns_dir}/{_shapes.DRA_APP}"
+    if under(files, dra_dir):
+        raise InputError("the DRA driver's folder already exists", path=dra_dir)
+    for hr in repo.releases("dra-driver-nvidia-gpu", active=False):
+        b.note(
+            f"{hr.source.path}:{hr.source.line}: an inactive DRA driver release "
+            f"{hr.name} is left as it is; delete it, {dra_dir}/ replaces it"
+        )
+
+    chart = old.obj.body.get("spec", {}).get("chart")
+    if isinstance(chart, dict):
+        b.note(
+            f"{old.source.path}:{old.source.line}: {old.name} comes from a HelmRepository; the "
+            "DRA driver's chart is published only as an OCI artifact (registry.k8s.io), so it "
+            "gets an OCIRepository"
+        )
+    replicas = summary.sharing.replicas if summary.sharing.mode == "time-slicing" else None
+    shares: Any = options.sharing
+    if shares == "keep":
+        shares = replicas if replicas else "exclusive"
+    source = _flux_source(ks)
+    layout = _shapes.Layout(
+        apps=fapps,
+        gpu_namespace=gpu_ns,
+        talos=bool(repo.talos),
+        preinstalled_driver=not truthy(old.value("driver", "enabled"), default=True)
+        if operator
+        else True,
+        source=source,
+    )
+
+    consumers = [c for c in summary.consumers if c.request == "extended"]
+    converted: dict[str, list[Workload]] = {}
+    for c in consumers:
+        if _convert_consumer(b, repo, c, old=old, template=options.template):
+            assert c.namespace is not None
+            converted.setdefault(c.namespace, []).append(c.workload)
+
+    for w in repo.workloads:
+        if w.active and w.origin_kind == "dcgm-exporter":
+            _dcgm_chart(b, w)
+
+    namespaces = tuple(
+        ns
+        for ns in sorted(converted)
+        if not any(
+            cl.template and cl.name == options.template and cl.namespace == ns for cl in repo.claims
+        )
+    )
+    if shares == "memory":
+        _bridged_cannot_ask_for_memory(summary.consumers)
+    driver, templates, rbac = _shapes.dra_files(
+        layout,
+        sharing=shares,
+        namespaces=namespaces,
+        template=options.template,
+        memory_per_claim=options.memory_per_claim,
+    )
+
+    # The DRA driver app, next to the old stack, in the same namespace, with the schema lines
+    # the old stack's files of the same name carry.
+    schemas = _schema_lines(b, [ks.source.path, *under(files, ks.directory or app + "/app")])
+    moved = {} if operator else _runtime_classes(b, repo, ks)
+    rendered_path = f"./{fapps}/{gpu_ns}/{_shapes.DRA_APP}/app"
+    for rel, text in sorted(driver.items()):
+        if rel == "ks.yaml":
+            text = text.replace(f"path: {rendered_path}\n", f"path: ./{prefix}{dra_dir}/app\n")
+            if not operator:
+                text = _shapes.without_depends_on(text)
+        if rel == "app/kustomization.yaml":
+            text += "".join(f"  - ./{name}\n" for name in moved)
+        b.add_file(f"{dra_dir}/{rel}", _with_schema(text, rel, schemas), "the DRA driver app")
+    for name, text in moved.items():
+        b.add_file(
+            f"{dra_dir}/app/{name}",
+            text,
+            "the RuntimeClass GPU pods use, moved from the device plugin app",
+        )
+    b.list_in_parent(f"{dra_dir}/ks.yaml", reason="deploy the DRA driver")
+    if operator:
+        _operator(b, repo, old, ks, options=options, gpu_ns=gpu_ns, rbac=rbac)
+    else:
+        _standalone(b, repo, old, ks, options=options)
+
+    for ns in namespaces:
+        _claim_templates(
+            b,
+            repo,
+            ns,
+            converted[ns],
+            templates[ns],
+            apps=apps,
+            fapps=fapps,
+            prefix=prefix,
+            schemas=schemas,
+        )
+
+    b.note(
+        "the switch itself needs a drain: the old device plugin must be gone from a node before "
+        "the DRA kubelet plugin advertises its GPUs (gpushift cutover, docs/migrate.md)"
+    )
+    return b.plan()
+
+
+def _bridged_cannot_ask_for_memory(consumers: tuple[Consumer, ...]) -> None:
+    # As render refuses it: a bridged nvidia.com/gpu request cannot ask for memory, so under
+    # consumableShares: memory it would take a whole card.
+    for c in consumers:
+        if c.request == "extended" and c.workload.origin_kind == "llmkube":
+            src = c.workload.source
+            raise InputError(
+                f"{c.workload.origin.kind} {c.namespace}/{c.name} stays on nvidia.com/gpu "
+                "(bridged), which cannot ask for memory: under --sharing memory it would take "
+                "a whole card; use N or unlimited",
+                path=src.path,
+                line=src.line,
+            )
+
+
+def _old_stack(repo: Repo) -> HelmRelease:
+    found = [
+        hr
+        for hr in repo.releases("gpu-operator")
+        if truthy(hr.value("devicePlugin", "enabled"), default=True)
+    ]
+    found += [
+        hr
+        for hr in repo.releases("nvidia-device-plugin")
+        if truthy(hr.value("devicePlugin", "enabled"), default=True)
+    ]
+    if not found:
+        raise InputError(
+            "the device plugin is not deployed by a gpu-operator or nvidia-device-plugin "
+            "HelmRelease (a plain manifest?); gpushift migrates only those",
+            path=".",
+        )
+    if len(found) > 1:
+        raise InputError(
+            f"{len(found)} releases deploy the device plugin ({', '.join(h.name for h in found)});"
+            " gpushift migrates one",
+            path=found[1].source.path,
+            line=found[1].source.line,
+        )
+    return found[0]
+
+
+_SCHEMA_PREFIX = "# yaml-language-server:"
+
+
+def _schema_lines(b: Builder, paths: list[str]) -> dict[str, str]:
+    """File name → the ``# yaml-language-server`` line the repository gives such files."""
+    out: dict[str, str] = {}
+    for path in paths:
+        head = b.texts.get(path, "").splitlines()[:6]
+        line = next((x for x in head if x.startswith(_SCHEMA_PREFIX)), None)
+        if line is not None:
+            out.setdefault(posixpath.basename(path), line)
+    return out
+
+
+def _with_schema(text: str, rel: str, schemas: dict[str, str]) -> str:
+    line = schemas.get(posixpath.basename(rel))
+    if line is None or not text.startswith("---\n"):
+        return text
+    return f"---\n{line}\n{text[4:]}"
+
+
+def _runtime_classes(b: Builder, repo: Repo, ks: FluxKustomization) -> dict[str, str]:
+    """Files of the device plugin app that hold only RuntimeClasses (name → text): consumers
+    still need them, so they move to the DRA driver app."""
+    directory = ks.directory or app_dir(ks) + "/app"
+    out: dict[str, str] = {}
+    for rc in repo.runtime_classes:
+        path = rc.source.path
+        if rc.rendered_by is not None or not path.startswith(directory + "/"):
+            continue
+        docs = [d for d in b.docs(path) if d is not None]
+        if all(isinstance(d, dict) and d.get("kind") == "RuntimeClass" for d in docs):
+            out[posixpath.basename(path)] = b.texts[path]
+        else:
+            b.note(
+                f"{path}:{rc.source.line}: RuntimeClass {rc.name} shares its file with the "
+                "device plugin; move it out before that file is deleted"
+            )
+    return out
+
+
+def _flux_source(ks: FluxKustomization) -> tuple[str, str, str]:
+    spec = ks.obj.body.get("spec")
+    ref = spec.get("sourceRef") if isinstance(spec, dict) else None
+    ref = ref if isinstance(ref, dict) else {}
+    return (
+        str(ref.get("kind") or "GitRepository"),
+        str(ref.get("name") or "flux-system"),
+        str(ref.get("namespace") or ks.namespace),
+    )
+
+
+# -- the old stack -------------------------------------------------------------------------------
+
+
+def _operator(
+    b: Builder,
+    repo: Repo,
+    hr: HelmRelease,
+    ks: FluxKustomization,
+    *,
+    options: Options,
+    gpu_ns: str,
+    rbac: str,
+) -> None:
+    file, doc = hr.source.path, hr.source.doc
+    inline_only(hr, ("devicePlugin", "enabled"))
+    b.edit(
+        file,
+        doc,
+        (*_VALUES, "devicePlugin", "enabled"),
+        "set",
+        old=hr.user_value("devicePlugin", "enabled", default=ABSENT),
+        new=False,
+        reason="the DRA driver hands out the GPUs; one allocator per card",
+        after=None,
+    )
+    if not options.keep_old and hr.is_set("devicePlugin", "config"):
+        inline_only(hr, ("devicePlugin", "config"))
+        b.edit(
+            file,
+            doc,
+            (*_VALUES, "devicePlugin", "config"),
+            "delete",
+            old=plain_dict(hr.user_value("devicePlugin", "config")),
+            reason="the time-slicing config goes with the device plugin",
+        )
+        _time_slicing(b, repo, hr)
+    elif options.keep_old:
+        _time_slicing(b, repo, hr, keep=True)
+    if repo.talos:
+        current = str(hr.value("hostPaths", "driverInstallDir", default=OPERATOR_DRIVER_DIR))
+        if current.rstrip("/") != TALOS_DRIVER_ROOT:
+            inline_only(hr, ("hostPaths", "driverInstallDir"))
+            b.edit(
+                file,
+                doc,
+                (*_VALUES, "hostPaths", "driverInstallDir"),
+                "set",
+                old=hr.user_value("hostPaths", "driverInstallDir", default=ABSENT),
+                new=TALOS_DRIVER_ROOT,
+                reason="Talos installs the driver under /usr/local; the operator and the DRA "
+                "driver's nvidiaDriverRoot must agree",
+            )
+    if truthy(hr.value("dcgmExporter", "enabled"), default=True):
+        _operator_dcgm(b, hr, ks, rbac=rbac)
+    checked = any(h.kind == "HelmRelease" and h.name == hr.name for h in ks.health_checks)
+    if not checked and not ks.wait:
+        b.edit(
+            ks.source.path,
+            ks.source.doc,
+            ("spec", "healthChecks"),
+            "append",
+            new={
+                "apiVersion": HELMRELEASE_API,
+                "kind": "HelmRelease",
+                "name": hr.name,
+                "namespace": hr.namespace or gpu_ns,
+            },
+            reason="the DRA driver's dependsOn then waits for the operator's release to be "
+            "Ready with the device plugin off, not only for its manifests to apply",
+        )
+
+
+def _operator_dcgm(b: Builder, hr: HelmRelease, ks: FluxKustomization, *, rbac: str) -> None:
+    env = hr.value("dcgmExporter", "env")
+    if isinstance(env, list) and any(
+        isinstance(e, dict) and e.get("name") == "KUBERNETES_ENABLE_DRA" for e in env
+    ):
+        return
+    if env is not None and not isinstance(env, list):
+        raise InputError(
+            "dcgmExporter.env is not a list", path=hr.source.path, line=hr.line_of("dcgmExporter")
+        )
+    inline_only(hr, ("dcgmExporter", "env"))
+    b.edit(
+        hr.source.path,
+        hr.source.doc,
+        (*_VALUES, "dcgmExporter", "env"),
+        "append",
+        new={"name": "KUBERNETES_ENABLE_DRA", "value": "true"},
+        reason="dcgm-exporter attributes GPU metrics to pods through their claims",
+    )
+    if ks.directory is None or not rbac:
+        return
+    target = f"{ks.directory}/{_shapes.DCGM_RBAC_FILE}"
+    if target in b.files:
+        return
+    b.add_file(target, rbac, "dcgm-exporter reads ResourceSlices under DRA")
+    kfile = f"{ks.directory}/kustomization.yaml"
+    if b.docs(kfile):
+        b.edit(
+            kfile,
+            0,
+            ("resources",),
+            "append",
+            new=f"./{_shapes.DCGM_RBAC_FILE}",
+            reason="apply the dcgm-exporter RBAC",
+        )
+    else:
+        b.note(f"{target}: list it in the kustomization of {ks.directory}/")
+
+
+def _time_slicing(b: Builder, repo: Repo, hr: HelmRelease, *, keep: bool = False) -> None:
+    ptrs = [p for p in repo.device_plugin_configs if p.owner is hr]
+    seen: set[str] = set()
+    for ptr in ptrs:
+        for cfg in ptr.configs:
+            src = cfg.source
+            if src.path in seen:
+                continue
+            seen.add(src.path)
+            if cfg.form == "configmap":
+                docs = b.docs(src.path)
+                if keep:
+                    b.edit(
+                        src.path,
+                        src.doc,
+                        ("data",),
+                        "comment",
+                        new=_KEPT_COMMENT,
+                        reason="--keep-old keeps the time-slicing config",
+                    )
+                elif len([d for d in docs if d is not None]) == 1:
+                    b.remove_file(src.path, "the time-slicing config goes with the device plugin")
+                    if not b.unlist(src.path, reason="the time-slicing config is deleted"):
+                        b.note(f"{src.path}: remove it from the kustomization that lists it")
+                else:
+                    b.note(
+                        f"{src.path}:{src.line}: the time-slicing ConfigMap shares its file with "
+                        "other documents; delete it by hand"
+                    )
+            elif cfg.form == "generator" and not keep:
+                _drop_generator(b, src.path, src.keys)
+            elif cfg.form == "generator":
+                b.note(f"{src.path}:{src.line}: time-slicing configMapGenerator kept (--keep-old)")
+
+
+def _drop_generator(b: Builder, kfile: str, keys: tuple[Any, ...]) -> None:
+    body = b.docs(kfile)[0]
+    entry = body[keys[0]][keys[1]]
+    b.edit(
+        kfile,
+        0,
+        (keys[0],),
+        "remove",
+        old=plain_dict(entry),
+        reason="the time-slicing config goes with the device plugin",
+    )
+    directory = posixpath.dirname(kfile)
+    for f in entry.get("files") or []:
+        path = str(f).partition("=")[2] if "=" in str(f) else str(f)
+        b.remove_file(
+            posixpath.normpath(posixpath.join(directory, path)),
+            "the time-slicing config goes with the device plugin",
+        )
+
+
+def _standalone(
+    b: Builder, repo: Repo, hr: HelmRelease, ks: FluxKustomization, *, options: Options
+) -> None:
+    if not b.unlist(ks.source.path, reason="the standalone device plugin is taken out"):
+        raise InputError(
+            "no kustomization.yaml lists the device plugin's Kustomization; gpushift takes it "
+            "out of that list",
+            path=ks.source.path,
+            line=ks.source.line,
+        )
+    app = app_dir(ks)
+    if options.keep_old:
+        b.note(f"{app}/: kept but no longer deployed (--keep-old); delete it after the switch")
+    else:
+        for f in [ks.source.path, *under(b.files, ks.directory or app + "/app")]:
+            b.remove_file(f, "the standalone device plugin is removed")
+    # Whatever waited for the device plugin waits for the DRA driver instead.
+    for other in repo.helm_releases:
+        deps = other.obj.body.get("spec", {}).get("dependsOn") or []
+        for i, dep in enumerate(deps):
+            if (
+                isinstance(dep, dict)
+                and dep.get("name") == hr.name
+                and (dep.get("namespace") or other.namespace) == hr.namespace
+            ):
+                b.edit(
+                    other.source.path,
+                    other.source.doc,
+                    ("spec", "dependsOn", i, "name"),
+                    "set",
+                    old=hr.name,
+                    new=_shapes.DRA_APP,
+                    reason="the device plugin release it waited for is gone",
+                )
+    for other_ks in repo.kustomizations:
+        for i, kdep in enumerate(other_ks.depends_on):
+            if kdep.name == ks.name and kdep.namespace == ks.namespace:
+                b.edit(
+                    other_ks.source.path,
+                    other_ks.source.doc,
+                    ("spec", "dependsOn", i, "name"),
+                    "set",
+                    old=ks.name,
+                    new=_shapes.DRA_APP,
+                    reason="the device plugin Kustomization it waited for is gone",
+                )
+
+
+# -- consumers -----------------------------------------------------------------------------------
+
+
+def _asks(ct: Container) -> list[str]:
+    return sorted({str(r) for r in (*ct.limits, *ct.requests) if str(r).startswith(NVIDIA_PREFIX)})
+
+
+def _convert_consumer(
+    b: Builder, repo: Repo, c: Consumer, *, old: HelmRelease, template: str
+) -> bool:
+    """Plan a consumer's claim; False when it stays on ``nvidia.com/gpu`` (noted)."""
+    w = c.workload
+    src = w.source
+    kind = w.origin.kind if w.origin_kind == "llmkube" else w.kind
+    where = f"{src.path}:{src.line}: {kind} {c.namespace}/{c.name}"
+    if w.origin_kind == "llmkube":
+        b.note(
+            f"{where}: an llmkube InferenceService cannot carry a claim; it stays on "
+            "nvidia.com/gpu, which the DRA DeviceClass serves through extended-resource "
+            "bridging"
+        )
+        return False
+    if w.origin_kind == "dcgm-exporter":
+        return False  # every dcgm-exporter release is handled on its own, below
+    gpu = [ct for ct in w.pod.all_containers if _asks(ct)]
+    for ct in gpu:
+        other = [r for r in _asks(ct) if r != GPU_RESOURCE]
+        amount = ct.extended(GPU_RESOURCE)
+        if other or str(amount) != "1":
+            b.note(
+                f"{where}: container {ct.name} asks for "
+                f"{', '.join(_asks(ct))} = {amount}; not converted, convert it by hand"
+            )
+            return False
+    if w.pod.resource_claims:
+        b.note(f"{where}: already has resourceClaims; not converted")
+        return False
+    if c.namespace is None:
+        b.note(f"{where}: its namespace is not known in this tree; not converted")
+        return False
+    if w.origin_kind == "app-template":
+        hr = next(h for h in repo.helm_releases if h.obj is w.origin)
+        for ct in gpu:
+            inline_only(hr, (*(str(k) for k in ct.source.keys[2:]), "resources"))
+        _app_template_pod(b, hr, w, template=template)
+        major = (hr.chart_version or "").split(".")[0].lstrip("v")
+        if major.isdigit() and int(major) < 5:
+            b.note(
+                f"{where}: app-template {hr.chart_version} has no pod.resourceClaims; "
+                "upgrade it to 5 or later"
+            )
+    elif w.origin_kind == "manifest":
+        b.edit(
+            src.path,
+            src.doc,
+            (*src.keys, "resourceClaims"),
+            "append",
+            new={"name": CLAIM_NAME, "resourceClaimTemplateName": template},
+            reason=f"the pod's GPU claim, from the namespace's {template} template",
+        )
+    else:
+        b.note(f"{where}: gpushift does not know how to edit this consumer")
+        return False
+    for ct in gpu:
+        _container_claim(b, ct)
+    if len(gpu) > 1:
+        b.note(
+            f"{where}: {len(gpu)} containers now share one claim (one share) where they took "
+            f"{len(gpu)} replicas"
+        )
+    return True
+
+
+def _app_template_pod(b: Builder, hr: HelmRelease, w: Workload, *, template: str) -> None:
+    controllers = hr.user_value("controllers", default={})
+    enabled = [k for k, v in controllers.items() if isinstance(v, dict) and v.get("enabled", True)]
+    defaults = hr.user_value("defaultPodOptions")
+    claim = [{"name": CLAIM_NAME, "resourceClaimTemplateName": template}]
+    reason = f"the pod's GPU claim, from the namespace's {template} template"
+    if len(enabled) == 1 and isinstance(defaults, dict) and "pod" not in controllers[enabled[0]]:
+        b.edit(
+            hr.source.path,
+            hr.source.doc,
+            (*_VALUES, "defaultPodOptions", "resourceClaims"),
+            "set",
+            new=claim,
+            reason=reason,
+            after="runtimeClassName" if "runtimeClassName" in defaults else None,
+        )
+        return
+    cid = w.pod.source.keys[-1]
+    b.edit(
+        hr.source.path,
+        hr.source.doc,
+        (*_VALUES, "controllers", cid, "pod", "resourceClaims"),
+        "set",
+        new=claim,
+        reason=reason,
+    )
+
+
+def _container_claim(b: Builder, ct: Container) -> None:
+    src = ct.source
+    for part in ("requests", "limits"):
+        got = ct.resources.get(part)
+        if isinstance(got, dict) and GPU_RESOURCE in got:
+            b.edit(
+                src.path,
+                src.doc,
+                (*src.keys, "resources", part, GPU_RESOURCE),
+                "delete",
+                old=got[GPU_RESOURCE],
+                reason="the claim replaces the extended resource",
+                prune=1,
+            )
+    b.edit(
+        src.path,
+        src.doc,
+        (*src.keys, "resources", "claims"),
+        "append",
+        new={"name": CLAIM_NAME},
+        reason="the container uses the pod's GPU claim",
+    )
+
+
+def _dcgm_chart(b: Builder, w: Workload) -> None:
+    src = w.source
+    ct = w.pod.containers[0]
+    for part in ("requests", "limits"):
+        got = ct.resources.get(part)
+        if isinstance(got, dict) and GPU_RESOURCE in got:
+            b.edit(
+                src.path,
+                src.doc,
+                (*src.keys, "resources", part, GPU_RESOURCE),
+                "delete",
+                old=got[GPU_RESOURCE],
+                reason="an exporter reads every GPU; under DRA a request would take a share",
+                prune=1,
+            )
+    if ct.env.get("KUBERNETES_ENABLE_DRA") != "true":
+        b.edit(
+            src.path,
+            src.doc,
+            (*src.keys, "kubernetesDRA", "enabled"),
+            "set",
+            new=True,
+            reason="dcgm-exporter attributes metrics to claims (KUBERNETES_ENABLE_DRA) and its "
+            "ClusterRole reads ResourceSlices",
+        )
+
+
+# -- claim templates -------------------------------------------------------------------------------
+
+
+def _claim_templates(
+    b: Builder,
+    repo: Repo,
+    ns: str,
+    workloads: list[Workload],
+    files: dict[str, str],
+    *,
+    apps: str,
+    fapps: str,
+    prefix: str,
+    schemas: dict[str, str],
+) -> None:
+    ns_dir = posixpath.join(apps, ns)
+    for w in workloads:
+        ks = repo.kustomization(w.origin.kustomization)
+        if ks is not None:
+            ns_dir = posixpath.dirname(app_dir(ks))
+            break
+    target = f"{ns_dir}/{_shapes.CLAIM_TEMPLATES_APP}"
+    if under(b.files, target):
+        raise InputError("the claim templates' folder already exists", path=target)
+    rendered = f"./{fapps}/{ns}/{_shapes.CLAIM_TEMPLATES_APP}/app"
+    for rel, text in sorted(files.items()):
+        if rel == "ks.yaml":
+            text = text.replace(f"path: {rendered}\n", f"path: ./{prefix}{target}/app\n")
+        b.add_file(
+            f"{target}/{rel}",
+            _with_schema(text, rel, schemas),
+            f"the GPU claim template of namespace {ns}",
+        )
+    b.list_in_parent(f"{target}/ks.yaml", reason=f"deploy the claim template of {ns}")
+    # The consumers' pods reference the template: their Kustomizations wait for it.
+    seen: set[str] = set()
+    for w in workloads:
+        cks = repo.kustomization(w.origin.kustomization)
+        if cks is None or cks.source.path in seen:
+            continue
+        seen.add(cks.source.path)
+        if any(d.name == _shapes.CLAIM_TEMPLATES_APP and d.namespace == ns for d in cks.depends_on):
+            continue
+        entry = {"name": _shapes.CLAIM_TEMPLATES_APP}
+        if cks.namespace != ns:
+            entry["namespace"] = ns
+        b.edit(
+            cks.source.path,
+            cks.source.doc,
+            ("spec", "dependsOn"),
+            "append",
+            new=entry,
+            reason="its pods' claim template must exist before they are created",
+        )
