@@ -79,7 +79,7 @@ def figure_html(rehearsal: Rehearsal) -> str:
                 orientation="h",
                 base=[s.start for s in spans],
                 x=[max(s.seconds or 0.0, 0.05) for s in spans],
-                y=[f"{run.to} · {s.name}" for s in spans],
+                y=[f"{run.to}: {s.name}" for s in spans],
                 marker_color=[
                     _RESULT_COLORS.get(s.result, _COLORS.get(run.to, "#555")) for s in spans
                 ],
@@ -172,7 +172,7 @@ def _map_table(title: str, cards: Sequence[Card]) -> str:
                 continue
             tenants = (
                 "".join(f'<span class="tenant">{html.escape(t)}</span>' for t in card.tenants)
-                or '<span class="muted">idle</span>'
+                or '<span class="tenant muted">idle</span>'
             )
             cells.append(
                 f'<td class="{_LEDGER_CLASS.get(card.ledger, "none")}" '

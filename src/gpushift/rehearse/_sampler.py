@@ -85,7 +85,7 @@ def _gpu_node(node: Obj) -> bool:
 
 class _State:
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        self.lock = threading.Condition()
         self.pods: dict[str, bool] = {}  # ns/name -> Running GPU pod
         self.nodes: dict[str, int] = {}  # GPU node -> allocatable nvidia.com/gpu
         self.slices: dict[str, str] = {}  # slice name -> node
@@ -230,7 +230,24 @@ class Sampler:
             != (pods, alloc, slices, active)
         ):
             self.samples.append(sample)
+            self._state.lock.notify_all()
         return sample
+
+    def wait_for(self, until: Callable[[Sample], bool], *, timeout: float) -> Sample | None:
+        """Block until a recorded sample satisfies ``until`` (checked on each change); returns
+        it, or None after ``timeout`` wall seconds."""
+        deadline = time.monotonic() + timeout
+        with self._state.lock:
+            seen = 0
+            while True:
+                for sample in self.samples[seen:]:
+                    if until(sample):
+                        return sample
+                seen = len(self.samples)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._state.lock.wait(left)
 
     # --- threads -----------------------------------------------------------------------------
 
