@@ -200,14 +200,19 @@ def wait_settled(twin: TwinProcess, *, timeout: float) -> list[str]:
 
 @contextlib.contextmanager
 def running_twin(
-    options: TwinOptions, *, workdir: Path, settle: float | None = 300.0
+    options: TwinOptions,
+    *,
+    workdir: Path,
+    settle: float | None = 300.0,
+    env: dict[str, str] | None = None,
 ) -> Iterator[TwinProcess]:
-    """Start a twin, wait for it to settle (unless ``settle`` is None), stop it on exit.
+    """Start a twin, wait for it to settle (unless ``settle`` is None), stop it on exit;
+    ``env`` is the twin process's environment (default: this one's).
 
     Raises:
         TwinStartError: it did not start, or did not settle within ``settle`` seconds.
     """
-    twin = start_twin(options, workdir=workdir)
+    twin = start_twin(options, workdir=workdir, env=env)
     try:
         if settle is not None:
             pending = wait_settled(twin, timeout=settle)
