@@ -116,7 +116,10 @@ def figure_html(rehearsal: Rehearsal) -> str:
     nodes = sorted(
         {n for s in samples for n, _ in s.allocatable} | {n for s in samples for n, _ in s.slices}
     )
-    for node in nodes:
+    dashes = ("solid", "dash", "dot", "dashdot", "longdash")
+    for i, node in enumerate(nodes):
+        # Nodes often move together; dashes keep coinciding lines apart.
+        dash = dashes[i % len(dashes)]
         fig.add_trace(
             go.Scatter(
                 name=f"{node} allocatable",
@@ -124,6 +127,7 @@ def figure_html(rehearsal: Rehearsal) -> str:
                 x=xs,
                 y=[dict(s.allocatable).get(node, 0) for s in ys],
                 line_shape="hv",
+                line_dash=dash,
             ),
             row=3,
             col=1,
@@ -135,6 +139,7 @@ def figure_html(rehearsal: Rehearsal) -> str:
                 x=xs,
                 y=[dict(s.slices).get(node, 0) for s in ys],
                 line_shape="hv",
+                line_dash=dash,
             ),
             row=4,
             col=1,

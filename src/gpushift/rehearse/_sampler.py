@@ -167,6 +167,7 @@ class Sampler:
         self._threads: list[threading.Thread] = []
         self._clients: list[kube.Kube] = []
         self._synced: dict[str, threading.Event] = {}
+        self._ready = False  # no sample until every watch has listed its kind once
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -193,6 +194,9 @@ class Sampler:
         deadline = time.monotonic() + timeout
         for synced in self._synced.values():
             synced.wait(max(deadline - time.monotonic(), 0.0))
+        with self._state.lock:
+            self._ready = True
+            self._record(force=True)
         return self
 
     def stop(self) -> None:
@@ -223,6 +227,8 @@ class Sampler:
         t = time.monotonic() - self.origin
         last = self.samples[-1] if self.samples else None
         sample = Sample(t, pods, alloc, slices, active)
+        if not self._ready:
+            return sample
         if (
             force
             or last is None
