@@ -243,36 +243,31 @@ def fold_run(
     last = attempts[-1] if attempts else None
     final = last.result if last is not None else None
     finished = [s for s in spans if s.result != "killed" and s.seconds is not None]
+    listed: dict[str, StepBody] = {}
+    for body in (final.get("steps") or []) if final is not None else []:
+        if isinstance(body, dict) and body.get("name") in STEPS:
+            listed[str(body["name"])] = {
+                "name": str(body["name"]),
+                "seconds": float(body.get("seconds") or 0.0),
+                "result": str(body.get("result", "done")),
+            }
     steps: list[StepBody] = []
     for name in STEPS:
+        # Preference: the result's own figure for a step it did; else the last attempt that
+        # did it (a resume lists steps done before the kill as skipped); else what is known.
+        done_here = listed.get(name)
+        if done_here is not None and done_here["result"] != "skipped":
+            steps.append(done_here)
+            continue
         mine = [s for s in finished if s.name == name]
-        if final is not None:
-            listed = [
-                s for s in final.get("steps") or [] if isinstance(s, dict) and s.get("name") == name
-            ]
-            if listed and listed[-1].get("result") != "skipped":
-                body = listed[-1]
-                steps.append(
-                    {
-                        "name": name,
-                        "seconds": float(body.get("seconds") or 0.0),
-                        "result": str(body.get("result", "done")),
-                    }
-                )
-                continue
         real = [s for s in mine if s.result != "skipped"] or mine
         if real:
-            s = real[-1]
-            steps.append({"name": name, "seconds": float(s.seconds or 0.0), "result": s.result})
-        elif final is not None and listed:
-            body = listed[-1]
+            span = real[-1]
             steps.append(
-                {
-                    "name": name,
-                    "seconds": float(body.get("seconds") or 0.0),
-                    "result": str(body.get("result", "skipped")),
-                }
+                {"name": name, "seconds": float(span.seconds or 0.0), "result": span.result}
             )
+        elif done_here is not None:
+            steps.append(done_here)
     if final is not None:
         result = str(final.get("result", "failed"))
         code = final.get("exitCode")
