@@ -206,8 +206,13 @@ class Sampler:
         for client in self._clients:
             with contextlib.suppress(Exception):
                 client.close()
+        # Closing the client does not interrupt a stream being read: a watch thread ends at
+        # its next event or when the twin stops (it is a daemon and sees the stop flag then),
+        # so the join is brief and bounded, not exhaustive. Samples are complete either way:
+        # nothing is recorded after the flag is set.
+        deadline = time.monotonic() + 0.5
         for thread in self._threads:
-            thread.join(2.0)
+            thread.join(max(deadline - time.monotonic(), 0.0))
 
     def __enter__(self) -> Sampler:
         return self.start()
@@ -227,7 +232,7 @@ class Sampler:
         t = time.monotonic() - self.origin
         last = self.samples[-1] if self.samples else None
         sample = Sample(t, pods, alloc, slices, active)
-        if not self._ready:
+        if not self._ready or self._stop.is_set():
             return sample
         if (
             force
