@@ -29,25 +29,28 @@ class Progress:
     def phase(self, text: str) -> None:
         """A new phase (starting the twin, the cutover to DRA, …)."""
         self._phase = text
-        self._say(text)
+        self._say(text, keep=True)
 
     def event(self, obj: Obj) -> None:
         """A cutover event: step starts, waits and the final result."""
         if obj.get("kind") == "CutoverResult":
-            self._say(f"{self._phase}: {obj.get('result')}")
+            self._say(f"{self._phase}: {obj.get('result')}", keep=True)
             return
         kind, step = obj.get("event"), obj.get("step")
         if kind == "step-start":
-            self._say(f"{self._phase}: {step}")
+            self._say(f"{self._phase}: {step}", keep=True)
         elif kind == "wait":
             self._say(f"{self._phase}: {step}: waiting for {obj.get('for')}")
 
-    def _say(self, text: str) -> None:
+    def _say(self, text: str, *, keep: bool = False) -> None:
+        """On a terminal, ``keep`` lines stay above the live line; waits only update it."""
         if not self.enabled:
             return
         elapsed = time.monotonic() - self._started
         if self._console is not None:
             line = f"[{elapsed:6.1f}s] {text}"
+            if keep:
+                self._console.print(line)
             if self._status is None:
                 self._status = self._console.status(line)
                 self._status.start()
