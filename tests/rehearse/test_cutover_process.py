@@ -6,6 +6,9 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from gpushift._errors import InputError
 from gpushift.rehearse import CutoverCommand, KillPoint, run_attempt, run_direction
 
 HERE = Path(__file__).parent
@@ -83,3 +86,17 @@ def test_a_hung_cutover_is_killed_at_the_bound(tmp_path: Path) -> None:
     )
     assert attempt.exit_code == -9 and not attempt.killed
     assert len(attempt.events) == 3 and attempt.result is None
+
+
+def test_a_line_outside_the_contract_stops_the_rehearsal(tmp_path: Path) -> None:
+    argv = [sys.executable, "-c", "print('starting'); import time; time.sleep(600)"]
+    started = time.monotonic()
+    with pytest.raises(InputError, match=r"^gpushift rollback -o json:1: not JSON"):
+        run_attempt(
+            argv,
+            kill=None,
+            timeout=60,
+            stderr=tmp_path / "err",
+            source="gpushift rollback -o json",
+        )
+    assert time.monotonic() - started < 30  # the process was killed, not waited for

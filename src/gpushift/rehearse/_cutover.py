@@ -65,6 +65,7 @@ def run_attempt(
     stderr: Path,
     on_event: Callable[[Obj], None] | None = None,
     resumed: bool = False,
+    source: str = "gpushift cutover -o json",
 ) -> Attempt:
     """Run one cutover process to its end (or to the kill) and return what it wrote.
 
@@ -89,9 +90,7 @@ def run_attempt(
     try:
         assert proc.stdout is not None
         for number, raw in enumerate(proc.stdout, 1):
-            obj = parse_line(
-                raw.decode("utf-8", "replace"), number=number, source=shlex.join(argv[-8:])
-            )
+            obj = parse_line(raw.decode("utf-8", "replace"), number=number, source=source)
             if obj is None:
                 continue
             events.append(obj)
@@ -130,8 +129,14 @@ def run_direction(
 ) -> list[Attempt]:
     """One direction of the move: the first attempt and, when it was killed, the ``--resume``
     that finishes it."""
+    source = f"gpushift {'rollback' if to == 'device-plugin' else 'cutover'} -o json"
     first = run_attempt(
-        command.argv(to, resume=False), kill=kill, timeout=timeout, stderr=stderr, on_event=on_event
+        command.argv(to, resume=False),
+        kill=kill,
+        timeout=timeout,
+        stderr=stderr,
+        on_event=on_event,
+        source=source,
     )
     attempts = [first]
     if first.killed:
@@ -143,6 +148,7 @@ def run_direction(
                 stderr=stderr,
                 on_event=on_event,
                 resumed=True,
+                source=source,
             )
         )
     return attempts
