@@ -1,0 +1,110 @@
+"""`gpushift rehearse`: the whole move on a twin, with a timeline and the monitor's result."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+_HELP = """Rehearse the cutover on a twin: the move to DRA, a verdict, the rollback, a verdict.
+
+Starts `gpushift twin serve` on 127.0.0.1 (--example homelab, or --repo PATH with --nodes,
+default three nodes with one L4 each), waits for Flux to settle, then runs `gpushift cutover
+--to dra --yes -o json` with the twin's merge (`gpushift twin git-set TARGET`) and
+`gpushift rollback` the same way. Watches record GPU pods Running, nvidia.com/gpu
+allocatable and ResourceSlices per node, and the invariant monitor's violations, for the
+whole run.
+
+--kill-at STEP (or STEP:wait) SIGKILLs the cutover when that step starts (or first waits)
+and runs it again with --resume. The fault flags pass through to the twin. --report writes
+one self-contained HTML page: the timeline chart and a per-card map before and after.
+"""
+
+_EPILOG = (
+    "Exit codes: 0 both moves done and no invariant violation; 1 a violation, or a move not "
+    "done; 2 bad input; 3 the twin did not start or settle; 4 this gpushift has no cutover "
+    "command."
+)
+
+
+class _Output(StrEnum):
+    text = "text"
+    json = "json"
+
+
+def register(app: typer.Typer) -> None:
+    """Add `rehearse` to the CLI."""
+
+    @app.command("rehearse", help=_HELP, epilog=_EPILOG)
+    def rehearse_cmd(
+        example: Annotated[
+            str | None, typer.Option(help="Rehearse on an embedded cluster: homelab.")
+        ] = None,
+        repo: Annotated[
+            Path | None, typer.Option(help="Rehearse on this GitOps repository (needs --target).")
+        ] = None,
+        root: Annotated[
+            str | None, typer.Option(help="Path of the root Kustomization in --repo.")
+        ] = None,
+        nodes: Annotated[
+            Path | None, typer.Option(help="Hardware inventory for --repo (docs/inventory.md).")
+        ] = None,
+        target: Annotated[
+            str | None,
+            typer.Option(help="What the merge switches to: a directory or a git revision."),
+        ] = None,
+        time_scale: Annotated[
+            float, typer.Option(help="Cluster seconds per wall second on the twin.")
+        ] = 100.0,
+        error_rate: Annotated[
+            float, typer.Option(help="Fraction of API requests the twin answers with an error.")
+        ] = 0.0,
+        drop_watch_every: Annotated[
+            float, typer.Option(help="The twin closes each watch stream after this many seconds.")
+        ] = 0.0,
+        kill_at: Annotated[
+            str | None,
+            typer.Option(help="SIGKILL the cutover at STEP (or STEP:wait), then --resume it."),
+        ] = None,
+        report: Annotated[
+            Path | None, typer.Option(help="Write a self-contained HTML report here.")
+        ] = None,
+        seed: Annotated[int, typer.Option(help="Seed for the twin's faults and names.")] = 0,
+        output: Annotated[_Output, typer.Option("--output", "-o", help="text or json.")] = (
+            _Output.text
+        ),
+    ) -> None:
+        from gpushift import rehearse as r
+
+        options = r.RehearseOptions(
+            example=example if example is not None or repo is not None else "homelab",
+            repo=repo,
+            root=root,
+            nodes=nodes,
+            target=target,
+            time_scale=time_scale,
+            error_rate=error_rate,
+            drop_watch_every=drop_watch_every,
+            kill_at=r.KillPoint.parse(kill_at) if kill_at is not None else None,
+            seed=seed,
+        )
+        try:
+            result = r.rehearse(options, progress=r.Progress(enabled=True))
+        except r.RehearseUnavailableError as err:
+            print(f"gpushift: error: {err}", file=sys.stderr)
+            raise typer.Exit(4) from None
+        except r.TwinStartError as err:
+            print(f"gpushift: error: {err}", file=sys.stderr)
+            raise typer.Exit(3) from None
+        if report is not None:
+            r.write_report(result, report)
+            print(f"report: {report}", file=sys.stderr)
+        if output is _Output.json:
+            sys.stdout.write(json.dumps(r.as_json(result), indent=2) + "\n")
+        else:
+            sys.stdout.write(r.as_text(result))
+        raise typer.Exit(result.exit_code)

@@ -1,0 +1,154 @@
+"""Running ``gpushift cutover``/``rollback`` as a subprocess and reading its event stream.
+
+The rehearsal builds on the command-line contract only: it starts the command with
+``--yes -o json``, reads its JSON lines as they are flushed, SIGKILLs it when ``--kill-at``'s
+moment shows in the stream, and starts it again with ``--resume``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpushift._errors import InputError
+from gpushift.rehearse._events import Attempt, KillPoint, Obj, parse_line
+
+
+@dataclass(frozen=True, slots=True)
+class CutoverCommand:
+    """How to run one direction: the gpushift command, the twin's kubeconfig, the merge."""
+
+    gpushift: tuple[str, ...]
+    kubeconfig: Path
+    merge: str
+    journal: Path
+    step_timeout: str = "10m"
+
+    def argv(self, to: str, *, resume: bool) -> list[str]:
+        """``gpushift cutover --to dra …`` (``rollback …`` for the way back)."""
+        verb = ["rollback"] if to == "device-plugin" else ["cutover", "--to", to]
+        out = [
+            *self.gpushift,
+            *verb,
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--merge",
+            self.merge,
+            "--journal",
+            str(self.journal),
+            "--step-timeout",
+            self.step_timeout,
+            "--yes",
+            "-o",
+            "json",
+        ]
+        return [*out, "--resume"] if resume else out
+
+
+def merge_command(gpushift: Sequence[str], target: str, *, kubeconfig: Path) -> str:
+    """The twin's merge as a shell command: ``gpushift twin git-set TARGET --kubeconfig K``."""
+    return shlex.join([*gpushift, "twin", "git-set", target, "--kubeconfig", str(kubeconfig)])
+
+
+def run_attempt(
+    argv: Sequence[str],
+    *,
+    kill: KillPoint | None,
+    timeout: float,
+    stderr: Path,
+    on_event: Callable[[Obj], None] | None = None,
+    resumed: bool = False,
+    source: str = "gpushift cutover -o json",
+) -> Attempt:
+    """Run one cutover process to its end (or to the kill) and return what it wrote.
+
+    Raises:
+        InputError: a stdout line that is not a contract object (the command broke it).
+    """
+    events: list[Obj] = []
+    killed = False
+    with stderr.open("ab") as err:
+        proc = subprocess.Popen(
+            list(argv),
+            stdout=subprocess.PIPE,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            start_new_session=True,
+        )
+    # A cutover that hangs past the rehearsal's bound is killed; the stream then ends.
+    timer = threading.Timer(timeout, lambda: _kill(proc))
+    timer.daemon = True
+    timer.start()
+    try:
+        assert proc.stdout is not None
+        for number, raw in enumerate(proc.stdout, 1):
+            obj = parse_line(raw.decode("utf-8", "replace"), number=number, source=source)
+            if obj is None:
+                continue
+            events.append(obj)
+            if on_event is not None:
+                on_event(obj)
+            if kill is not None and not killed and kill.strikes(obj):
+                _kill(proc)
+                killed = True
+                break
+        proc.wait()
+    except InputError:
+        _kill(proc)
+        proc.wait()
+        raise
+    finally:
+        timer.cancel()
+        if proc.stdout is not None:
+            proc.stdout.close()
+    return Attempt(tuple(events), proc.returncode, killed=killed, resumed=resumed)
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    # kill -9, as a crash would: nothing in the cutover gets to clean up.
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGKILL)
+
+
+def run_direction(
+    command: CutoverCommand,
+    to: str,
+    *,
+    kill: KillPoint | None,
+    timeout: float,
+    stderr: Path,
+    on_event: Callable[[Obj], None] | None = None,
+) -> list[Attempt]:
+    """One direction of the move: the first attempt and, when it was killed, the ``--resume``
+    that finishes it."""
+    source = f"gpushift {'rollback' if to == 'device-plugin' else 'cutover'} -o json"
+    first = run_attempt(
+        command.argv(to, resume=False),
+        kill=kill,
+        timeout=timeout,
+        stderr=stderr,
+        on_event=on_event,
+        source=source,
+    )
+    attempts = [first]
+    if first.killed:
+        attempts.append(
+            run_attempt(
+                command.argv(to, resume=True),
+                kill=None,
+                timeout=timeout,
+                stderr=stderr,
+                on_event=on_event,
+                resumed=True,
+                source=source,
+            )
+        )
+    return attempts

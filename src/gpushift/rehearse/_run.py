@@ -1,0 +1,315 @@
+"""One rehearsal: the twin, the cutover to DRA, its verdict, the rollback, its verdict.
+
+:func:`rehearse` does the I/O (subprocesses, watches) and returns a frozen
+:class:`Rehearsal`; text, JSON and the HTML report are pure functions of that value.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from gpushift import kube
+from gpushift._errors import InputError, UsageError
+from gpushift.rehearse._cards import Card, read_map
+from gpushift.rehearse._cutover import CutoverCommand, merge_command, run_direction
+from gpushift.rehearse._events import KillPoint, Obj, RunRecord, fold_run
+from gpushift.rehearse._progress import Progress
+from gpushift.rehearse._sampler import Sample, Sampler
+from gpushift.rehearse._twinproc import (
+    TwinOptions,
+    TwinProcess,
+    command_available,
+    gpushift_argv,
+    running_twin,
+)
+
+_GIT = kube.ResourceRef.named("GitRepository", "source.toolkit.fluxcd.io/v1")
+
+#: The inventory a ``--repo`` rehearsal runs on without ``--nodes``: three nodes, one L4 each.
+DEFAULT_NODES = """\
+nodes:
+- name: gpu-node
+  count: 3
+  gpus:
+  - product: NVIDIA L4
+"""
+
+
+class RehearseUnavailableError(Exception):
+    """The rehearsal cannot run here (``gpushift cutover`` is missing); the message says so."""
+
+
+@dataclass(frozen=True, slots=True)
+class RehearseOptions:
+    """What to rehearse on and how (see ``gpushift rehearse --help``)."""
+
+    example: str | None = "homelab"
+    repo: Path | None = None
+    root: str | None = None
+    nodes: Path | None = None
+    target: str | None = None
+    time_scale: float = 100.0
+    error_rate: float = 0.0
+    drop_watch_every: float = 0.0
+    kill_at: KillPoint | None = None
+    seed: int = 0
+    attempt_timeout: float = 600.0
+    settle_timeout: float = 300.0
+    step_timeout: str = "10m"
+
+    def validate(self) -> None:
+        """Raises UsageError/InputError for options that cannot be acted on."""
+        if (self.example is None) == (self.repo is None):
+            raise UsageError("give exactly one of --example and --repo")
+        if self.example is not None and self.example != "homelab":
+            raise UsageError(f"--example: choose homelab, got {self.example!r}")
+        if self.example is not None and (self.target or self.root or self.nodes):
+            raise UsageError("--target, --root and --nodes go with --repo")
+        if self.repo is not None:
+            if not self.repo.is_dir():
+                raise InputError("no such directory", path=str(self.repo))
+            if not self.target:
+                raise UsageError("--repo needs --target DIR|REV (the tree to move to)")
+            if not Path(self.target).is_dir() and not _is_revision(self.repo, self.target):
+                raise InputError(
+                    f"--target {self.target!r}: neither a directory nor a git revision of the "
+                    "repository",
+                    path=str(self.repo),
+                )
+        if self.nodes is not None and not self.nodes.is_file():
+            raise InputError("no such file", path=str(self.nodes))
+        if self.time_scale <= 0:
+            raise UsageError(f"--time-scale must be positive, got {self.time_scale:g}")
+        if not 0 <= self.error_rate <= 1:
+            raise UsageError(f"--error-rate must be between 0 and 1, got {self.error_rate:g}")
+        if self.drop_watch_every < 0:
+            raise UsageError("--drop-watch-every must not be negative")
+
+    @property
+    def subject(self) -> str:
+        """What is rehearsed, in words."""
+        if self.example is not None:
+            return f"example {self.example}"
+        return f"{self.repo} → {self.target}"
+
+
+def _is_revision(repo: Path, rev: str) -> bool:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+            capture_output=True,
+            check=False,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+@dataclass(frozen=True, slots=True)
+class Rehearsal:
+    """A whole rehearsal: both directions, their verdicts, the monitor, the samples, the maps.
+
+    ``wall_origin`` is the UTC instant sample and step offsets count from.
+    """
+
+    subject: str
+    time_scale: float
+    faults: dict[str, Any]
+    runs: tuple[RunRecord, ...]
+    verdicts: tuple[Obj, ...]
+    violations: tuple[Obj, ...]
+    samples: tuple[Sample, ...]
+    cards: tuple[tuple[str, tuple[Card, ...]], ...]
+    wall_seconds: float
+    wall_origin: datetime
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        """No violation recorded, and both directions done."""
+        return (
+            not self.violations and bool(self.runs) and all(r.result == "done" for r in self.runs)
+        )
+
+    @property
+    def exit_code(self) -> int:
+        """0 with no violation and both directions done; 1 otherwise."""
+        return 0 if self.ok else 1
+
+
+def verdict(gpushift: list[str], kubeconfig: Path, *, fallback: RunRecord) -> Obj:
+    """``gpushift verdict live -o json`` when this gpushift has it; else the cutover's own
+    result, marked as such."""
+    if command_available([*gpushift, "verdict"]):
+        try:
+            done = subprocess.run(
+                [*gpushift, "verdict", "live", "--kubeconfig", str(kubeconfig), "-o", "json"],
+                capture_output=True,
+                check=False,
+                timeout=300,
+                stdin=subprocess.DEVNULL,
+            )
+            out: Obj = json.loads(done.stdout)
+            if isinstance(out, dict):
+                return {"source": "gpushift verdict", **out}
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            pass
+    return {
+        "source": "cutover result",
+        "verdict": fallback.result,
+        "reasons": list(fallback.reasons),
+    }
+
+
+def rollback_target(kubeconfig: Path) -> str:
+    """What the GitRepository points at before the move, as a ``git-set`` argument: its ref
+    (commit, else branch) or, with no ref, its directory."""
+    with kube.connect(kubeconfig=kubeconfig) as client:
+        repo = client.get(_GIT, name="flux-system", namespace="flux-system")
+    spec = repo.get("spec") or {}
+    ref = spec.get("ref") or {}
+    if ref.get("commit"):
+        return str(ref["commit"])
+    if ref.get("branch"):
+        return str(ref["branch"])
+    return str(spec.get("url", "")).removeprefix("file://")
+
+
+def rehearse(
+    options: RehearseOptions,
+    *,
+    progress: Progress | None = None,
+    workdir: Path | None = None,
+) -> Rehearsal:
+    """Run the rehearsal.
+
+    Raises:
+        UsageError/InputError: bad options (before anything starts).
+        RehearseUnavailableError: this gpushift has no ``cutover`` command.
+        TwinStartError: the twin did not start or settle.
+    """
+    options.validate()
+    gpushift = gpushift_argv()
+    progress = progress or Progress(enabled=False)
+    if not command_available([*gpushift, "cutover"]):
+        raise RehearseUnavailableError("this gpushift has no `cutover` command to rehearse")
+    with tempfile.TemporaryDirectory(prefix="gpushift-rehearse-") as tmp:
+        work = workdir or Path(tmp)
+        try:
+            return _rehearse(options, gpushift=gpushift, work=work, progress=progress)
+        finally:
+            progress.close()
+
+
+def _twin_options(options: RehearseOptions, work: Path) -> TwinOptions:
+    nodes = options.nodes
+    if options.repo is not None and nodes is None:
+        nodes = work / "nodes.yaml"
+        nodes.write_text(DEFAULT_NODES, encoding="utf-8")
+    return TwinOptions(
+        example=options.example,
+        repo=options.repo,
+        root=options.root,
+        nodes=nodes,
+        time_scale=options.time_scale,
+        error_rate=options.error_rate,
+        drop_watch_every=options.drop_watch_every,
+        seed=options.seed,
+    )
+
+
+def _target(options: RehearseOptions, work: Path) -> str:
+    if options.target is not None:
+        path = Path(options.target)
+        return str(path.resolve()) if path.is_dir() else options.target
+    from gpushift.render import write_example
+
+    # The homelab's move: the same repository rendered for DRA with 5 shares per card.
+    return str(write_example(work / "target", allocator="dra", sharing=5))
+
+
+def _rehearse(
+    options: RehearseOptions, *, gpushift: list[str], work: Path, progress: Progress
+) -> Rehearsal:
+    target = _target(options, work)
+    progress.phase(f"starting the twin ({options.subject}, time-scale {options.time_scale:g})")
+    with running_twin(
+        _twin_options(options, work), workdir=work, settle=options.settle_timeout
+    ) as twin:
+        return _on_twin(
+            options, twin=twin, target=target, gpushift=gpushift, work=work, progress=progress
+        )
+
+
+def _on_twin(
+    options: RehearseOptions,
+    *,
+    twin: TwinProcess,
+    target: str,
+    gpushift: list[str],
+    work: Path,
+    progress: Progress,
+) -> Rehearsal:
+    back = rollback_target(twin.kubeconfig)
+    origin = time.monotonic()
+    wall_origin = datetime.now(UTC)
+    runs: list[RunRecord] = []
+    verdicts: list[Obj] = []
+    cards: list[tuple[str, tuple[Card, ...]]] = []
+    notes: list[str] = []
+    with Sampler(twin.kubeconfig, origin=origin) as sampler:
+        cards.append(("before", read_map(twin.kubeconfig)))
+        for to, merge_to, kill in (
+            ("dra", target, options.kill_at),
+            ("device-plugin", back, None),
+        ):
+            progress.phase(f"cutover to {to}")
+            command = CutoverCommand(
+                gpushift=tuple(gpushift),
+                kubeconfig=twin.kubeconfig,
+                merge=merge_command(gpushift, merge_to, kubeconfig=twin.kubeconfig),
+                journal=work / "cutover-journal.json",
+                step_timeout=options.step_timeout,
+            )
+            attempts = run_direction(
+                command,
+                to,
+                kill=kill,
+                timeout=options.attempt_timeout,
+                stderr=work / f"cutover-{to}.stderr",
+                on_event=progress.event,
+            )
+            record = fold_run(to, attempts, origin=wall_origin, kill=kill)
+            runs.append(record)
+            if kill is not None and record.killed_at is None:
+                notes.append(f"--kill-at {kill}: that moment never showed in the event stream")
+            progress.phase(f"verdict after the move to {to}")
+            verdicts.append(verdict(gpushift, twin.kubeconfig, fallback=record))
+            cards.append((f"after {to}", read_map(twin.kubeconfig)))
+            if record.result != "done":
+                notes.append(f"the move to {to} ended {record.result}; the rollback was not run")
+                break
+        sampler.now()
+    if sampler.errors:
+        notes.append(f"{len(sampler.errors)} watch interruptions, each resumed")
+    return Rehearsal(
+        subject=options.subject,
+        time_scale=options.time_scale,
+        faults={"errorRate": options.error_rate, "dropWatchEvery": options.drop_watch_every},
+        runs=tuple(runs),
+        verdicts=tuple(verdicts),
+        violations=tuple(sampler.violations),
+        samples=tuple(sampler.samples),
+        cards=tuple(cards),
+        wall_seconds=time.monotonic() - origin,
+        wall_origin=wall_origin,
+        notes=tuple(notes),
+    )

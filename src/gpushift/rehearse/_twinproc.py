@@ -1,0 +1,241 @@
+"""A ``gpushift twin serve`` subprocess on 127.0.0.1 for one rehearsal.
+
+The twin runs in its own process (its agents and Flux then do not share this process's
+interpreter lock with the sampler), with a kubeconfig in the rehearsal's temporary
+directory, and is stopped with SIGTERM (SIGKILL after a grace) when the rehearsal ends.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import signal
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpushift import kube
+
+_SERVING = "gpushift twin serving "
+_SOURCE = "flux source: "
+
+
+class TwinStartError(Exception):
+    """The twin did not start or did not settle; the message says what it printed."""
+
+
+def gpushift_argv() -> list[str]:
+    """How to run this gpushift as a subprocess, whatever ``PATH`` holds."""
+    return [sys.executable, "-m", "gpushift"]
+
+
+@dataclass(frozen=True, slots=True)
+class TwinOptions:
+    """What the twin runs and the faults it injects (they pass through to ``twin serve``)."""
+
+    example: str | None = "homelab"
+    repo: Path | None = None
+    root: str | None = None
+    nodes: Path | None = None
+    time_scale: float = 100.0
+    error_rate: float = 0.0
+    drop_watch_every: float = 0.0
+    seed: int = 0
+    access_log: bool = False
+    extra: tuple[str, ...] = ()
+
+    def argv(self, kubeconfig: Path) -> list[str]:
+        """The ``gpushift twin serve`` command line."""
+        out = [
+            *gpushift_argv(),
+            "twin",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--kubeconfig-out",
+            str(kubeconfig),
+            "--time-scale",
+            f"{self.time_scale:g}",
+            "--seed",
+            str(self.seed),
+        ]
+        if self.example is not None:
+            out += ["--example", self.example]
+        if self.repo is not None:
+            out += ["--repo", str(self.repo)]
+        if self.root is not None:
+            out += ["--root", self.root]
+        if self.nodes is not None:
+            out += ["--nodes", str(self.nodes)]
+        if self.error_rate > 0:
+            out += ["--error-rate", f"{self.error_rate:g}"]
+        if self.drop_watch_every > 0:
+            out += ["--drop-watch-every", f"{self.drop_watch_every:g}"]
+        if self.access_log:
+            out.append("--access-log")
+        return out + list(self.extra)
+
+
+@dataclass(slots=True)
+class TwinProcess:
+    """A running twin: its kubeconfig, URL, the Flux source directory it started from, and
+    where its output goes (``stdout``/``stderr`` files in the work directory)."""
+
+    process: subprocess.Popen[bytes]
+    kubeconfig: Path
+    url: str
+    source: Path | None
+    stdout: Path
+    stderr: Path
+    started: float = field(default_factory=time.monotonic)
+
+    def stop(self, *, grace: float = 10.0) -> int | None:
+        """SIGTERM, then SIGKILL after ``grace`` seconds; returns the exit code."""
+        proc = self.process
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+        return proc.returncode
+
+
+def get_json(kubeconfig: Path, path: str, *, timeout: float = 10.0) -> Any:
+    """GET one of the twin's own endpoints (``/api/v1/query?…``) with the kubeconfig's
+    server, bearer token and CA, as ``twin check-invariants`` reads ``/twin/v1/violations``.
+
+    Raises:
+        OSError: the twin cannot be reached or answered an error.
+    """
+    doc = yaml.safe_load(kubeconfig.read_text(encoding="utf-8")) or {}
+    cluster = ((doc.get("clusters") or [{}])[0]).get("cluster") or {}
+    user = ((doc.get("users") or [{}])[0]).get("user") or {}
+    ca = cluster.get("certificate-authority-data")
+    context = ssl.create_default_context(cadata=base64.b64decode(ca).decode()) if ca else None
+    token = user.get("token")
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    req = urllib.request.Request(str(cluster.get("server", "")).rstrip("/") + path, headers=headers)
+    with urllib.request.urlopen(req, context=context, timeout=timeout) as resp:
+        return json.loads(resp.read())
+
+
+def _tail(path: Path, lines: int = 5) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return " | ".join(text.strip().splitlines()[-lines:])
+
+
+def start_twin(
+    options: TwinOptions,
+    *,
+    workdir: Path,
+    timeout: float = 60.0,
+    env: dict[str, str] | None = None,
+) -> TwinProcess:
+    """Start ``gpushift twin serve`` and return once it listens (not yet settled).
+
+    Raises:
+        TwinStartError: it exited, or did not listen within ``timeout`` wall seconds.
+    """
+    kubeconfig = workdir / "twin.kubeconfig"
+    out, err = workdir / "twin.stdout", workdir / "twin.stderr"
+    argv = options.argv(kubeconfig)
+    with out.open("wb") as fo, err.open("wb") as fe:
+        proc = subprocess.Popen(
+            argv,
+            stdout=fo,
+            stderr=fe,
+            stdin=subprocess.DEVNULL,
+            env=env if env is not None else os.environ.copy(),
+            start_new_session=True,  # a Ctrl-C to the rehearsal is ours to relay
+        )
+    deadline = time.monotonic() + timeout
+    url = None
+    while time.monotonic() < deadline:
+        text = out.read_text(encoding="utf-8", errors="replace") if out.exists() else ""
+        for line in text.splitlines():
+            if line.startswith(_SERVING):
+                url = line[len(_SERVING) :].strip()
+        if url is not None and kubeconfig.exists():
+            break
+        if proc.poll() is not None:
+            raise TwinStartError(f"gpushift twin serve exited with {proc.returncode}: {_tail(err)}")
+        time.sleep(0.1)  # the twin announces itself only on stdout; nothing to watch yet
+    else:
+        proc.kill()
+        proc.wait(5)
+        raise TwinStartError(f"gpushift twin serve did not listen within {timeout:g}s")
+    source = options.repo
+    for line in err.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith(_SOURCE):
+            source = Path(line[len(_SOURCE) :].strip())
+    return TwinProcess(proc, kubeconfig, url, source, out, err)
+
+
+def wait_settled(twin: TwinProcess, *, timeout: float) -> list[str]:
+    """Wait until the twin's Flux has settled (``gpushift twin wait-ready``'s test); returns
+    what is still not Ready when ``timeout`` wall seconds pass (empty when settled)."""
+    from gpushift.twin.flux import wait_ready
+
+    with kube.connect(kubeconfig=twin.kubeconfig) as client:
+        return wait_ready(client, timeout=timeout, poll=0.5)
+
+
+@contextlib.contextmanager
+def running_twin(
+    options: TwinOptions,
+    *,
+    workdir: Path,
+    settle: float | None = 300.0,
+    env: dict[str, str] | None = None,
+) -> Iterator[TwinProcess]:
+    """Start a twin, wait for it to settle (unless ``settle`` is None), stop it on exit;
+    ``env`` is the twin process's environment (default: this one's).
+
+    Raises:
+        TwinStartError: it did not start, or did not settle within ``settle`` seconds.
+    """
+    twin = start_twin(options, workdir=workdir, env=env)
+    try:
+        if settle is not None:
+            pending = wait_settled(twin, timeout=settle)
+            if pending:
+                raise TwinStartError(
+                    f"the twin did not settle within {settle:g}s: {'; '.join(pending[:3])}"
+                )
+        yield twin
+    finally:
+        twin.stop()
+
+
+def command_available(argv: Sequence[str]) -> bool:
+    """Whether ``argv + ["--help"]`` exits 0 (a gpushift subcommand exists)."""
+    try:
+        done = subprocess.run(
+            [*argv, "--help"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
