@@ -57,8 +57,8 @@ def test_a_configmap_name_with_a_colon_is_refused_with_the_subdomain_message(
     )
     assert done.returncode != 0
     assert (
-        'ConfigMap "a:b" is invalid: metadata.name: Invalid value: "a:b": a lowercase RFC 1123 subdomain'
-        in done.stderr
+        'ConfigMap "a:b" is invalid: metadata.name: Invalid value: "a:b": '
+        "a lowercase RFC 1123 subdomain" in done.stderr
     )
 
 

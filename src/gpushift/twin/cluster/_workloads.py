@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from gpushift.twin import ApiError
+from gpushift.twin.cluster import _volumes
 from gpushift.twin.cluster._context import Context, Obj
 from gpushift.twin.cluster._reuse import (
     DAEMONSET_TOLERATIONS,
@@ -476,6 +477,7 @@ def sync_statefulsets(ctx: Context, pods: list[Obj]) -> None:
             pod["spec"]["hostname"] = pod_name
             if spec.get("serviceName"):
                 pod["spec"]["subdomain"] = spec["serviceName"]
+            _volumes.mount_statefulset_claims(ctx, sts, pod, i)
             created = _create(ctx, pod)
             if created is not None:
                 # pkg/controller/statefulset stateful_pod_control.go recordPodEvent.
