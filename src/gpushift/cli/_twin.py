@@ -170,7 +170,8 @@ def register(app: typer.Typer) -> None:
         root: Annotated[
             str | None,
             typer.Option(
-                help="Path of the root Kustomization in --repo (default ./kubernetes/apps)."
+                help="Path for a root Kustomization the twin makes in --repo (default: the "
+                "repository's own roots, else ./kubernetes/apps)."
             ),
         ] = None,
         vars_file: Annotated[
@@ -183,6 +184,13 @@ def register(app: typer.Typer) -> None:
                 help="Cluster seconds from a ClusterPolicy change to the operator acting."
             ),
         ] = 10.0,
+        strict_health: Annotated[
+            bool,
+            typer.Option(
+                help="Fail health checks on what the twin does not model instead of assuming "
+                "them healthy."
+            ),
+        ] = False,
     ) -> None:
         from gpushift import twin as t
 
@@ -236,6 +244,7 @@ def register(app: typer.Typer) -> None:
                 root=root,
                 vars_file=vars_file,
                 operator_delay=operator_delay,
+                strict_health=strict_health,
             )
         if access_log:
             logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
