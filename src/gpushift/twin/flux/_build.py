@@ -28,7 +28,17 @@ from gpushift.gitops import (  # the GitOps model's kustomize subset, reused
 )
 
 Obj = dict[str, Any]
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """The C safe loader, reading a bare ``=`` as Go YAML does: a string (YAML 1.1's value
+    key tag has no constructor, and kustomize prints ``=`` unquoted)."""
+
+
+_Loader.add_constructor(
+    "tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node)
+)
+_LOADER = _Loader
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 #: fluxcd/kustomize-controller: per-object opt-out of substitution.
 SUBSTITUTE = "kustomize.toolkit.fluxcd.io/substitute"

@@ -25,6 +25,7 @@ from gpushift.twin.flux._apply import (
     object_id,
 )
 from gpushift.twin.flux._build import BuildError, build, kubectl, substitute_objects, transform
+from gpushift.twin.flux._placeholders import with_placeholders
 from gpushift.twin.flux._reconciler import Reconciler
 from gpushift.twin.flux._status import (
     REQUESTED_AT,
@@ -138,7 +139,7 @@ class Kustomizations(Reconciler):
             return
         with ThreadPoolExecutor(max_workers=_BUILD_WORKERS) as pool:
             for future in [pool.submit(self._build, a) for a in todo]:
-                with contextlib.suppress(BuildError):  # reported by the reconcile itself
+                with contextlib.suppress(Exception):  # the reconcile builds again and reports
                     future.result()
 
     # -- helpers --
@@ -270,6 +271,7 @@ class Kustomizations(Reconciler):
             objects = self._build(self._build_args(ks, root, str(revision)))
             objects = transform(objects, spec)
             objects = substitute_objects(objects, self._variables(ks))
+            objects = with_placeholders(objects)
         except BuildError as err:
             return self._fail(
                 ks, reason="BuildFailed", message=str(err), revision=str(revision), retry=retry
