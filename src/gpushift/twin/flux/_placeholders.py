@@ -78,10 +78,8 @@ def decrypted(secret: Obj) -> Obj:
         **(meta.get("annotations") or {}),
         PLACEHOLDER_ANNOTATION: "sops",
     }
-    if isinstance(out.get("data"), dict):
-        out["data"] = {k: _VALUE for k in out["data"]}
-    if isinstance(out.get("stringData"), dict):
-        out["stringData"] = {k: PLACEHOLDER for k in out["stringData"]}
+    keys = [*(out.get("data") or {}), *(out.pop("stringData", None) or {})]
+    out["data"] = {str(k): _VALUE for k in dict.fromkeys(keys)}
     return out
 
 
