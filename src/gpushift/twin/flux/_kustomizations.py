@@ -6,7 +6,7 @@ import base64
 import contextlib
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from gpushift.twin.flux._apply import (
 from gpushift.twin.flux._build import BuildError, build, kubectl, substitute_objects, transform
 from gpushift.twin.flux._placeholders import with_placeholders
 from gpushift.twin.flux._reconciler import Reconciler
+from gpushift.twin.flux._sources import is_remote
 from gpushift.twin.flux._status import (
     REQUESTED_AT,
     InventoryEntry,
@@ -43,7 +44,7 @@ Obj = dict[str, Any]
 #: kustomize-controller --requeue-dependency default.
 REQUEUE_DEPENDENCY = 30.0
 #: Builds run side by side (each a ``kubectl kustomize`` process).
-_BUILD_WORKERS = max(2, min(4, (os.cpu_count() or 2) * 2))
+_BUILD_WORKERS = max(2, min(4, (os.cpu_count() or 2) + 1))
 _NAME_LABEL = "kustomize.toolkit.fluxcd.io/name"
 _NS_LABEL = "kustomize.toolkit.fluxcd.io/namespace"
 
@@ -81,12 +82,19 @@ class Kustomizations(Reconciler):
     _due: dict[str, float] = field(default_factory=dict)
     _waiting: dict[str, _Waiting] = field(default_factory=dict)
     _seen: dict[str, tuple[int, str | None, str | None]] = field(default_factory=dict)
-    _prebuilt: set[tuple[Any, ...]] = field(default_factory=set)
+    _prebuilt: dict[tuple[Any, ...], Future[Any]] = field(default_factory=dict)
+    _pool: ThreadPoolExecutor | None = None
 
     def sync(self) -> float | None:
-        """One pass over every Kustomization; the builds it will need run in parallel first."""
+        """One pass over every Kustomization; builds not yet done start in the background."""
         self._prebuild()
         return Reconciler.sync(self)
+
+    def close(self) -> None:
+        """Stop the background builds (those running finish; queued ones are dropped)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
 
     def _build_args(self, ks: Obj, root: Path, revision: str) -> tuple[Any, ...]:
         spec = d(ks.get("spec"))
@@ -100,6 +108,13 @@ class Kustomizations(Reconciler):
         )
 
     def _build(self, args: tuple[Any, ...]) -> list[Obj]:
+        ahead = self._prebuilt.get(args)
+        if ahead is not None and not ahead.cancelled():
+            with contextlib.suppress(Exception):  # reported by this build, from the cache
+                ahead.result()
+        return self._run_build(args)
+
+    def _run_build(self, args: tuple[Any, ...]) -> list[Obj]:
         root, path, revision, components, ignore = args
         return build(
             root,
@@ -111,12 +126,14 @@ class Kustomizations(Reconciler):
         )
 
     def _prebuild(self) -> None:
-        # `kubectl kustomize` is a process per build: a whole repository's first builds, one
-        # after the other, take minutes; side by side they keep every core busy. The
-        # results land in the build caches the reconcile reads.
+        # `kubectl kustomize` is a process per build: a whole repository's builds, one after
+        # the other, take minutes. A build depends only on the source revision, path and
+        # components, so every Kustomization's starts as soon as it is known, dependencies
+        # or not, those ready to apply first; the reconcile then reads the build caches.
         if kubectl() is None:
             return
-        todo: list[tuple[Any, ...]] = []
+        ready: list[tuple[Any, ...]] = []
+        later: list[tuple[Any, ...]] = []
         for ks in self.store.list(self.kind).objects:
             spec = d(ks.get("spec"))
             if ks["metadata"].get("deletionTimestamp") or spec.get("suspend") is True:
@@ -131,16 +148,18 @@ class Kustomizations(Reconciler):
             if not revision or root is None:
                 continue
             args = self._build_args(ks, root, str(revision))
-            if args in self._prebuilt or self._dependencies(ks, revision=str(revision)):
+            if args in self._prebuilt:
                 continue
-            self._prebuilt.add(args)
-            todo.append(args)
-        if len(todo) < 2:
+            blocked = self._dependencies(ks, revision=str(revision)) is not None
+            (later if blocked else ready).append(args)
+        if not ready and not later:
             return
-        with ThreadPoolExecutor(max_workers=_BUILD_WORKERS) as pool:
-            for future in [pool.submit(self._build, a) for a in todo]:
-                with contextlib.suppress(Exception):  # the reconcile builds again and reports
-                    future.result()
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(
+                max_workers=_BUILD_WORKERS, thread_name_prefix="gpushift-flux-build"
+            )
+        for args in ready + later:
+            self._prebuilt[args] = self._pool.submit(self._run_build, args)
 
     # -- helpers --
 
@@ -249,6 +268,17 @@ class Kustomizations(Reconciler):
             )
         src_ns = str(source["metadata"].get("namespace"))
         root = self.artifacts.get((src_ns, source["metadata"]["name"]))
+        if (
+            not revision
+            and self.lenient
+            and not self.strict_health
+            and source.get("kind") == "GitRepository"
+            and is_remote(d(source.get("spec")))
+        ):
+            # Nothing to apply from a repository the twin cannot fetch: assumed healthy.
+            waiting = _Waiting("", now, [], [])
+            waiting.notes.append(f"assumed healthy: {label} is not modelled (a remote repository)")
+            return self._succeed(ks, waiting)
         if not revision or root is None:
             return self._fail(
                 ks,
@@ -370,7 +400,7 @@ class Kustomizations(Reconciler):
     def _succeed(self, ks: Obj, waiting: _Waiting) -> float:
         gen = int(ks["metadata"].get("generation") or 1)
         stamp = self.stamp()
-        message = f"Applied revision: {waiting.revision}"
+        message = f"Applied revision: {waiting.revision}" if waiting.revision else "Applied nothing"
         if waiting.unserved:
             message += (
                 f"; skipped {len(waiting.unserved)} objects of kinds the twin does not serve: "

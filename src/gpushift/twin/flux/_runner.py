@@ -54,7 +54,9 @@ class Flux(AgentThread):
         self.clock = clock
         _crds.install(store)
         stamp = lambda: rfc3339(clock.now())  # noqa: E731
-        self.sources = Sources(store, clock.seconds, stamp)
+        self.sources = Sources(
+            store, clock.seconds, stamp, assume_remote=lenient and not strict_health
+        )
         self.helmreleases = HelmReleases(store, clock.seconds, stamp, lenient=lenient)
         self.kustomizations = Kustomizations(
             store,
@@ -109,6 +111,7 @@ class Flux(AgentThread):
     def stop(self) -> None:
         """Stop the controllers (objects stay)."""
         super().stop()
+        self.kustomizations.close()
         self.sources.close()
         while self._on_stop:
             self._on_stop.pop()()
