@@ -343,3 +343,43 @@ def test_external_and_sops_secrets_become_placeholder_secrets(
         assert sealed["metadata"]["annotations"]["twin.gpushift.io/placeholder"] == "sops"
     finally:
         flux.stop()
+
+
+def test_a_kustomization_of_a_remote_repository_is_assumed_healthy(
+    env: tuple[Store, VirtualClock], tmp_path: Path
+) -> None:
+    store, clock = env
+    remote = (
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\n"
+        "metadata: {name: fleet, namespace: flux-system}\n"
+        "spec: {interval: 1h, url: 'ssh://git@github.com/example/fleet.git'}\n"
+    )
+    repo = _write(
+        tmp_path,
+        {
+            "clusters/git.yaml": remote,
+            "clusters/ks.yaml": CHILD.format(
+                name="fleet-sync",
+                path="./",
+                extra="  sourceRef: {kind: GitRepository, name: fleet}\n",
+            ),
+        },
+    )
+    flux = _run(store, clock)
+    try:
+        bootstrap(store, directory=repo, path="./clusters")
+        cond = wait_for(
+            lambda: (
+                _ready(store, "fleet-sync").get("status") == "True" and _ready(store, "fleet-sync")
+            ),
+            what="the Kustomization",
+        )
+        assert cond["message"] == (
+            "Applied nothing; assumed healthy: GitRepository/flux-system/fleet is not modelled "
+            "(a remote repository)"
+        )
+        git = ready_condition(_get(store, "GitRepository", "fleet", "flux-system"))
+        assert git["status"] == "True"
+        assert git["message"].startswith("assumed healthy: GitRepository ssh://git@github.com/")
+    finally:
+        flux.stop()
