@@ -62,6 +62,12 @@ def test_a_cronjob_runs_jobs_on_the_virtual_clock_and_keeps_its_history(d: Drive
     assert [p["status"]["phase"] for p in pods] == ["Succeeded"]
     terminated = pods[0]["status"]["containerStatuses"][0]["state"]["terminated"]
     assert (terminated["exitCode"], terminated["reason"]) == (0, "Completed")
+    row = d.kubectl("get", "cronjob", "tick", "-n", "default").splitlines()[1].split()
+    assert row[:4] == ["tick", "*", "*", "*"] and row[6:8] == ["<none>", "False"]
+    jobs = d.kubectl("get", "jobs", "-n", "default", "-l", "app=tick").splitlines()
+    assert jobs[0].split()[:4] == ["NAME", "STATUS", "COMPLETIONS", "DURATION"]
+    rows = [line.split() for line in jobs[1:]]
+    assert rows and all(r[2] == ("1/1" if r[1] == "Complete" else "0/1") for r in rows)
     cj = d.get("cronjob", "tick", "-n", "default")
     assert cj["status"]["lastScheduleTime"]
     # successfulJobsHistoryLimit 1: once a later run completes, only one finished Job is left.

@@ -63,6 +63,14 @@ def test_a_claim_is_bound_at_once_to_a_volume_of_its_size_and_class(d: Driver) -
         volume["metadata"]["annotations"]["pv.kubernetes.io/provisioned-by"]
         == "rook-ceph.rbd.csi.ceph.com"
     )
+    table = d.kubectl("get", "pvc", "data", "-n", "default").splitlines()
+    assert table[0].split() == [
+        "NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS", "MODES", "STORAGECLASS",
+        "VOLUMEATTRIBUTESCLASS", "AGE",
+    ]  # fmt: skip
+    assert table[1].split()[:7] == [
+        "data", "Bound", volume["metadata"]["name"], "5Gi", "RWO", "ceph-block", "<unset>",
+    ]  # fmt: skip
     d.kubectl("delete", "pvc", "data", "-n", "default")
     released = d.wait_for(
         "the retained volume to be Released",
