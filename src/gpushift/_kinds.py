@@ -73,6 +73,15 @@ KINDS: tuple[Kind, ...] = (
     _k("v1", "ServiceAccount", "serviceaccounts", True, short=("sa",)),
     _k("v1", "Event", "events", True, short=("ev",)),
     _k("v1", "Endpoints", "endpoints", True, short=("ep",)),
+    _k(
+        "v1",
+        "PersistentVolumeClaim",
+        "persistentvolumeclaims",
+        True,
+        short=("pvc",),
+        sub=("status",),
+    ),
+    _k("v1", "PersistentVolume", "persistentvolumes", False, short=("pv",), sub=("status",)),
     # apps/v1
     _k(
         "apps/v1",
@@ -102,7 +111,11 @@ KINDS: tuple[Kind, ...] = (
         sub=("status", "scale"),
     ),
     _k("apps/v1", "DaemonSet", "daemonsets", True, short=("ds",), cat=_ALL, sub=("status",)),
+    # batch/v1
+    _k("batch/v1", "Job", "jobs", True, cat=_ALL, sub=("status",)),
+    _k("batch/v1", "CronJob", "cronjobs", True, short=("cj",), cat=_ALL, sub=("status",)),
     # other built-in groups
+    _k("storage.k8s.io/v1", "StorageClass", "storageclasses", False, short=("sc",)),
     _k("node.k8s.io/v1", "RuntimeClass", "runtimeclasses", False),
     _k("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", False, short=("pc",)),
     _k("coordination.k8s.io/v1", "Lease", "leases", True),

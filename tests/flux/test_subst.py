@@ -90,3 +90,16 @@ def test_tree_retypes_like_flux_and_does_not_copy_untouched_parts() -> None:
 def test_tree_substitutes_keys_and_list_items() -> None:
     out = substitute_tree({"${K}": ["${V}", "plain"]}, {"K": "key", "V": "value"})
     assert out == {"key": ["value", "plain"]}
+
+
+def test_string_functions_as_drone_envsubst_defines_them() -> None:
+    env = {"SECRET_DOMAIN": "example.org", "APP": "plex"}
+    # The home-ops idiom for a certificate name: dots to dashes.
+    assert substitute("${SECRET_DOMAIN/./-}-production-tls", env) == "example-org-production-tls"
+    assert substitute("${SECRET_DOMAIN//e/E}", env) == "ExamplE.org"
+    assert substitute("${SECRET_DOMAIN/#example/my}", env) == "my.org"
+    assert substitute("${SECRET_DOMAIN/%org/net}", env) == "example.net"
+    assert substitute("${SECRET_DOMAIN#example.}|${SECRET_DOMAIN%.org}", env) == "org|example"
+    assert substitute("${APP^}|${APP^^}|${#APP}", env) == "Plex|PLEX|4"
+    assert substitute("${MISSING/./-}", env) == ""
+    assert substitute("$${SECRET_DOMAIN/./-}", env) == "${SECRET_DOMAIN/./-}"

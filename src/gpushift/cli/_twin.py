@@ -48,6 +48,17 @@ Reads a running twin through --kubeconfig, or a saved --state file.
 _EXPORT_EPILOG = "Exit codes: 0 written, 1 the twin could not be reached, 2 bad input."
 
 
+_INVENTORY_HELP = """Turn a real cluster's Nodes into an inventory file for --nodes.
+
+Names, the labels and taints an operator set, capacity (with other device plugins'
+extended resources) and GPUs from GPU feature discovery's labels (product, count, memory)."""
+_INVENTORY_EPILOG = """Example:
+
+  kubectl get nodes -o yaml > nodes.k8s.yaml
+
+  gpushift twin inventory --from nodes.k8s.yaml -o nodes.yaml
+
+Exit codes: 0 written; 2 the file is not a list of Nodes."""
 _CHECK_HELP = """Report the invariant violations a running cluster twin has recorded.
 
 DualAdvertiser: a node advertised nvidia.com/gpu through the device plugin while the DRA
@@ -170,7 +181,8 @@ def register(app: typer.Typer) -> None:
         root: Annotated[
             str | None,
             typer.Option(
-                help="Path of the root Kustomization in --repo (default ./kubernetes/apps)."
+                help="Path for a root Kustomization the twin makes in --repo (default: the "
+                "repository's own roots, else ./kubernetes/apps)."
             ),
         ] = None,
         vars_file: Annotated[
@@ -192,6 +204,13 @@ def register(app: typer.Typer) -> None:
                 "driver-root-missing, dcgm-rbac-missing or plugin-crashloop.",
             ),
         ] = None,
+        strict_health: Annotated[
+            bool,
+            typer.Option(
+                help="Fail health checks on what the twin does not model instead of assuming "
+                "them healthy."
+            ),
+        ] = False,
     ) -> None:
         from gpushift import twin as t
         from gpushift.render import write_example
@@ -234,8 +253,24 @@ def register(app: typer.Typer) -> None:
                 write_example=write_example,
                 node_faults=tuple(node_fault or ()),
                 operator_delay=operator_delay,
+                strict_health=strict_health,
             )
         )
+
+    @twin.command("inventory", help=_INVENTORY_HELP, epilog=_INVENTORY_EPILOG)
+    def inventory(
+        source: Annotated[
+            Path, typer.Option("--from", help="`kubectl get nodes -o yaml` (or -o json) output.")
+        ],
+        out: Annotated[
+            Path | None, typer.Option("--out", "-o", help="File to write (default: stdout).")
+        ] = None,
+    ) -> None:
+        from gpushift.twin.cluster import inventory_from_nodes
+
+        text = inventory_from_nodes(source, out=out)
+        if out is None:
+            sys.stdout.write(text)
 
     @twin.command("check-invariants", help=_CHECK_HELP, epilog=_CHECK_EPILOG)
     def check_invariants(

@@ -13,7 +13,11 @@ from typing import Any
 
 # ${NAME}, ${NAME:-default}, ${NAME-default}, ${NAME:=default}, ${NAME=default}; defaults stop at
 # the first "}" as in the Go implementation (no nesting).
-_VAR = re.compile(r"\$(\$)?\{([_A-Za-z][_A-Za-z0-9]*)(?:(:?[-=])([^}]*))?\}")
+# Also drone/envsubst's string functions, which fluxcd/pkg/envsubst keeps: ${#NAME},
+# ${NAME/a/b} (and //, /#, /%), ${NAME#a} (##), ${NAME%a} (%%), ${NAME^} (^^), ${NAME,} (,,).
+_VAR = re.compile(
+    r"\$(\$)?\{(#)?([_A-Za-z][_A-Za-z0-9]*)(?:(:?[-=]|//?[#%]?|##?|%%?|\^\^?|,,?)([^}]*))?\}"
+)
 
 #: Variable names Flux accepts in postBuild.substitute (kustomize-controller's check).
 VAR_NAME = re.compile(r"^[_A-Za-z][_A-Za-z0-9]*$")
@@ -32,18 +36,41 @@ def substitute(text: str, variables: Mapping[str, str]) -> str:
         return text
 
     def repl(m: re.Match[str]) -> str:
-        escaped, name, op, default = m.group(1), m.group(2), m.group(3), m.group(4)
+        escaped, length, name, op, default = m.groups()
         if escaped:
             return m.group(0)[1:]
         value = variables.get(name)
+        if length:
+            return str(len(value or "")) if op is None else m.group(0)
         if op is None:
             return value if value is not None else ""
+        if op[0] not in ":-=":
+            return _function(value or "", op, default)
         if op.startswith(":"):
             # ":-" and ":=" use the default when the variable is unset or empty.
             return value if value else default
         return value if value is not None else default
 
     return _VAR.sub(repl, text)
+
+
+def _function(value: str, op: str, arg: str) -> str:
+    # drone/envsubst funcs.go, with literal (not glob) patterns.
+    if op in ("^", "^^", ",", ",,"):
+        change = str.upper if op[0] == "^" else str.lower
+        return change(value) if len(op) == 2 else change(value[:1]) + value[1:]
+    if op.startswith("/"):
+        old, _, new = arg.partition("/")
+        if op == "//":
+            return value.replace(old, new) if old else value
+        if op == "/#":
+            return new + value[len(old) :] if value.startswith(old) else value
+        if op == "/%":
+            return value[: len(value) - len(old)] + new if old and value.endswith(old) else value
+        return value.replace(old, new, 1) if old else value
+    if op in ("#", "##"):
+        return value[len(arg) :] if value.startswith(arg) else value
+    return value[: len(value) - len(arg)] if arg and value.endswith(arg) else value
 
 
 def _retype(text: str) -> Any:

@@ -71,6 +71,8 @@ class ServeOptions:
     write_example: Callable[[Path], Path] | None = None
     # NODE=FAULT scenario faults (twin.cluster.NODE_FAULTS), checked against the inventory.
     node_faults: tuple[str, ...] = ()
+    # Fail health checks on what the twin does not model instead of assuming them healthy.
+    strict_health: bool = False
     operator_delay: float = 10.0
 
 
@@ -194,6 +196,7 @@ def _flux(store: Store, cluster: Cluster | None, options: ServeOptions) -> Flux 
         vars_file=options.vars_file,
         write_example=options.write_example,
         operator_delay=options.operator_delay,
+        strict_health=options.strict_health,
     )
 
 

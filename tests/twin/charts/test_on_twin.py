@@ -228,3 +228,73 @@ def test_chart_from_a_helm_repository_with_values_from(twin: tuple[Store, Cluste
     assert dep["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:2"
     repo = store.get(by_kind("HelmRepository"), name="bjw-s", namespace="apps")
     assert ready_condition(repo)["status"] == "True"
+
+
+TIME_SLICING = """\
+version: v1
+sharing:
+  timeSlicing:
+    resources:
+    - name: nvidia.com/gpu
+      replicas: 4
+"""
+
+
+def test_gpu_operator_creates_the_device_plugin_config_map_from_its_values(
+    twin: tuple[Store, Cluster],
+) -> None:
+    store, _ = twin
+    values = {
+        "devicePlugin": {
+            "config": {
+                "create": True,
+                "name": "time-slicing-config",
+                "default": "any",
+                "data": {"any": TIME_SLICING},
+            }
+        },
+        "migManager": {
+            "config": {
+                "create": True,
+                "name": "custom-mig-parted-config",
+                "data": "all-disabled:\n  - devices: all\n    mig-enabled: false\n",
+            }
+        },
+    }
+    _release(store, "gpu-operator", "oci://ghcr.io/nvidia/gpu-operator", values)
+    cm = wait_for(
+        lambda: next(
+            (
+                c
+                for c in store.list(by_kind("ConfigMap"), namespace="apps").objects
+                if c["metadata"]["name"] == "time-slicing-config"
+            ),
+            None,
+        ),
+        what="the device-plugin ConfigMap",
+    )
+    assert cm["data"] == {"any": TIME_SLICING}
+    mig = store.get(by_kind("ConfigMap"), name="custom-mig-parted-config", namespace="apps")
+    assert mig["data"]["config.yaml"] == (
+        "version: v1\nmig-configs:\n  all-disabled:\n    - devices: all\n      mig-enabled: false\n"
+    )
+    # The device plugin mounts it and advertises each L4 four times.
+    wait_for(
+        lambda: all(
+            n["status"]["allocatable"].get("nvidia.com/gpu") == "4"
+            for n in store.list(by_kind("Node")).objects
+        ),
+        timeout=60,
+        what="four replicas per card",
+    )
+
+
+def test_gpu_operator_config_map_without_data_is_not_created(twin: tuple[Store, Cluster]) -> None:
+    store, _ = twin
+    values = {"devicePlugin": {"config": {"create": True, "name": "empty-config", "data": {}}}}
+    _release(store, "gpu-operator", "oci://ghcr.io/nvidia/gpu-operator", values)
+    wait_for(lambda: _ready(store, "gpu-operator").get("status") == "True", what="the install")
+    names = {
+        c["metadata"]["name"] for c in store.list(by_kind("ConfigMap"), namespace="apps").objects
+    }
+    assert "empty-config" not in names

@@ -154,3 +154,17 @@ def test_counts_expand_into_distinct_padded_names_and_minors(
     for node, (_, _, gpus) in zip(inv.nodes, [g for g in groups for _ in range(g[1])], strict=True):
         assert [g.minor for g in node.gpus] == list(range(max(gpus, 1)))
         assert len({g.uuid for g in node.gpus}) == len(node.gpus)
+
+
+def test_extended_resources_of_other_device_plugins() -> None:
+    from gpushift.twin.cluster import from_text
+
+    inv = from_text("nodes:\n- name: n\n  resources: {kernel.org/tun: 1k, squat.ai/serial: 2}\n")
+    assert dict(inv.nodes[0].resources) == {"kernel.org/tun": "1000", "squat.ai/serial": "2"}
+    for bad, words in (
+        ("{nvidia.com/gpu: 5}", "advertised by the twin's device plugin"),
+        ("{cpu: 4}", "not an extended resource name"),
+        ("{kubernetes.io/x: 1}", "not an extended resource name"),
+    ):
+        with pytest.raises(InputError, match=words):
+            from_text(f"nodes:\n- name: n\n  resources: {bad}\n")

@@ -20,6 +20,7 @@ from gpushift.twin.apiserver._auth import (
     write_kubeconfig,
 )
 from gpushift.twin.apiserver._faults import FaultConfig, Faults
+from gpushift.twin.apiserver._names import name_errors
 from gpushift.twin.apiserver._ops import server_side_apply
 from gpushift.twin.apiserver._runner import Twin, new_store, run_twin, serve_forever, url_for
 from gpushift.twin.apiserver._selectors import (
@@ -56,6 +57,7 @@ __all__ = [
     "kubeconfig",
     "load",
     "match_labels",
+    "name_errors",
     "new_store",
     "new_token",
     "parse_fields",

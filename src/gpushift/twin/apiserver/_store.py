@@ -14,7 +14,6 @@ import base64
 import builtins
 import json
 import random
-import re
 import threading
 import uuid
 from collections import deque
@@ -26,6 +25,7 @@ from typing import Any, Literal
 from gpushift._kinds import Kind, builtin_kinds
 from gpushift._obj import Obj
 from gpushift.twin.apiserver import _apply, _gc, _validation
+from gpushift.twin.apiserver._names import name_errors
 from gpushift.twin.apiserver._selectors import LabelSelector, match_labels
 from gpushift.twin.apiserver._status import (
     MODIFIED,
@@ -42,14 +42,6 @@ from gpushift.twin.apiserver._watch import Event, Watcher
 Key = tuple[str, str]  # (group, plural)
 Propagation = Literal["Background", "Foreground", "Orphan"]
 
-_DNS1123_SUBDOMAIN = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-)
-_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
-    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-)
 # k8s.io/apiserver/pkg/storage/names: generateName suffix alphabet and length.
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _NO_GENERATION = {
@@ -496,10 +488,10 @@ class Store:
                     "",
                     [("metadata.name", "Required value", "name or generateName is required")],
                 )
-        if not isinstance(name, str) or not _DNS1123_SUBDOMAIN.match(name) or len(name) > 253:
-            raise invalid(
-                kind, str(name), [("metadata.name", f'Invalid value: "{name}"', _SUBDOMAIN_MSG)]
-            )
+        problems = name_errors(kind.group, kind.kind, str(name))
+        if problems:
+            value = f'Invalid value: "{name}"'
+            raise invalid(kind, str(name), [("metadata.name", value, p) for p in problems])
         key = ((meta.get("namespace") or ""), name)
         if key in self._data[(kind.group, kind.plural)]:
             raise already_exists(kind, name)

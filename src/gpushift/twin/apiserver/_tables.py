@@ -970,6 +970,163 @@ _BINDING = _Printer(
 _PRINTERS[("rbac.authorization.k8s.io", "RoleBinding")] = _BINDING
 _PRINTERS[("rbac.authorization.k8s.io", "ClusterRoleBinding")] = _BINDING
 
+# pkg/printers/internalversion/printers.go: storage and batch kinds.
+_MODES = {
+    "ReadWriteOnce": "RWO",
+    "ReadOnlyMany": "ROX",
+    "ReadWriteMany": "RWX",
+    "ReadWriteOncePod": "RWOP",
+}
+
+
+def _access_modes(modes: Any) -> str:
+    return ",".join(_MODES.get(str(m), str(m)) for m in modes or [])
+
+
+def _pvc_cells(obj: Obj, now: datetime) -> list[Any]:
+    st = _map(obj, "status")
+    bound = st.get("phase") == "Bound"
+    return [
+        _name(obj),
+        str(st.get("phase") or "Pending"),
+        str(_get(obj, "spec", "volumeName") or ""),
+        str(_map(st, "capacity").get("storage", "")) if bound else "",
+        _access_modes(st.get("accessModes")) if bound else "",
+        str(_get(obj, "spec", "storageClassName") or ""),
+        str(_get(obj, "spec", "volumeAttributesClassName") or "<unset>"),
+        _age(obj, now),
+        str(_get(obj, "spec", "volumeMode") or "Filesystem"),
+    ]
+
+
+def _pv_cells(obj: Obj, now: datetime) -> list[Any]:
+    ref = _map(obj, "spec", "claimRef")
+    claim = f"{ref.get('namespace')}/{ref.get('name')}" if ref.get("name") else ""
+    return [
+        _name(obj),
+        str(_map(obj, "spec", "capacity").get("storage", "")),
+        _access_modes(_get(obj, "spec", "accessModes")),
+        str(_get(obj, "spec", "persistentVolumeReclaimPolicy") or ""),
+        str(_get(obj, "status", "phase") or ""),
+        claim,
+        str(_get(obj, "spec", "storageClassName") or ""),
+        str(_get(obj, "spec", "volumeAttributesClassName") or "<unset>"),
+        str(_get(obj, "status", "reason") or ""),
+        _age(obj, now),
+        str(_get(obj, "spec", "volumeMode") or "Filesystem"),
+    ]
+
+
+def _job_status(obj: Obj) -> str:
+    for c in _list(obj, "status", "conditions"):
+        if c.get("status") == "True" and c.get("type") in ("Complete", "Failed"):
+            return str(c["type"])
+    return "Running"
+
+
+def _job_cells(obj: Obj, now: datetime) -> list[Any]:
+    st = _map(obj, "status")
+    want = _get(obj, "spec", "completions")
+    done = _int(st.get("succeeded"))
+    parallelism = _int(_get(obj, "spec", "parallelism"))
+    if want is not None:
+        completions = f"{done}/{want}"
+    else:
+        completions = f"{done}/1 of {parallelism}" if parallelism > 1 else f"{done}/1"
+    start, end = _parse_time(st.get("startTime")), _parse_time(st.get("completionTime"))
+    duration = human_duration(((end or now) - start).total_seconds()) if start else ""
+    names, images = _containers(_get(obj, "spec", "template", "spec"))
+    return [
+        _name(obj),
+        _job_status(obj),
+        completions,
+        duration,
+        _age(obj, now),
+        names,
+        images,
+        selector_string(_get(obj, "spec", "selector")),
+    ]
+
+
+def _cronjob_cells(obj: Obj, now: datetime) -> list[Any]:
+    spec = _map(obj, "spec")
+    last = _map(obj, "status").get("lastScheduleTime")
+    names, images = _containers(_get(spec, "jobTemplate", "spec", "template", "spec"))
+    return [
+        _name(obj),
+        str(spec.get("schedule") or ""),
+        str(spec.get("timeZone") or "<none>"),
+        "True" if spec.get("suspend") is True else "False",
+        len(_list(obj, "status", "active")),
+        _since(last, now) if last else "<none>",
+        _age(obj, now),
+        names,
+        images,
+        selector_string(_get(spec, "jobTemplate", "spec", "selector")),
+    ]
+
+
+_VAC = _col("VolumeAttributesClass", "VolumeAttributesClass of the volume.")
+_VOLUME_MODE = _col("VolumeMode", "The volume mode of the volume.", priority=1)
+_PRINTERS[("", "PersistentVolumeClaim")] = _Printer(
+    (
+        _NAME,
+        _col("Status", "The status of the claim."),
+        _col("Volume", "The volume bound to the claim."),
+        _col("Capacity", "The capacity of the volume."),
+        _col("Access Modes", "The access modes of the volume."),
+        _col("StorageClass", "The storage class of the claim."),
+        _VAC,
+        _AGE,
+        _VOLUME_MODE,
+    ),
+    _pvc_cells,
+)
+_PRINTERS[("", "PersistentVolume")] = _Printer(
+    (
+        _NAME,
+        _col("Capacity", "The capacity of the volume."),
+        _col("Access Modes", "The access modes of the volume."),
+        _col("Reclaim Policy", "What happens to the volume when its claim goes."),
+        _col("Status", "The phase of the volume."),
+        _col("Claim", "The claim bound to the volume."),
+        _col("StorageClass", "The storage class of the volume."),
+        _VAC,
+        _col("Reason", "Why the volume is in its phase."),
+        _AGE,
+        _VOLUME_MODE,
+    ),
+    _pv_cells,
+)
+_PRINTERS[("batch", "Job")] = _Printer(
+    (
+        _NAME,
+        _col("Status", "Status of the job."),
+        _col("Completions", "The completion status of the job."),
+        _col("Duration", "Time required to complete the job."),
+        _AGE,
+        _CONTAINERS,
+        _IMAGES,
+        _col("Selector", "Label selector for the job's pods.", priority=1),
+    ),
+    _job_cells,
+)
+_PRINTERS[("batch", "CronJob")] = _Printer(
+    (
+        _NAME,
+        _col("Schedule", "The schedule in Cron format."),
+        _col("Timezone", "The time zone of the schedule."),
+        _col("Suspend", "Whether later runs are suspended."),
+        _col("Active", "The number of running jobs."),
+        _col("Last Schedule", "When the job was last scheduled."),
+        _AGE,
+        _CONTAINERS,
+        _IMAGES,
+        _col("Selector", "Label selector for the jobs' pods.", priority=1),
+    ),
+    _cronjob_cells,
+)
+
 # Built-in kinds without a printer above: name and age.
 _DEFAULT = _Printer((_NAME, _AGE), _name_age)
 

@@ -67,6 +67,7 @@ def render(*, release: str, namespace: str, values: Mapping[str, Any]) -> Render
             },
         }
     ]
+    objects += _config_maps(namespace=namespace, values=values, labels=labels)
     if get(values, "clusterPolicy", "deployCR", default=True) is not False:
         spec = {
             k: values[k] for k in GPU_OPERATOR_POLICY_KEYS if isinstance(values.get(k), Mapping)
@@ -80,6 +81,41 @@ def render(*, release: str, namespace: str, values: Mapping[str, Any]) -> Render
             }
         )
     return Rendered(objects)
+
+
+def _config_maps(*, namespace: str, values: Mapping[str, Any], labels: Obj) -> list[Obj]:
+    """The ConfigMaps the chart creates from its values: ``devicePlugin.config``
+    (templates/plugin_config.yaml) and ``migManager.config`` (templates/mig_config.yaml),
+    each when ``create`` is set and ``data`` is not empty, named by ``name``."""
+    out: list[Obj] = []
+    plugin = d(get(values, "devicePlugin", "config", default={}))
+    if plugin.get("create") is True and plugin.get("data"):
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": str(plugin.get("name") or ""), "namespace": namespace},
+                # toYaml of the values as given: a data map of the configs' YAML texts.
+                "data": plugin["data"],
+            }
+        )
+    mig = d(get(values, "migManager", "config", default={}))
+    if mig.get("create") is True and mig.get("data"):
+        body = str(mig["data"]).strip("\n")
+        indented = "\n".join(f"  {line}" if line else line for line in body.splitlines())
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": str(mig.get("name") or ""),
+                    "namespace": namespace,
+                    "labels": dict(labels),
+                },
+                "data": {"config.yaml": f"version: v1\nmig-configs:\n{indented}\n"},
+            }
+        )
+    return out
 
 
 def _enabled(spec: Mapping[str, Any], key: str, default: bool = True) -> bool:

@@ -14,6 +14,7 @@ from gpushift.twin.cluster._client import fetch_violations
 from gpushift.twin.cluster._clock import VirtualClock
 from gpushift.twin.cluster._context import Delays
 from gpushift.twin.cluster._controllers import Cluster, run_cluster
+from gpushift.twin.cluster._from_nodes import inventory_from_nodes
 from gpushift.twin.cluster._inventory import (
     EXAMPLES,
     MODELS,
@@ -50,6 +51,7 @@ __all__ = [
     "example",
     "fetch_violations",
     "from_text",
+    "inventory_from_nodes",
     "load",
     "run_cluster",
     "uniform",

@@ -24,6 +24,8 @@ class Delays:
     device_plugin_grace: float = 300.0
     #: Used when a pod sets no ``terminationGracePeriodSeconds`` (the API default).
     termination_grace: float = 30.0
+    #: A Job's pod Running → its containers exit 0 (the work a Job does, modelled as time).
+    job_run: float = 30.0
 
 
 class Kinds:

@@ -18,7 +18,7 @@ from aiohttp import web
 
 from gpushift._obj import Obj
 from gpushift.twin.apiserver import ApiError, Event, Store, Twin, new_store, run_twin
-from gpushift.twin.cluster import _claims, _workloads
+from gpushift.twin.cluster import _claims, _cronjobs, _volumes, _workloads
 from gpushift.twin.cluster._clock import VirtualClock
 from gpushift.twin.cluster._context import Context, Delays
 from gpushift.twin.cluster._dcgm import Metrics
@@ -134,12 +134,15 @@ class Cluster(AgentThread):
                 return ctx.list(kinds.node)
 
             stages: list[tuple[str, Callable[[], object]]] = [
+                ("cronjobs", lambda: _cronjobs.sync_cronjobs(ctx)),
+                ("jobs", lambda: _cronjobs.sync_jobs(ctx, pods())),
                 ("deployments", lambda: _workloads.sync_deployments(ctx, pods())),
                 ("replicasets", lambda: _workloads.sync_replicasets(ctx, pods())),
                 ("statefulsets", lambda: _workloads.sync_statefulsets(ctx, pods())),
                 ("daemonsets", lambda: _workloads.sync_daemonsets(ctx, pods=pods(), nodes=nodes())),
                 ("resourceclaims", lambda: _claims.create_claims(ctx, pods())),
                 ("resourceclaim cleanup", lambda: _claims.clean_claims(ctx, pods())),
+                ("volumes", lambda: _volumes.sync_claims(ctx)),
                 ("scheduler", self.scheduler.sync),
                 ("kubelets", lambda: self.kubelet.sync(pods=pods(), nodes=nodes())),
                 ("monitor", lambda: self.monitor.sync(self.kubelet, nodes())),

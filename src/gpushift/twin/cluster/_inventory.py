@@ -84,6 +84,8 @@ class NodeSpec:
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: Sequence[Mapping[str, str]] = ()
     gpus: tuple[Gpu, ...] = ()
+    #: Extended resources other device plugins advertise (``kernel.org/tun: "1000"``).
+    resources: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +156,10 @@ _NODE_KEYS = {
     "labels",
     "taints",
     "gpus",
+    "resources",
 }
+#: Resources the twin's own agents advertise; an inventory cannot set them.
+_AGENT_RESOURCES = ("nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-")
 _GPU_KEYS = {
     "product",
     "count",
@@ -283,6 +288,33 @@ def _taints(r: _Reader, raw: Any, keys: list[str | int], node: str) -> tuple[dic
     return tuple(out)
 
 
+def _resources(r: _Reader, raw: Any, keys: list[str | int], node: str) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise r.error("resources: expected a mapping", keys, node)
+    out: dict[str, str] = {}
+    for name, value in raw.items():
+        k = [*keys, str(name)]
+        text = str(name)
+        # k8s.io/kubernetes pkg/apis/core/helper IsExtendedResourceName: a domain-prefixed
+        # name outside kubernetes.io.
+        domain = text.partition("/")[0]
+        if "/" not in text or domain == "kubernetes.io" or domain.endswith(".kubernetes.io"):
+            raise r.error(
+                f"resources: {text!r} is not an extended resource name (domain/name)", k, node
+            )
+        if text.startswith(_AGENT_RESOURCES):
+            raise r.error(
+                f"resources: {text} is advertised by the twin's device plugin; use gpus", k, node
+            )
+        count = _qty(r, value, k, node)
+        if count < 0:
+            raise r.error(f"resources: {text} must not be negative", k, node)
+        out[text] = str(count)
+    return out
+
+
 def _node(r: _Reader, raw: Any, keys: list[str | int]) -> list[NodeSpec]:
     if not isinstance(raw, dict):
         raise r.error("a node must be a mapping", keys, None)
@@ -307,6 +339,7 @@ def _node(r: _Reader, raw: Any, keys: list[str | int]) -> list[NodeSpec]:
     if not isinstance(pods, int) or isinstance(pods, bool) or pods < 1:
         raise r.error("pods must be a positive integer", [*keys, "pods"], name)
     taints = _taints(r, raw.get("taints"), [*keys, "taints"], name)
+    resources = _resources(r, raw.get("resources"), [*keys, "resources"], name)
     names = (
         [name] if count is None else [f"{name}-{i:0{len(str(count - 1))}d}" for i in range(count)]
     )
@@ -322,6 +355,7 @@ def _node(r: _Reader, raw: Any, keys: list[str | int]) -> list[NodeSpec]:
                 labels={str(k): str(v) for k, v in labels.items()},
                 taints=taints,
                 gpus=_gpus(r, raw.get("gpus"), [*keys, "gpus"], n),
+                resources=resources,
             )
         )
     return out

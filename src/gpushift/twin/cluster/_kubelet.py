@@ -35,7 +35,7 @@ from gpushift.engine import (
     parse_consumable_shares,
 )
 from gpushift.twin.apiserver import ApiError
-from gpushift.twin.cluster import _gfd, _pods
+from gpushift.twin.cluster import _gfd, _pods, _volumes
 from gpushift.twin.cluster import _logs as logs
 from gpushift.twin.cluster._context import Context
 from gpushift.twin.cluster._inventory import Gpu
@@ -106,6 +106,14 @@ def role(pod: Obj) -> tuple[str, Obj] | None:
         if repo.endswith(_DEVICE_PLUGIN_IMAGES) or "nvidia-device-plugin" in cmd:
             return "device-plugin", c
     return None
+
+
+def _runs_to_completion(pod: Obj) -> bool:
+    # A Job's containers do their work and exit; a restartPolicy Always container never does.
+    owners = pod["metadata"].get("ownerReferences") or []
+    return (pod.get("spec") or {}).get("restartPolicy") in ("Never", "OnFailure") and any(
+        o.get("kind") == "Job" for o in owners
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +246,12 @@ class PodState:
     crash: dict[str, CrashLoop] = field(default_factory=dict)
     #: Attempts of an init container that does not finish (the DRA prestart script).
     init_attempts: int = 0
+
+    #: The volume manager's retry of a volume that cannot be mounted yet (its backoff).
+    mount_retry_at: float = 0.0
+    mount_backoff: float = 0.0
+    #: When a Job's pod exits 0 (containers of other pods run until deleted).
+    done_at: float | None = None
 
 
 @dataclass(slots=True)
@@ -454,9 +468,32 @@ class Kubelet:
                 )
                 _pods.creating(ctx, pod, host_ip=host, pod_ip=pod_ip(agent.index, agent.ips))
                 ctx.wake_at(st.start_at)
+            elif st.started and st.done_at is not None:
+                if now >= st.done_at:
+                    st.done_at = None
+                    _pods.completed(ctx, pod)
+                else:
+                    ctx.wake_at(st.done_at)
             elif not st.started and not st.rejected:
                 if now < st.start_at:
                     ctx.wake_at(st.start_at)
+                    continue
+                blocked = _volumes.unmountable(ctx, pod)
+                if blocked is not None:
+                    # Retried with the operation executor's backoff (500 ms doubling to
+                    # 2m2s); the pass that follows the missing object's creation mounts it.
+                    if now >= st.mount_retry_at:
+                        ctx.event(
+                            pod,
+                            reason="FailedMount",
+                            warning=True,
+                            component=_pods.KUBELET,
+                            host=agent.name,
+                            message=blocked,
+                        )
+                        st.mount_backoff = min(max(st.mount_backoff * 2, 0.5), 122.0)
+                        st.mount_retry_at = now + st.mount_backoff
+                    ctx.wake_at(st.mount_retry_at)
                     continue
                 if not self._prepared(agent, pod):
                     st.start_at = now + 5
@@ -494,6 +531,9 @@ class Kubelet:
                     st.crash[cname] = CrashLoop(crash, lines.get(cname, []), next_at=now + _BACKOFF)
                     ctx.wake_at(now + _BACKOFF)
                 _pods.running(ctx, pod, node=agent.name, crashed=crashed)
+                if _runs_to_completion(pod) and not crashed:
+                    st.done_at = now + ctx.delays.job_run
+                    ctx.wake_at(st.done_at)
             elif st.started and st.crash:
                 self._crash_loop(agent, pod, st)
         for uid in [u for u in agent.pods if u not in seen]:

@@ -69,6 +69,7 @@ def node_object(spec: NodeSpec, *, index: int, now: str) -> Obj:
         "hugepages-2Mi": "0",
         "memory": spec.memory,
         "pods": str(spec.pods),
+        **spec.resources,
     }
     allocatable = {
         **capacity,

@@ -368,3 +368,37 @@ def release(ctx: Context, pod: Obj, *, finalizer: str) -> None:
         ctx.store.update(
             ctx.kinds.pod, name=meta["name"], namespace=meta["namespace"], mutate=mutate
         )
+
+
+def completed(ctx: Context, pod: Obj) -> None:
+    """Every container exited 0: phase Succeeded, containers terminated ``Completed``, the
+    pod not Ready with reason ``PodCompleted`` (kubelet status/generate.go)."""
+    now = ctx.stamp()
+    statuses = []
+    for s in (pod.get("status") or {}).get("containerStatuses") or []:
+        started = ((s.get("state") or {}).get("running") or {}).get("startedAt", now)
+        statuses.append(
+            {
+                **s,
+                "ready": False,
+                "started": False,
+                "state": {
+                    "terminated": {
+                        "exitCode": 0,
+                        "reason": "Completed",
+                        "startedAt": started,
+                        "finishedAt": now,
+                        "containerID": s.get("containerID", ""),
+                    }
+                },
+            }
+        )
+    conditions = []
+    for c in _conditions(now, started=False, ready=False, unready=[]):
+        if c["type"] in ("Ready", "ContainersReady"):
+            c["reason"] = "PodCompleted"
+            c.pop("message", None)
+        conditions.append(c)
+    _update_status(
+        ctx, pod, {"phase": "Succeeded", "conditions": conditions, "containerStatuses": statuses}
+    )

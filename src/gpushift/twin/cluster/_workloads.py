@@ -7,6 +7,8 @@ over every object of its kind, acting on the store directly.
 from __future__ import annotations
 
 import contextlib
+import functools
+import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable
@@ -14,14 +16,27 @@ from typing import Any
 
 from gpushift._obj import Obj
 from gpushift.twin.apiserver import ApiError
+from gpushift.twin.cluster import _volumes
 from gpushift.twin.cluster._context import Context
 from gpushift.twin.cluster._reuse import (
     DAEMONSET_TOLERATIONS,
     node_matches_pod,
     pin_daemon_pod,
-    template_hash,
     untolerated_taint,
 )
+from gpushift.twin.cluster._reuse import template_hash as _engine_template_hash
+
+
+def template_hash(template: Obj) -> str:
+    """The engine's pod-template hash, remembered by the template's canonical JSON: every
+    pass hashes every workload's template, and the hash is a byte loop."""
+    return _hash_of(json.dumps(template, sort_keys=True, separators=(",", ":")))
+
+
+@functools.lru_cache(maxsize=8192)
+def _hash_of(text: str) -> str:
+    return _engine_template_hash(json.loads(text))
+
 
 HASH_LABEL = "pod-template-hash"
 REVISION_LABEL = "controller-revision-hash"
@@ -477,6 +492,7 @@ def sync_statefulsets(ctx: Context, pods: list[Obj]) -> None:
             pod["spec"]["hostname"] = pod_name
             if spec.get("serviceName"):
                 pod["spec"]["subdomain"] = spec["serviceName"]
+            _volumes.mount_statefulset_claims(ctx, sts, pod, i)
             created = _create(ctx, pod)
             if created is not None:
                 # pkg/controller/statefulset stateful_pod_control.go recordPodEvent.

@@ -28,7 +28,16 @@ from gpushift.flux import (
     substitute,
 )
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """The C safe loader, reading a bare ``=`` as Go YAML does: a string (YAML 1.1's value
+    key tag has no constructor, and kustomize prints ``=`` unquoted)."""
+
+
+_Loader.add_constructor(
+    "tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node)
+)
+_LOADER = _Loader
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 #: fluxcd/kustomize-controller: per-object opt-out of substitution.
 SUBSTITUTE = "kustomize.toolkit.fluxcd.io/substitute"
@@ -64,8 +73,15 @@ def _kubectl_build(directory: str, stamp: str) -> tuple[str, str | None]:
     return out.stdout, None
 
 
-def _builtin(root: Path, rel: str) -> list[Obj]:
-    tree, _errors, _real = read_tree(root, [root])
+@functools.lru_cache(maxsize=4)
+def _tree(root: Path, revision: str) -> Any:
+    # One read of the whole source per revision, shared by every Kustomization built from it.
+    del revision
+    return read_tree(root, [root])[0]
+
+
+def _builtin(root: Path, rel: str, revision: str | None = None) -> list[Obj]:
+    tree = _tree(root, revision) if revision else read_tree(root, [root])[0]
     builder = KustomizeBuilder(tree, read_text=lambda r: tree.texts.get(r))
     out: list[Obj] = []
     for item in builder.build(rel):
@@ -124,7 +140,7 @@ def build_path(root: Path, path: str, *, revision: str, lenient: bool) -> list[O
         )
     rel = directory.relative_to(root.resolve()).as_posix() or "."
     if kubectl() is None:
-        return _builtin(root, rel)
+        return _builtin(root, rel, revision)
     if not _has_kustomization(directory):
         out: list[Obj] = []
         for f in _manifests(directory):
@@ -137,7 +153,7 @@ def build_path(root: Path, path: str, *, revision: str, lenient: bool) -> list[O
     text, err = _kubectl_build(str(directory), revision)
     if err is not None:
         if lenient:
-            return _builtin(root, rel)
+            return _builtin(root, rel, revision)
         raise BuildError(f"kustomize build failed: {err}")
     return [copy.deepcopy(x) for x in yaml.load_all(text, Loader=_LOADER) if isinstance(x, dict)]
 
@@ -169,23 +185,31 @@ def build(
     if kubectl() is None:
         out = build_path(root, path, revision=revision, lenient=lenient)
         for c in dirs:
-            out += _builtin(root, c.relative_to(root.resolve()).as_posix())
+            out += _builtin(root, c.relative_to(root.resolve()).as_posix(), revision)
         return out
+    text, err = _overlay_build(str(directory), tuple(str(c) for c in dirs), revision)
+    if err is not None:
+        if lenient:
+            return build_path(root, path, revision=revision, lenient=lenient)
+        raise BuildError(f"kustomize build failed: {err}")
+    return [copy.deepcopy(x) for x in yaml.load_all(text, Loader=_LOADER) if isinstance(x, dict)]
+
+
+@functools.lru_cache(maxsize=512)
+def _overlay_build(
+    directory: str, components: tuple[str, ...], stamp: str
+) -> tuple[str, str | None]:
+    # Keyed by what is built, not by the temporary overlay's name, so a retry is not a rebuild.
     with tempfile.TemporaryDirectory(prefix="gpushift-flux-overlay-") as tmp:
         # kustomize refuses absolute roots; the overlay names everything relative to itself.
         overlay = {
             "apiVersion": "kustomize.config.k8s.io/v1beta1",
             "kind": "Kustomization",
             "resources": [os.path.relpath(directory, tmp)],
-            "components": [os.path.relpath(c, tmp) for c in dirs],
+            "components": [os.path.relpath(c, tmp) for c in components],
         }
         Path(tmp, "kustomization.yaml").write_text(yaml.safe_dump(overlay))
-        text, err = _kubectl_build(tmp, f"{revision}:{overlay}")
-    if err is not None:
-        if lenient:
-            return build_path(root, path, revision=revision, lenient=lenient)
-        raise BuildError(f"kustomize build failed: {err}")
-    return [copy.deepcopy(x) for x in yaml.load_all(text, Loader=_LOADER) if isinstance(x, dict)]
+        return _kubectl_build.__wrapped__(tmp, stamp)
 
 
 def transform(objects: list[Obj], spec: Mapping[str, Any]) -> list[Obj]:

@@ -27,7 +27,7 @@ from gpushift.flux import (
     set_condition,
     value_at_target_path,
 )
-from gpushift.twin import ApiError
+from gpushift.twin.apiserver import ApiError
 from gpushift.twin.charts import ChartError, apply, identity, kind_of, render
 from gpushift.twin.flux._reconciler import Reconciler
 
@@ -48,6 +48,9 @@ class _Release:
     done: bool = False
     message: str | None = None
     ok: bool = False
+    #: Whether a chart model rendered it (else it was installed with no objects).
+    modelled: bool = True
+    namespace: str = ""
 
 
 @dataclass(slots=True)
@@ -244,7 +247,12 @@ class HelmReleases(Reconciler):
         applied: list[tuple[str, str, str | None, str]] = []
         for obj in rendered.objects:
             om = obj.setdefault("metadata", {})
-            kind = kind_of(obj, self.store)
+            try:
+                kind = kind_of(obj, self.store)
+            except ApiError:
+                if self.lenient:
+                    continue  # a kind the twin does not serve, as kustomize-controller skips
+                raise
             if kind.namespaced:
                 om.setdefault("namespace", target_ns)
             om["labels"] = {
@@ -289,12 +297,24 @@ class HelmReleases(Reconciler):
             action,
             now + timeout,
             message=rendered.message,
+            modelled=known != "other",
+            namespace=target_ns,
         )
         self.releases[key] = new
         self._due[key] = now + interval
         message = f"Running '{action}' action with timeout of {go_duration(timeout)}"
         self._mark(hr, state="Unknown", reason="Progressing", message=message)
         return self._wait(hr, new)
+
+    def unmodelled(self, namespace: str | None) -> list[str]:
+        """Charts the twin does not model, released into ``namespace`` (``None``: anywhere)."""
+        return sorted(
+            {
+                r.chart
+                for r in self.releases.values()
+                if not r.modelled and (namespace is None or r.namespace == namespace)
+            }
+        )
 
     def _event(self, hr: Obj, *, reason: str, message: str) -> None:
         """Record a Warning Event on the HelmRelease, as helm-controller's recorder does."""

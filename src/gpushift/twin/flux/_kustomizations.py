@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import base64
+import contextlib
+import os
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from gpushift._kinds import by_kind, lookup
+from gpushift._kinds import Kind, by_kind, lookup
 from gpushift._obj import Obj
 from gpushift._obj import as_dict as d
 from gpushift.flux import (
@@ -20,13 +25,25 @@ from gpushift.flux import (
     ready,
     set_condition,
 )
-from gpushift.twin import ApiError
-from gpushift.twin.flux._apply import PRUNE, ApplyFailed, apply_all, inventory_entry, object_id
-from gpushift.twin.flux._build import BuildError, build, substitute_objects, transform
+from gpushift.twin.apiserver import ApiError
+from gpushift.twin.charts import kind_of, served
+from gpushift.twin.flux._apply import (
+    PRUNE,
+    ApplyFailed,
+    apply_all,
+    inventory_entry,
+    inventory_id,
+    object_id,
+)
+from gpushift.twin.flux._build import BuildError, build, kubectl, substitute_objects, transform
+from gpushift.twin.flux._placeholders import with_placeholders
 from gpushift.twin.flux._reconciler import Reconciler
+from gpushift.twin.flux._sources import is_remote
 
 #: kustomize-controller --requeue-dependency default.
 REQUEUE_DEPENDENCY = 30.0
+#: Builds run side by side (each a ``kubectl kustomize`` process).
+_BUILD_WORKERS = max(2, min(4, (os.cpu_count() or 2) + 1))
 _NAME_LABEL = "kustomize.toolkit.fluxcd.io/name"
 _NS_LABEL = "kustomize.toolkit.fluxcd.io/namespace"
 
@@ -39,6 +56,8 @@ class _Waiting:
     inventory: list[InventoryEntry]
     #: Objects left out because the twin does not serve their kind (lenient only).
     unserved: list[str] = field(default_factory=list)
+    #: What the Ready message adds: a defaulted sourceRef, checks assumed healthy.
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -51,14 +70,100 @@ class Kustomizations(Reconciler):
 
     artifacts: dict[tuple[str, str], Path]
     lenient: bool = False
+    #: The root GitRepository ``(namespace, name)`` a Kustomization without ``sourceRef`` uses;
+    #: set when the twin made the root up, so a child the real root would patch still runs.
+    default_source: tuple[str, str] | None = None
+    #: Without it, health checks on what the twin cannot model pass as "assumed healthy".
+    strict_health: bool = False
+    #: Charts the twin does not model released into a namespace (``None``: any), from
+    #: helm-controller; what they would create is assumed healthy.
+    unmodelled: Callable[[str | None], list[str]] | None = None
     _due: dict[str, float] = field(default_factory=dict)
     _waiting: dict[str, _Waiting] = field(default_factory=dict)
     _seen: dict[str, tuple[int, str | None, str | None]] = field(default_factory=dict)
+    _prebuilt: dict[tuple[Any, ...], Future[Any]] = field(default_factory=dict)
+    _pool: ThreadPoolExecutor | None = None
+
+    def sync(self) -> float | None:
+        """One pass over every Kustomization; builds not yet done start in the background."""
+        self._prebuild()
+        return Reconciler.sync(self)
+
+    def close(self) -> None:
+        """Stop the background builds (those running finish; queued ones are dropped)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def _build_args(self, ks: Obj, root: Path, revision: str) -> tuple[Any, ...]:
+        spec = d(ks.get("spec"))
+        components = tuple(c for c in spec.get("components") or [] if isinstance(c, str))
+        return (
+            root,
+            str(spec.get("path") or "./"),
+            revision,
+            components,
+            spec.get("ignoreMissingComponents") is True,
+        )
+
+    def _build(self, args: tuple[Any, ...]) -> list[Obj]:
+        ahead = self._prebuilt.get(args)
+        if ahead is not None and not ahead.cancelled():
+            with contextlib.suppress(Exception):  # reported by this build, from the cache
+                ahead.result()
+        return self._run_build(args)
+
+    def _run_build(self, args: tuple[Any, ...]) -> list[Obj]:
+        root, path, revision, components, ignore = args
+        return build(
+            root,
+            path,
+            revision=revision,
+            lenient=self.lenient,
+            components=list(components),
+            ignore_missing_components=ignore,
+        )
+
+    def _prebuild(self) -> None:
+        # `kubectl kustomize` is a process per build: a whole repository's builds, one after
+        # the other, take minutes. A build depends only on the source revision, path and
+        # components, so every Kustomization's starts as soon as it is known, dependencies
+        # or not, those ready to apply first; the reconcile then reads the build caches.
+        if kubectl() is None:
+            return
+        ready: list[tuple[Any, ...]] = []
+        later: list[tuple[Any, ...]] = []
+        for ks in self.store.list(self.kind).objects:
+            spec = d(ks.get("spec"))
+            if ks["metadata"].get("deletionTimestamp") or spec.get("suspend") is True:
+                continue
+            source, _ = self._source(ks)
+            if source is None:
+                continue
+            revision = d(d(source.get("status")).get("artifact")).get("revision")
+            root = self.artifacts.get(
+                (str(source["metadata"].get("namespace")), source["metadata"]["name"])
+            )
+            if not revision or root is None:
+                continue
+            args = self._build_args(ks, root, str(revision))
+            if args in self._prebuilt:
+                continue
+            blocked = self._dependencies(ks, revision=str(revision)) is not None
+            (later if blocked else ready).append(args)
+        if not ready and not later:
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(
+                max_workers=_BUILD_WORKERS, thread_name_prefix="gpushift-flux-build"
+            )
+        for args in ready + later:
+            self._prebuilt[args] = self._pool.submit(self._run_build, args)
 
     # -- helpers --
 
     def _source(self, ks: Obj) -> tuple[Obj | None, str]:
-        ref = d(d(ks.get("spec")).get("sourceRef"))
+        ref = self._source_ref(ks)
         ns = str(ref.get("namespace") or ks["metadata"].get("namespace"))
         kind_name = str(ref.get("kind") or "GitRepository")
         label = f"{kind_name}/{ns}/{ref.get('name')}"
@@ -69,6 +174,13 @@ class Kustomizations(Reconciler):
             return self.store.get(kind, name=str(ref.get("name")), namespace=ns), label
         except ApiError:
             return None, label
+
+    def _source_ref(self, ks: Obj) -> Obj:
+        ref = d(d(ks.get("spec")).get("sourceRef"))
+        if not ref.get("name") and self.default_source is not None:
+            ns, name = self.default_source
+            return {"kind": "GitRepository", "name": name, "namespace": ns}
+        return ref
 
     def _fail(
         self, ks: Obj, *, reason: str, message: str, revision: str | None, retry: float
@@ -155,6 +267,17 @@ class Kustomizations(Reconciler):
             )
         src_ns = str(source["metadata"].get("namespace"))
         root = self.artifacts.get((src_ns, source["metadata"]["name"]))
+        if (
+            not revision
+            and self.lenient
+            and not self.strict_health
+            and source.get("kind") == "GitRepository"
+            and is_remote(d(source.get("spec")))
+        ):
+            # Nothing to apply from a repository the twin cannot fetch: assumed healthy.
+            waiting = _Waiting("", now, [], [])
+            waiting.notes.append(f"assumed healthy: {label} is not modelled (a remote repository)")
+            return self._succeed(ks, waiting)
         if not revision or root is None:
             return self._fail(
                 ks,
@@ -174,16 +297,10 @@ class Kustomizations(Reconciler):
                 retry=REQUEUE_DEPENDENCY,
             )
         try:
-            objects = build(
-                root,
-                str(spec.get("path") or "./"),
-                revision=str(revision),
-                lenient=self.lenient,
-                components=spec.get("components"),
-                ignore_missing_components=spec.get("ignoreMissingComponents") is True,
-            )
+            objects = self._build(self._build_args(ks, root, str(revision)))
             objects = transform(objects, spec)
             objects = substitute_objects(objects, self._variables(ks))
+            objects = with_placeholders(objects)
         except BuildError as err:
             return self._fail(
                 ks, reason="BuildFailed", message=str(err), revision=str(revision), retry=retry
@@ -267,6 +384,12 @@ class Kustomizations(Reconciler):
 
         self._status(ks, applied_status)
         waiting = _Waiting(str(revision), now + timeout, checks, inventory, result.unserved)
+        if not d(spec.get("sourceRef")).get("name") and self.default_source is not None:
+            ns, name = self.default_source
+            waiting.notes.append(
+                f"spec.sourceRef is not set: the twin's synthetic root stands in for the "
+                f"repository's own, so GitRepository/{ns}/{name} was used"
+            )
         if checks:
             self._waiting[key] = waiting
             self._due[key] = now + interval
@@ -276,12 +399,14 @@ class Kustomizations(Reconciler):
     def _succeed(self, ks: Obj, waiting: _Waiting) -> float:
         gen = int(ks["metadata"].get("generation") or 1)
         stamp = self.stamp()
-        message = f"Applied revision: {waiting.revision}"
+        message = f"Applied revision: {waiting.revision}" if waiting.revision else "Applied nothing"
         if waiting.unserved:
             message += (
                 f"; skipped {len(waiting.unserved)} objects of kinds the twin does not serve: "
                 + ", ".join(waiting.unserved)
             )
+        if waiting.notes:
+            message += "; " + "; ".join(waiting.notes)
 
         def update(st: Obj) -> None:
             st["observedGeneration"] = gen
@@ -315,25 +440,55 @@ class Kustomizations(Reconciler):
         self._due[key] = self.now() + interval
         return self._due[key]
 
+    def _check_kind(self, api: str, kind_name: str) -> Kind | None:
+        kind = lookup(api, kind_name) if api else None
+        if kind is None and not api:
+            with contextlib.suppress(KeyError):
+                kind = by_kind(kind_name)
+        if kind is None and api:
+            with contextlib.suppress(ApiError):
+                kind = kind_of({"apiVersion": api, "kind": kind_name}, self.store)
+        return kind if kind is not None and served(self.store, kind) else None
+
     def _check_health(self, ks: Obj, waiting: _Waiting) -> float:
         pending: list[str] = []
+        assumed: list[str] = []
+        own = {e["id"] for e in waiting.inventory}
         for api, kind_name, ns, name in waiting.checks:
-            kind = lookup(api, kind_name) if api else None
+            kind = self._check_kind(api, kind_name)
             if kind is None:
-                try:
-                    kind = by_kind(kind_name)
-                except KeyError:
-                    pending.append(f"{kind_name}/{ns}/{name} status: 'NotFound'")
+                if not self.strict_health:
+                    # No CRD serves it: a chart or operator the twin does not model owns it.
+                    assumed.append(f"{kind_name} is not modelled")
                     continue
+                pending.append(f"{kind_name}/{ns}/{name} status: 'NotFound'")
+                continue
+            namespace = ns if kind.namespaced else None
             try:
-                obj = self.store.get(kind, name=name, namespace=ns if kind.namespaced else None)
+                obj = self.store.get(kind, name=name, namespace=namespace)
             except ApiError:
+                charts = (
+                    self.unmodelled(namespace)
+                    if self.unmodelled is not None and not self.strict_health
+                    else []
+                )
+                ident = inventory_id({"metadata": {"name": name, "namespace": namespace}}, kind)
+                if charts and ident not in own:
+                    assumed.append(
+                        f"{kind_name}/{f'{ns}/' if namespace else ''}{name} is not modelled "
+                        f"(it would come from chart {', '.join(charts)})"
+                    )
+                    continue
                 pending.append(f"{kind_name}/{ns}/{name} status: 'NotFound'")
                 continue
             state = kstatus(obj)
             if state != "Current":
                 pending.append(f"{object_id(obj)} status: '{state}'")
         if not pending:
+            notes = [n for n in waiting.notes if not n.startswith("assumed healthy: ")]
+            if assumed:
+                notes.append("assumed healthy: " + ", ".join(dict.fromkeys(assumed)))
+            waiting.notes[:] = notes
             return self._succeed(ks, waiting)
         if self.now() >= waiting.deadline:
             spec = d(ks.get("spec"))
@@ -352,7 +507,7 @@ class Kustomizations(Reconciler):
 
     def _dependencies(self, ks: Obj, *, revision: str) -> str | None:
         # internal/controller/kustomization_controller.go checkDependencies
-        src_ref = d(d(ks.get("spec")).get("sourceRef"))
+        src_ref = self._source_ref(ks)
         own_ns = str(ks["metadata"].get("namespace"))
         for dep in d(ks.get("spec")).get("dependsOn") or []:
             ns = str(dep.get("namespace") or own_ns)
@@ -371,7 +526,7 @@ class Kustomizations(Reconciler):
                 other["metadata"].get("generation") or 1
             ):
                 return f"dependency '{ns}/{name}' is not ready"
-            other_ref = d(d(other.get("spec")).get("sourceRef"))
+            other_ref = self._source_ref(other)
             same = (
                 other_ref.get("name") == src_ref.get("name")
                 and (other_ref.get("namespace") or ns) == (src_ref.get("namespace") or own_ns)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import logging
 import threading
@@ -11,17 +12,19 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from gpushift._kinds import by_kind, lookup
+from gpushift._kinds import Kind, by_kind, lookup
 from gpushift.twin.apiserver import ApiError, Event, Store, rfc3339
 from gpushift.twin.charts import Operators
 from gpushift.twin.cluster import AgentThread
 from gpushift.twin.flux import _crds
 from gpushift.twin.flux._helmreleases import HelmReleases
 from gpushift.twin.flux._kustomizations import Kustomizations
+from gpushift.twin.flux._roots import Roots, synthetic_root
 from gpushift.twin.flux._sources import Sources
 
 log = logging.getLogger("gpushift.twin.flux")
 _IGNORED = {"events", "leases"}
+Obj = dict[str, Any]
 
 
 class Flux(AgentThread):
@@ -30,7 +33,10 @@ class Flux(AgentThread):
     ``clock`` is the cluster's :class:`~gpushift.twin.cluster.VirtualClock` (its
     ``seconds()``/``now()``), so intervals, timeouts and the operator's delay run at the
     cluster's ``--time-scale``. ``lenient`` suits partial repositories: missing files and
-    dependencies that the repository does not define are skipped.
+    dependencies that the repository does not define are skipped. Health checks on what the
+    twin does not model pass as "assumed healthy" unless ``strict_health``.
+    ``default_source`` (namespace, name) is the GitRepository of Kustomizations that set no
+    ``sourceRef`` (the twin's synthetic root stands in for one that would patch it in).
     """
 
     def __init__(
@@ -40,16 +46,27 @@ class Flux(AgentThread):
         clock: Any,
         operator_delay: float = 10.0,
         lenient: bool = False,
+        strict_health: bool = False,
+        default_source: tuple[str, str] | None = None,
     ) -> None:
         super().__init__(store, thread_name="gpushift-flux")
         self.clock = clock
         _crds.install(store)
         stamp = lambda: rfc3339(clock.now())  # noqa: E731
-        self.sources = Sources(store, clock.seconds, stamp)
-        self.kustomizations = Kustomizations(
-            store, clock.seconds, stamp, self.sources.artifacts, lenient=lenient
+        self.sources = Sources(
+            store, clock.seconds, stamp, assume_remote=lenient and not strict_health
         )
         self.helmreleases = HelmReleases(store, clock.seconds, stamp, lenient=lenient)
+        self.kustomizations = Kustomizations(
+            store,
+            clock.seconds,
+            stamp,
+            self.sources.artifacts,
+            lenient=lenient,
+            default_source=default_source,
+            strict_health=strict_health,
+            unmodelled=self.helmreleases.unmodelled,
+        )
         self.operators = Operators(store, now=clock.seconds, delay=operator_delay)
         self._lock = threading.Lock()
         self._on_stop: list[Callable[[], None]] = []
@@ -93,6 +110,7 @@ class Flux(AgentThread):
     def stop(self) -> None:
         """Stop the controllers (objects stay)."""
         super().stop()
+        self.kustomizations.close()
         self.sources.close()
         while self._on_stop:
             self._on_stop.pop()()
@@ -104,70 +122,56 @@ def bootstrap(
     directory: Path,
     path: str,
     variables: dict[str, str] | None = None,
-    name: str = "flux-system",
-    namespace: str = "flux-system",
+    roots: Roots | None = None,
 ) -> None:
     """What ``flux bootstrap`` leaves behind, pointed at a local directory: the namespace, the
-    GitRepository ``flux-system`` and the root Kustomization ``cluster-apps`` for ``path``.
+    GitRepository and the root Kustomizations. ``roots`` are the repository's own
+    (:func:`find_roots`); without them the twin makes ``flux-system/cluster-apps`` for ``path``.
 
-    ``variables`` are substituted by the root Kustomization, which also patches them into
+    ``variables`` are substituted by each root Kustomization, which also patches them into
     every Kustomization it applies (as the home-ops cluster templates patch substituteFrom).
     """
-    ns_kind = by_kind("Namespace")
-    try:
-        store.create(ns_kind, {"metadata": {"name": namespace}}, manager="flux")
-    except ApiError as err:
-        if err.code != 409:
-            raise
+    roots = roots or synthetic_root(directory, path=path)
     git = lookup("source.toolkit.fluxcd.io/v1", "GitRepository")
     ks = lookup("kustomize.toolkit.fluxcd.io/v1", "Kustomization")
     assert git is not None and ks is not None
-    spec: dict[str, Any] = {
-        "interval": "30m",
-        "path": path,
-        "prune": True,
-        "wait": False,
-        "sourceRef": {"kind": "GitRepository", "name": name},
-    }
-    if variables:
-        # Inline values, so Kustomizations in any namespace see them (substituteFrom would
-        # need a ConfigMap in each namespace).
-        spec["postBuild"] = {"substitute": dict(variables)}
-        lines = "".join(f"      {k}: {json.dumps(str(v))}\n" for k, v in sorted(variables.items()))
-        spec["patches"] = [
-            {
-                "patch": (
-                    "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n"
-                    "metadata:\n  name: not-used\nspec:\n  postBuild:\n    substitute:\n" + lines
-                ),
-                "target": {"group": "kustomize.toolkit.fluxcd.io", "kind": "Kustomization"},
-            }
-        ]
-    for kind, body in (
-        (
-            git,
-            {
-                "apiVersion": git.api_version,
-                "kind": "GitRepository",
-                "metadata": {"name": name, "namespace": namespace},
-                "spec": {"interval": "1h", "url": f"file://{directory.resolve()}"},
-            },
-        ),
-        (
-            ks,
-            {
-                "apiVersion": ks.api_version,
-                "kind": "Kustomization",
-                "metadata": {"name": "cluster-apps", "namespace": namespace},
-                "spec": spec,
-            },
-        ),
-    ):
+    bodies: list[tuple[Kind, Obj]] = [(git, copy.deepcopy(roots.git))]
+    for root in roots.kustomizations:
+        body = copy.deepcopy(root)
+        if variables:
+            _with_variables(body.setdefault("spec", {}), variables)
+        bodies.append((ks, body))
+    ns_kind = by_kind("Namespace")
+    for namespace in sorted({str(b["metadata"].get("namespace")) for _, b in bodies}):
         try:
-            store.create(kind, body, namespace=namespace, manager="flux")
+            store.create(ns_kind, {"metadata": {"name": namespace}}, manager="flux")
         except ApiError as err:
             if err.code != 409:
                 raise
+    for kind, body in bodies:
+        try:
+            store.create(kind, body, namespace=body["metadata"]["namespace"], manager="flux")
+        except ApiError as err:
+            if err.code != 409:
+                raise
+
+
+def _with_variables(spec: Obj, variables: dict[str, str]) -> None:
+    # Inline values, so Kustomizations in any namespace see them (substituteFrom would
+    # need a ConfigMap in each namespace); inline substitute wins over substituteFrom.
+    post = spec.setdefault("postBuild", {})
+    post["substitute"] = {**(post.get("substitute") or {}), **variables}
+    lines = "".join(f"      {k}: {json.dumps(str(v))}\n" for k, v in sorted(variables.items()))
+    spec["patches"] = [
+        *(spec.get("patches") or []),
+        {
+            "patch": (
+                "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n"
+                "metadata:\n  name: not-used\nspec:\n  postBuild:\n    substitute:\n" + lines
+            ),
+            "target": {"group": "kustomize.toolkit.fluxcd.io", "kind": "Kustomization"},
+        },
+    ]
 
 
 @contextlib.contextmanager
@@ -182,6 +186,7 @@ def run_gitops(
     lenient: bool = False,
     node_faults: dict[str, str] | None = None,
     tls: bool = False,
+    strict_health: bool = False,
 ) -> Iterator[tuple[Any, Any, Flux]]:
     """A twin with the cluster's agents and Flux running on ``directory`` from ``path``.
 
@@ -195,7 +200,14 @@ def run_gitops(
         twin,
         cluster,
     ):
-        flux = Flux(twin.store, clock=cluster.clock, operator_delay=operator_delay, lenient=lenient)
+        flux = Flux(
+            twin.store,
+            clock=cluster.clock,
+            operator_delay=operator_delay,
+            lenient=lenient,
+            strict_health=strict_health,
+            default_source=("flux-system", "flux-system"),
+        )
         flux.start()
         try:
             bootstrap(twin.store, directory=directory, path=path, variables=variables)

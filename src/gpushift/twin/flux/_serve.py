@@ -11,6 +11,7 @@ from typing import Any
 from gpushift import _yaml
 from gpushift._errors import InputError, UsageError
 from gpushift.twin.apiserver import Store
+from gpushift.twin.flux._roots import find_roots
 from gpushift.twin.flux._runner import Flux, bootstrap
 
 
@@ -45,12 +46,14 @@ def start_flux(
     vars_file: Path | None,
     write_example: Callable[[Path], Path] | None = None,
     operator_delay: float = 10.0,
+    strict_health: bool = False,
 ) -> Flux:
     """Install the CRDs, bootstrap the GitRepository and root Kustomization, and return the
     (not yet started) controllers. ``example`` writes the embedded repository to a temporary
     directory with ``write_example`` (``gpushift.render.write_example``: rendering is a layer
     above the twin), prints where, and removes it when the controllers stop; ``repo`` runs
-    leniently (partial repositories).
+    leniently (partial repositories), from the repository's own roots (:func:`find_roots`)
+    unless ``root`` names the path of a root for the twin to make.
 
     Raises ``UsageError``/``InputError`` for bad options or files.
     """
@@ -71,10 +74,26 @@ def start_flux(
         print(f"flux source: {directory}", file=sys.stderr, flush=True)
         variables = None
     path = root or ("./kubernetes/apps" if (directory / "kubernetes" / "apps").is_dir() else "./")
-    if not (directory / path).is_dir():
+    roots = find_roots(directory, root=root) if repo is not None else None
+    if (
+        roots is not None
+        and root is not None
+        and (roots.origin or "").startswith("kubernetes/flux/")
+    ):
+        roots = None  # --root asks for the twin's root over the template's own
+    if roots is None and not (directory / path).is_dir():
         raise InputError(f"--root {path}: no such directory in the repository", path=str(directory))
-    flux = Flux(store, clock=clock, operator_delay=operator_delay, lenient=repo is not None)
+    if roots is not None:
+        print(f"flux roots: {roots.origin}", file=sys.stderr, flush=True)
+    flux = Flux(
+        store,
+        clock=clock,
+        operator_delay=operator_delay,
+        lenient=repo is not None,
+        strict_health=strict_health,
+        default_source=("flux-system", "flux-system") if roots is None else None,
+    )
     if repo is None:
         flux.on_stop(holder.cleanup)  # the embedded repository lives as long as the run
-    bootstrap(store, directory=directory, path=path, variables=variables)
+    bootstrap(store, directory=directory, path=path, variables=variables, roots=roots)
     return flux
