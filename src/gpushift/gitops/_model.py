@@ -32,7 +32,9 @@ WorkloadOrigin = Literal["manifest", "app-template", "llmkube", "dcgm-exporter"]
 TimeSlicingForm = Literal["configmap", "generator", "inline"]
 
 Allocator = Literal["device-plugin", "dra", "both", "none"]
-SharingMode = Literal["exclusive", "time-slicing", "consumable-shares", "memory", "unlimited"]
+SharingMode = Literal[
+    "exclusive", "time-slicing", "mps", "consumable-shares", "memory", "unlimited"
+]
 RequestKind = Literal["extended", "claim", "bridged", "none"]
 
 #: The extended resource the NVIDIA device plugin advertises.
@@ -399,6 +401,12 @@ class Workload:
         return self.origin.active
 
     @property
+    def parked(self) -> bool:
+        """Whether the workload is scaled to zero (``replicas: 0``): deployed, but it runs no
+        pod and so holds no GPU."""
+        return self.replicas == 0
+
+    @property
     def source(self) -> Source:
         """Where the workload (its pod spec) is written."""
         return self.pod.source
@@ -706,7 +714,8 @@ class Consumer:
 
 @dataclass(frozen=True, slots=True)
 class Sharing:
-    """How a GPU is shared: ``replicas`` is the time-slicing replicas or consumable shares N."""
+    """How a GPU is shared: ``replicas`` is the time-slicing or MPS replicas, or consumable
+    shares N."""
 
     mode: SharingMode
     replicas: int | None = None

@@ -119,8 +119,9 @@ def _plugin_sharing(repo: Repo) -> Sharing:
         ):
             continue
         cfg = ptr.selected
-        if cfg is not None and cfg.error is None and cfg.strategy == "time-slicing":
-            return Sharing("time-slicing", cfg.replicas)
+        if cfg is not None and cfg.error is None and cfg.strategy != "none":
+            # api/config/v1 sharing.go SharingStrategy(): mps or time-slicing.
+            return Sharing(cfg.strategy, cfg.replicas)
     return Sharing("exclusive")
 
 

@@ -129,7 +129,10 @@ class Context:
     def plugin_advertisers(self) -> tuple[HelmRelease, ...]:
         """Active releases that run the device plugin and so advertise ``nvidia.com/gpu``."""
         ops = tuple(op for op in self.operators if operator_plugin_on(op))
-        return ops + self.repo.releases("nvidia-device-plugin")
+        alone = tuple(
+            h for h in self.repo.releases("nvidia-device-plugin") if standalone_plugin_on(h)
+        )
+        return ops + alone
 
     @functools.cached_property
     def dra_advertisers(self) -> tuple[HelmRelease, ...]:
@@ -185,6 +188,13 @@ class Context:
 def operator_plugin_on(op: HelmRelease) -> bool:
     """gpu-operator runs the device plugin unless ``devicePlugin.enabled`` is false."""
     return truthy(op.value("devicePlugin", "enabled"), default=True)
+
+
+def standalone_plugin_on(hr: HelmRelease) -> bool:
+    """The standalone chart runs its device plugin unless ``devicePlugin.enabled`` is false
+    (NVIDIA/k8s-device-plugin deployments/helm/nvidia-device-plugin/values.yaml); a copy with
+    it off runs only GFD."""
+    return truthy(hr.value("devicePlugin", "enabled"), default=True)
 
 
 def dra_gpus_on(driver: HelmRelease) -> bool:

@@ -9,9 +9,11 @@ from typing import Any
 
 from gpushift.gitops import Repo, Summary, load_repo, summarize
 from gpushift.rules import (
+    _advertisers,
     _allocator,
     _claims,
     _platform,
+    _plugin_sharing,
     _shares,
     _timeslicing,
     _values,
@@ -29,6 +31,8 @@ _Family = Callable[..., Iterator[Finding]]
 #: Every rule family; each yields findings for several rule ids (see the registry).
 FAMILIES: tuple[_Family, ...] = (
     _allocator.check,
+    _advertisers.check,
+    _plugin_sharing.check,
     _shares.check,
     _timeslicing.check,
     _platform.check,
