@@ -31,7 +31,7 @@ import yaml
 from gpushift import _yaml
 from gpushift._errors import InputError
 from gpushift._kinds import KINDS
-from gpushift.gitops import _modelpool, _pods
+from gpushift.gitops import _crd_consumers, _modelpool, _pods
 from gpushift.gitops._bodies import HelmReleaseSpec, KustomizationSpec
 from gpushift.gitops._charts import chart_defaults, chart_identity
 from gpushift.gitops._kustomize import (
@@ -824,6 +824,7 @@ def _workloads(objects: Sequence[Obj], releases: Sequence[HelmRelease]) -> Itera
         w = _pods.manifest_workload(o)
         if w is not None:
             yield w
+    yield from _crd_consumers.crd_workloads(objects)
     for hr in releases:
         if hr.chart == "app-template":
             yield from _pods.app_template_workloads(hr)

@@ -26,7 +26,7 @@ ChartId = Literal[
 ]
 
 #: Where a workload's pod spec comes from.
-WorkloadOrigin = Literal["manifest", "app-template", "llmkube", "dcgm-exporter"]
+WorkloadOrigin = Literal["manifest", "app-template", "llmkube", "dcgm-exporter", "operator"]
 
 #: Where a time-slicing config was found.
 TimeSlicingForm = Literal["configmap", "generator", "inline"]
@@ -377,9 +377,11 @@ class Workload:
 
     ``kind`` is the rendered kind (Deployment, StatefulSet, DaemonSet, Pod, Job, CronJob) and
     ``name`` the rendered name (app-template: the release name for a single or same-named
-    controller, else ``<release>-<controller>``; llmkube: the InferenceService name);
+    controller, else ``<release>-<controller>``; llmkube: the InferenceService name; operator
+    CRDs: the object's kind and name, with ``-<group>`` for Ray groups and training roles);
     ``origin`` is the object that produces it (a HelmRelease for app-template and
-    dcgm-exporter charts, an InferenceService for llmkube, the manifest itself otherwise).
+    dcgm-exporter charts, an InferenceService for llmkube, the operator's object for
+    ``operator``, the manifest itself otherwise).
     ``monitoring`` is True for GPU metrics exporters. ``replicas`` is the pod count when
     written (None: controller default). ``pool`` names the llmkube ModelPool whose one GPU
     slot this InferenceService takes turns on (None: not a pool member).
@@ -737,6 +739,11 @@ class Summary:
     consumers: tuple[Consumer, ...]
     device_classes: tuple[str, ...]
     claim_templates: tuple[str, ...]
+    #: Consumers scaled to ``replicas: 0``: deployed, asking for a GPU, holding none.
+    parked: tuple[Consumer, ...] = ()
+    #: Nodes the repository names as GPU nodes (the ``kubernetes.io/hostname`` nodeSelector
+    #: of GPU consumers), sorted; empty when unknown.
+    gpu_nodes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of ``summary`` in ``gpushift check -o json``."""
@@ -744,6 +751,8 @@ class Summary:
             "allocator": self.allocator,
             "sharing": self.sharing.to_dict(),
             "consumers": [c.to_dict() for c in self.consumers],
+            "parked": [c.to_dict() for c in self.parked],
+            "gpu_nodes": list(self.gpu_nodes),
             "device_classes": list(self.device_classes),
             "claim_templates": list(self.claim_templates),
         }

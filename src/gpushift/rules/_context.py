@@ -159,6 +159,12 @@ class Context:
         """Active workloads."""
         return tuple(w for w in self.repo.workloads if w.active)
 
+    @functools.cached_property
+    def running(self) -> tuple[Workload, ...]:
+        """Active workloads that run pods (not parked at ``replicas: 0``): only these can be
+        left Pending."""
+        return tuple(w for w in self.workloads if not w.parked)
+
     def claim_for(self, workload: Workload, *, name: str, template: bool) -> Claim | None:
         """The active claim or template a pod names, in the workload's namespace."""
         for c in self.repo.claims:

@@ -82,9 +82,7 @@ def gfd_running(ctx: Context) -> bool:
 def _requests(ctx: Context, ptr: DevicePluginConfig, cfg: TimeSlicingConfig) -> Iterator[Finding]:
     shared = {r.name: cfg.advertised(r) for r in cfg.resources if (r.replicas or 0) > 1}
     how = "MPS" if cfg.strategy == "mps" else "time-slicing"
-    for w in ctx.workloads:
-        if w.parked:
-            continue
+    for w in ctx.running:
         for c in w.pod.all_containers:
             for res, amount in nvidia_requests(c).items():
                 if res in shared and shared[res] != res:
