@@ -20,6 +20,7 @@ import base64
 import binascii
 import gc
 import os
+import re
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ from gpushift.gitops._kustomize import (
     rename,
 )
 from gpushift.gitops._model import (
+    ChartId,
     Claim,
     DependsOn,
     DeviceClass,
@@ -722,14 +724,14 @@ def _set_path(target_path: str, value: Any) -> dict[str, Any]:
 def _helm_release(state: _State, obj: Obj) -> HelmRelease:
     spec = cast(HelmReleaseSpec, _dict(obj.body.get("spec")))
     chart_name, version = _chart(state, obj)
+    # Identified by name and source only: values that look like a chart's are no evidence.
     chart = chart_identity(chart_name)
-    if chart == "other" and version is None and _looks_like_app_template(spec.get("values")):
-        # The chart source is not in the tree (partial trees, shared components); the values'
-        # shape is app-template's own.
-        chart = "app-template"
+    if chart == "other" and version is None and spec.get("chartRef"):
+        chart = _schema_chart(state, obj)
     layers: list[ValueLayer] = []
     refs: list[ValuesRef] = []
-    for i, ref in enumerate(spec.get("valuesFrom") or []):
+    values_from = spec.get("valuesFrom")
+    for i, ref in enumerate(values_from if isinstance(values_from, list) else []):
         if not isinstance(ref, dict):
             continue
         kind, name = str(ref.get("kind", "ConfigMap")), str(ref.get("name", ""))
@@ -794,11 +796,30 @@ def _helm_release(state: _State, obj: Obj) -> HelmRelease:
     )
 
 
-def _looks_like_app_template(values: Any) -> bool:
-    controllers = _dict(values).get("controllers")
-    return isinstance(controllers, dict) and any(
-        isinstance(c, dict) and isinstance(c.get("containers"), dict) for c in controllers.values()
-    )
+_MODELINE = re.compile(r"#\s*yaml-language-server:\s*\$schema=(\S+)")
+#: Charts that publish a HelmRelease schema for editors; bjw-s-labs/helm-charts
+#: charts/other/app-template/schemas/helmrelease-helm-v2.schema.json.
+_SCHEMA_CHARTS: tuple[tuple[str, ChartId], ...] = (("/app-template/schemas/", "app-template"),)
+
+
+def _schema_chart(state: _State, obj: Obj) -> ChartId:
+    """The chart a HelmRelease's file declares through its yaml-language-server modeline.
+
+    Used only when the chartRef's source is not in the tree: the author's modeline names the
+    chart's own published schema, which is a statement of the chart, not a guess from values.
+    """
+    text = state.tree.texts.get(obj.source.path, "")
+    if "yaml-language-server" not in text:
+        return "other"
+    start = obj.source.line_of(("apiVersion",))
+    found: ChartId = "other"
+    for n, line in enumerate(text.splitlines(), start=1):
+        if n >= start:
+            break
+        m = _MODELINE.search(line)
+        if m is not None:
+            found = next((c for key, c in _SCHEMA_CHARTS if key in m.group(1)), "other")
+    return found
 
 
 def _plain(m: Mapping[str, Any]) -> dict[str, Any]:
