@@ -23,7 +23,7 @@ import os
 import re
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -267,6 +267,7 @@ def _load(paths: Sequence[str | Path]) -> Repo:
     state = _State(root, tree, builder, errors, real)
     _index_data_objects(state)
     _walk_units(state)
+    state.errors[:] = _mark_unused(tree, builder, state.errors)
     objects = tuple(state.objects)
     for o in objects:
         state.index.setdefault((o.kind, o.name), []).append(o)
@@ -439,6 +440,26 @@ def _walk_units(state: _State) -> None:
                     state.objects.append(
                         _make_obj(state, Item(d, d.data), ks=None, active=False, variables=None)
                     )
+
+
+def _mark_unused(tree: Tree, builder: Builder, errors: list[YamlError]) -> list[YamlError]:
+    """``errors`` with ``unused`` set for files their directory's kustomization leaves out."""
+    if not errors:
+        return errors
+    listed: set[str] = set()
+    for directory in tree.kustomizations:
+        listed.update(builder.references(directory))
+    out = []
+    for err in errors:
+        here = parent(err.path)
+        name = err.path.rsplit("/", 1)[-1]
+        unused = (
+            here in tree.kustomizations
+            and name not in KUSTOMIZATION_FILES
+            and err.path not in listed
+        )
+        out.append(replace(err, unused=True) if unused else err)
+    return out
 
 
 def _has_kind(data: Mapping[str, Any]) -> bool:
