@@ -242,6 +242,16 @@ class HelmRelease:
         """Where the HelmRelease is written."""
         return self.obj.source
 
+    @property
+    def values_source(self) -> Source:
+        """Where the values are written as a document (the last locatable layer: Flux
+        ``spec.values``, an Argo CD ``valuesObject`` or values file, kustomize
+        ``valuesInline``), else the release's ``spec.values``."""
+        for layer in reversed(self.layers):
+            if layer.locatable:
+                return layer.source
+        return self.obj.source.child(("spec", "values"))
+
     def value(self, *keys: str, default: Any = None) -> Any:
         """The effective value at ``keys`` (dotted path as separate keys), or ``default``."""
         return _dig(self.values, keys, default)
@@ -266,7 +276,7 @@ class HelmRelease:
             for layer in reversed(self.layers):
                 if _dig(layer.values, keys[:n], missing) is not missing:
                     return layer.line_of(keys[:n])
-        return self.obj.source.line_of(("spec", "values"))
+        return self.values_source.line_of(())
 
 
 @dataclass(frozen=True, slots=True)
