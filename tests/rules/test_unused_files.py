@@ -7,8 +7,7 @@ from typing import Any
 from gpushift.rules import run_check
 
 KUSTOMIZATION = (
-    "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"
-    "  - ./app.yaml\n"
+    "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ./app.yaml\n"
 )
 APP = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n"
 # line 3 is indented under a scalar: the parser stops there.
