@@ -95,10 +95,11 @@ def test_sarif_report_on_a_fixture(capsys: pytest.CaptureFixture[str]) -> None:
     log = json.loads(out)
     schema = json.loads(SCHEMA.read_text())
     jsonschema.Draft4Validator(schema, format_checker=jsonschema.FormatChecker()).validate(log)
-    assert code == 1
+    # driver-root-mismatch on a gpu-operator with a pre-installed driver is a warning.
+    assert code == 0
     results = log["runs"][0]["results"]
     assert {(r["ruleId"], r["level"]) for r in results} == {
-        ("driver-root-mismatch", "error"),
+        ("driver-root-mismatch", "warning"),
         ("unknown-chart-values", "warning"),
     }
 

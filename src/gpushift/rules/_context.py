@@ -25,7 +25,7 @@ from gpushift.gitops import (
     Workload,
     truthy,
 )
-from gpushift.rules._finding import Finding
+from gpushift.rules._finding import Finding, Severity
 from gpushift.rules._registry import rule
 
 #: The DRA driver's name; its DeviceClasses are gpu.nvidia.com, mig.nvidia.com, vfio.gpu.nvidia.com.
@@ -108,10 +108,19 @@ class Context:
     base: Repo | None = None
 
     def finding(
-        self, rule_id: str, *, source: Source, line: int | None, obj: str, msg: str
+        self,
+        rule_id: str,
+        *,
+        source: Source,
+        line: int | None,
+        obj: str,
+        msg: str,
+        severity: Severity | None = None,
     ) -> Finding:
-        """A finding of ``rule_id`` with the rule's severity, at ``source.path``."""
-        return Finding(rule_id, rule(rule_id).severity, source.path, line, obj, msg)
+        """A finding of ``rule_id`` at ``source.path``, with the rule's default severity unless
+        ``severity`` calibrates this case (docs/rules.md, "Severities")."""
+        sev = severity if severity is not None else rule(rule_id).severity
+        return Finding(rule_id, sev, source.path, line, obj, msg)
 
     # -- allocators ----------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpushift.gitops import FluxKustomization, HelmRelease
+from gpushift.gitops import FluxKustomization, HelmRelease, truthy
 from gpushift.rules._context import (
     DRA_DRIVER_ROOT_DEFAULT,
     OPERATOR_DRIVER_DIR_DEFAULT,
@@ -12,7 +12,7 @@ from gpushift.rules._context import (
     name_of,
     option_line,
 )
-from gpushift.rules._finding import Finding
+from gpushift.rules._finding import Finding, Severity
 
 #: Where Talos 1.13+ system extensions put the NVIDIA driver (siderolabs/docs, Talos v1.15
 #: "nvidia-gpu": hostPaths.driverInstallDir=/usr/local).
@@ -55,8 +55,16 @@ def _driver_root(ctx: Context) -> Iterator[Finding]:
     for op in ctx.operators:
         path = _norm(op.value("hostPaths", "driverInstallDir", default=OPERATOR_DRIVER_DIR_DEFAULT))
         if path != TALOS_DRIVER_ROOT:
+            # With a pre-installed driver (driver.enabled=false) the ClusterPolicy stack reaches
+            # the driver through the host's runtime and the device plugin works: the path is a
+            # recommendation. It breaks pods when the operator installs the driver itself or
+            # runs its GPUCluster DRA driver, whose CDI specs use the path (nvidia.md §9).
+            breaks = truthy(op.value("driver", "enabled"), default=True) or truthy(
+                op.value("gpuCluster", "deployCR"), default=False
+            )
             yield ctx.finding(
                 "driver-root-mismatch",
+                severity=None if breaks else Severity.WARNING,
                 source=op.source,
                 line=op.line_of("hostPaths", "driverInstallDir"),
                 obj=name_of(op.obj),
