@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from gpushift.rules._context import Context
 from gpushift.rules._finding import Finding, Severity
 from gpushift.rules._json import format_json
 from gpushift.rules._sarif import format_sarif
+from gpushift.rules._summary_text import format_summary
 from gpushift.rules._text import format_text
 
 _Family = Callable[..., Iterator[Finding]]
@@ -74,8 +76,8 @@ class Report:
         return self.summary.to_dict()
 
     def to_text(self, *, colour: bool = False) -> str:
-        """The text report."""
-        return format_text(self.findings, colour=colour)
+        """The text report: the summary first, then the findings by file."""
+        return format_summary(self.summary) + format_text(self.findings, colour=colour)
 
     def to_json(self) -> str:
         """The json report."""
@@ -86,6 +88,56 @@ class Report:
         from gpushift import __version__
 
         return format_sarif(self.findings, root=self.root, version=__version__)
+
+
+@dataclass(frozen=True, slots=True)
+class Reports:
+    """One report per checked repository (``gpushift check A B`` checks two), in order.
+
+    With one repository every format is that report's own; with several, text has one block
+    per repository under a ``== PATH ==`` header, json is ``{"repositories": [{"path", "summary",
+    "findings"}]}`` and SARIF has one run per repository.
+    """
+
+    reports: tuple[tuple[str, Report], ...]
+
+    @property
+    def exit_code(self) -> int:
+        """1 when any repository has an error finding, else 0."""
+        return max((r.exit_code for _, r in self.reports), default=0)
+
+    def to_text(self, *, colour: bool = False) -> str:
+        """The text report(s)."""
+        if len(self.reports) == 1:
+            return self.reports[0][1].to_text(colour=colour)
+        return "\n".join(f"== {p} ==\n{r.to_text(colour=colour)}" for p, r in self.reports)
+
+    def to_json(self) -> str:
+        """The json report(s)."""
+        if len(self.reports) == 1:
+            return self.reports[0][1].to_json()
+        body = [{"path": p, **json.loads(r.to_json())} for p, r in self.reports]
+        return json.dumps({"repositories": body}, indent=2) + "\n"
+
+    def to_sarif(self) -> str:
+        """The SARIF 2.1.0 log: one run per repository."""
+        logs = [json.loads(r.to_sarif()) for _, r in self.reports]
+        log = logs[0]
+        log["runs"] = [run for one in logs for run in one["runs"]]
+        return json.dumps(log, indent=2) + "\n"
+
+
+def run_checks(
+    paths: Sequence[str | Path], *, base: str | None = None, merge_paths: bool = False
+) -> Reports:
+    """Check each path as its own repository (or all as one with ``merge_paths``).
+
+    Paths of one repository's findings are relative to that path. Raises InputError for a
+    missing path or an unusable revision.
+    """
+    if merge_paths or len(paths) <= 1:
+        return Reports(((", ".join(str(p) for p in paths), run_check(paths, base=base)),))
+    return Reports(tuple((str(p), run_check([p], base=base)) for p in paths))
 
 
 def run_check(paths: Sequence[str | Path], *, base: str | None = None) -> Report:
