@@ -258,3 +258,34 @@ def test_helm_charts_values_merge_replace(tmp_path: Path) -> None:
         {"gfd": {"enabled": True}},
         "kube-system",
     )
+
+
+def test_git_directories_below_the_repository_root(tmp_path: Path) -> None:
+    # The checked tree is clusters/home of the repository the generator names paths from.
+    appset = """
+    apiVersion: argoproj.io/v1alpha1
+    kind: ApplicationSet
+    metadata:
+      name: set
+      namespace: argocd
+    spec:
+      generators:
+        - git:
+            repoURL: x
+            revision: HEAD
+            directories:
+              - path: clusters/home/apps/*
+      template:
+        metadata:
+          name: '{{path.basename}}'
+        spec:
+          project: default
+          source:
+            repoURL: x
+            path: '{{path}}'
+          destination:
+            namespace: '{{path[3]}}'
+    """
+    write(tmp_path, {"set.yaml": appset, "apps/plex/d.yaml": deployment("plex")})
+    repo = load_repo([tmp_path])
+    assert {w.name: (w.namespace, w.active) for w in repo.workloads} == {"plex": ("plex", True)}

@@ -185,16 +185,26 @@ def _glob(pattern: str, *, doublestar: bool) -> re.Pattern[str]:
     return re.compile("".join(out) + r"\Z")
 
 
+def _has_glob(part: str) -> bool:
+    return any(c in part for c in "*?[")
+
+
 def _candidates(pattern: str) -> list[str]:
     """``pattern`` and shorter forms without leading literal components: the checked tree may
     be below the repository root the generator names paths from."""
     parts = pattern.strip("/").split("/")
     out = []
     for i in range(len(parts)):
-        if any(c in parts[i - 1] for c in "*?[") and i > 0:
+        if i > 0 and _has_glob(parts[i - 1]):
             break
         out.append("/".join(parts[i:]))
     return out
+
+
+def _dropped(pattern: str, cand: str) -> str:
+    """The leading components of ``pattern`` that ``cand`` leaves out ("" or ending in /)."""
+    whole = pattern.strip("/")
+    return whole[: len(whole) - len(cand)]
 
 
 def _match_dirs(tree: Tree, pattern: str) -> tuple[str, list[str]]:
@@ -203,7 +213,7 @@ def _match_dirs(tree: Tree, pattern: str) -> tuple[str, list[str]]:
         rx = _glob(cand, doublestar=False)
         found = sorted(d for d in tree.dirs if d != "." and rx.match(d))
         if found:
-            return pattern[: len(pattern.strip("/")) - len(cand)].lstrip("/"), found
+            return _dropped(pattern, cand), found
     return "", []
 
 
@@ -261,7 +271,7 @@ def _git_files(tree: Tree, entries: list[Any], *, go: bool) -> Iterator[Any]:
             files = sorted(f for f in tree.texts if rx.match(f))
             if not files:
                 continue
-            prefix = pattern.strip("/")[: len(pattern.strip("/")) - len(cand)]
+            prefix = _dropped(pattern, cand)
             for f in files:
                 try:
                     data = yaml.load(
