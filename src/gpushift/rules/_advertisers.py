@@ -13,7 +13,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gpushift.gitops import GPU_RESOURCE, HelmRelease, Source, Workload, known_values_keys
+from gpushift.gitops import (
+    GPU_RESOURCE,
+    HelmRelease,
+    Source,
+    Workload,
+    known_values_keys,
+    truthy,
+)
 from gpushift.rules._context import Context, name_of, operator_plugin_on, standalone_plugin_on
 from gpushift.rules._finding import Finding
 
@@ -63,7 +70,8 @@ def check(*, ctx: Context) -> Iterator[Finding]:
 
 def _plugins(ctx: Context) -> Iterator[_Plugin]:
     for op in ctx.operators:
-        if operator_plugin_on(op):
+        # The ClusterPolicy stack (clusterPolicy.deployCR, default true) runs the plugin.
+        if operator_plugin_on(op) and truthy(op.value("clusterPolicy", "deployCR"), default=True):
             given = op.is_set("devicePlugin", "enabled")
             how = (
                 "devicePlugin.enabled is true" if given else "devicePlugin.enabled defaults to true"

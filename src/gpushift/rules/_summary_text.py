@@ -14,7 +14,7 @@ def _who(c: Consumer) -> str:
 def format_summary(summary: Summary) -> str:
     """Allocator, sharing, GPU nodes (when the repository names them) and consumers, active
     and parked, as text lines ending in a blank line."""
-    sharing = summary.sharing.mode
+    sharing: str = summary.sharing.mode
     if summary.sharing.replicas is not None:
         sharing += f", replicas {summary.sharing.replicas}"
     lines = [f"allocator: {summary.allocator}", f"sharing: {sharing}"]
