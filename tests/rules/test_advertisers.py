@@ -83,3 +83,15 @@ def test_selector_and_default_meet_on_the_selected_nodes(check: Any, kit: Any) -
     # the second release has no devicePlugin key: its `values:` line (12).
     assert (f.path, f.line) == ("b.yaml", 12)
     assert "GPU nodes with nodeSelector pool=a" in f.message
+
+
+def test_operator_without_its_cluster_policy_runs_no_plugin(check: Any, kit: Any) -> None:
+    # The GPUCluster stack instead of ClusterPolicy: the operator deploys no device plugin.
+    op = "clusterPolicy:\n  deployCR: false\n"
+    found = check(
+        {
+            "op.yaml": kit.helm_release("gpu-operator", "gpu-operator", op),
+            "dp.yaml": kit.helm_release("ndp", "nvidia-device-plugin", "migStrategy: none\n"),
+        }
+    )
+    assert "dual-device-plugin" not in kit.ids(found)

@@ -124,3 +124,19 @@ def test_time_slicing_allows_two_unless_fail_greater_than_one(check: Any, kit: A
         {**files, "cm.yaml": configmap(base.format(flag="    failRequestsGreaterThanOne: true\n"))}
     )
     assert kit.only(found, "sharing-request-rejected") == [("app.yaml", 16)]
+
+
+def test_parked_workload_is_not_rejected(check: Any, kit: Any) -> None:
+    pod = kit.GPU_POD.replace("nvidia.com/gpu: 1", "nvidia.com/gpu: 2")
+    parked = kit.deployment("app", pod).replace(
+        "spec:\n  selector", "spec:\n  replicas: 0\n  selector", 1
+    )
+    values = (
+        "gfd:\n  enabled: true\nconfig:\n  map:\n    default: |-\n      version: v1\n"
+        "      sharing:\n        mps:\n          resources:\n"
+        "            - name: nvidia.com/gpu\n              replicas: 3\n"
+    )
+    found = check(
+        {"dp.yaml": kit.helm_release("ndp", "nvidia-device-plugin", values), "app.yaml": parked}
+    )
+    assert "sharing-request-rejected" not in kit.ids(found)
