@@ -142,4 +142,7 @@ def test_fixture_exit_code_follows_error_findings(name: str) -> None:
     assert report.exit_code == (1 if has_error else 0)
 
 
-_ERRORS = {"driver-root-mismatch"}
+# Rules whose findings in these fixtures are errors. LukeEvansTech's driver-root-mismatch is
+# on a gpu-operator with a pre-installed driver (driver.enabled: false) whose device plugin
+# works, so it is a warning (the severity policy in docs/rules.md): no fixture has an error.
+_ERRORS: set[str] = set()

@@ -22,6 +22,33 @@ def test_talos_with_default_roots(check: Any, kit: Any) -> None:
     )
     # gpu-operator leaves hostPaths at its default: the finding points at spec.values.
     assert sorted(kit.only(found, "driver-root-mismatch")) == [("dra.yaml", 14), ("op.yaml", 12)]
+    # The operator installs its own driver (driver.enabled defaults to true): both break.
+    assert {f.severity.value for f in found if f.rule == "driver-root-mismatch"} == {"error"}
+
+
+def test_talos_operator_with_preinstalled_driver_is_a_warning(check: Any, kit: Any) -> None:
+    values = "driver:\n  enabled: false\ntoolkit:\n  enabled: false\n"
+    found = check(
+        {
+            "talos/patch.yaml": TALOS_PATCH,
+            "op.yaml": kit.helm_release("gpu-operator", "gpu-operator", values),
+        }
+    )
+    (f,) = (f for f in found if f.rule == "driver-root-mismatch")
+    assert (f.path, f.line, f.severity.value) == ("op.yaml", 12, "warning")
+    # The GPUCluster DRA stack reads the path for its CDI specs: an error again.
+    found = check(
+        {
+            "talos/patch.yaml": TALOS_PATCH,
+            "op.yaml": kit.helm_release(
+                "gpu-operator",
+                "gpu-operator",
+                values + "clusterPolicy:\n  deployCR: false\ngpuCluster:\n  deployCR: true\n",
+            ),
+        }
+    )
+    (f,) = (f for f in found if f.rule == "driver-root-mismatch")
+    assert f.severity.value == "error"
 
 
 def test_talos_with_usr_local(check: Any, kit: Any) -> None:

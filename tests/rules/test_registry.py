@@ -1,4 +1,5 @@
-"""The rule table: the issue's 26 ids with their severities, each documented."""
+"""The rule table: issue 3's 26 ids and issue 14's four, with their severities, each
+documented."""
 
 from __future__ import annotations
 
@@ -37,12 +38,18 @@ EXPECTED = {
     "stale-sharing-labels": "warning",
     "dcgm-dra-attribution": "warning",
     "yaml-error": "error",
+    # Issue 14: two device plugins and requests the sharing config rejects break pods (error);
+    # MPS without GFD and unparsable files nothing applies are hazards (warning).
+    "dual-device-plugin": "error",
+    "sharing-request-rejected": "error",
+    "mps-without-gfd": "warning",
+    "unused-file": "warning",
 }
 
 
 def test_ids_and_severities_match_the_issue() -> None:
     assert {r.id: r.severity.value for r in RULES} == EXPECTED
-    assert len(RULES) == 26
+    assert len(RULES) == 30
 
 
 def test_lookup_by_id() -> None:

@@ -35,7 +35,8 @@ def check(
         list[Path],
         typer.Argument(
             metavar="PATH",
-            help="Repository directories or files; paths in findings are relative to the first.",
+            help="Repository directories or files, each checked as its own repository; paths "
+            "in findings are relative to it (to the first with --merge-paths).",
             show_default=False,
         ),
     ],
@@ -50,11 +51,18 @@ def check(
     output: Annotated[
         OutputFormat, typer.Option("--output", "-o", help="Report format.")
     ] = OutputFormat.TEXT,
+    merge_paths: Annotated[
+        bool,
+        typer.Option(
+            "--merge-paths",
+            help="Check all PATHs as one repository (by default each PATH is its own).",
+        ),
+    ] = False,
 ) -> None:
-    """Check GPU allocator, sharing and claim settings in a Flux repository."""
-    from gpushift.rules import run_check
+    """Check GPU allocator, sharing and claim settings in a Flux or Argo CD repository."""
+    from gpushift.rules import run_checks
 
-    report = run_check(paths, base=base)
+    report = run_checks(paths, base=base, merge_paths=merge_paths)
     if output is OutputFormat.JSON:
         text = report.to_json()
     elif output is OutputFormat.SARIF:

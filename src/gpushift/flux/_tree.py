@@ -17,11 +17,17 @@ _KUSTOMIZE_API = "kustomize.config.k8s.io/"
 
 @dataclass(frozen=True, slots=True)
 class YamlError:
-    """A file that could not be read or parsed (the rule ``yaml-error`` reports it)."""
+    """A file that could not be read or parsed (the rule ``yaml-error`` reports it).
+
+    ``unused`` is True when nothing applies the file: its directory has a kustomization file
+    that does not list it (kustomize reads only what is listed, and Flux and Argo CD build such
+    a directory with kustomize), so the error cannot break a deployment (``unused-file``).
+    """
 
     path: str
     line: int | None
     message: str
+    unused: bool = False
 
 
 def _find_files(root: Path, paths: Sequence[str | Path]) -> Iterator[tuple[str, Path]]:

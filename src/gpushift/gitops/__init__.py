@@ -1,4 +1,4 @@
-"""The GitOps repository model: what a Flux repository deploys, for GPUs.
+"""The GitOps repository model: what a Flux or Argo CD repository deploys, for GPUs.
 
 ``load_repo(paths)`` reads a repository into a ``Repo``; ``summarize(repo)`` gives its GPU
 summary. Chart knowledge (outcome-changing defaults, known top-level values keys) is in

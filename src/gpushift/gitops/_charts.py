@@ -27,10 +27,15 @@ _NAMES: tuple[tuple[str, ChartId], ...] = (
 
 
 def chart_identity(name: str) -> ChartId:
-    """The normalised identity of a chart or OCI artifact name (``other`` when unknown)."""
+    """The normalised identity of a chart or OCI artifact name (``other`` when unknown).
+
+    Only the upstream names count, and the ``nvidia-`` prefix mirrors add
+    (``nvidia-gpu-operator``); a chart merely ending in a known name (``my-app-template``) is
+    another chart, about which nothing chart-specific is claimed.
+    """
     base = name.rstrip("/").rsplit("/", 1)[-1].lower()
     for key, ident in _NAMES:
-        if base == key or base.endswith("-" + key) or base.endswith("/" + key):
+        if base == key or base == "nvidia-" + key:
             return ident
     return "other"
 

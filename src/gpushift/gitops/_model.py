@@ -27,7 +27,7 @@ ChartId = Literal[
 ]
 
 #: Where a workload's pod spec comes from.
-WorkloadOrigin = Literal["manifest", "app-template", "llmkube", "dcgm-exporter"]
+WorkloadOrigin = Literal["manifest", "app-template", "llmkube", "dcgm-exporter", "operator"]
 
 #: Where a time-slicing config was found.
 TimeSlicingForm = Literal["configmap", "generator", "inline"]
@@ -36,7 +36,7 @@ TimeSlicingForm = Literal["configmap", "generator", "inline"]
 ActiveAllocators = Literal["device-plugin", "dra", "both", "none"]
 #: How a repository shares its cards, as its summary reports it.
 SharingSummaryMode = Literal[
-    "exclusive", "time-slicing", "consumable-shares", "memory", "unlimited"
+    "exclusive", "time-slicing", "mps", "consumable-shares", "memory", "unlimited"
 ]
 RequestKind = Literal["extended", "claim", "bridged", "none"]
 
@@ -243,6 +243,16 @@ class HelmRelease:
         """Where the HelmRelease is written."""
         return self.obj.source
 
+    @property
+    def values_source(self) -> Source:
+        """Where the values are written as a document (the last locatable layer: Flux
+        ``spec.values``, an Argo CD ``valuesObject`` or values file, kustomize
+        ``valuesInline``), else the release's ``spec.values``."""
+        for layer in reversed(self.layers):
+            if layer.locatable:
+                return layer.source
+        return self.obj.source.child(("spec", "values"))
+
     def value(self, *keys: str, default: Any = None) -> Any:
         """The effective value at ``keys`` (dotted path as separate keys), or ``default``."""
         return _dig(self.values, keys, default)
@@ -267,7 +277,7 @@ class HelmRelease:
             for layer in reversed(self.layers):
                 if _dig(layer.values, keys[:n], missing) is not missing:
                     return layer.line_of(keys[:n])
-        return self.obj.source.line_of(("spec", "values"))
+        return self.values_source.line_of(())
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,9 +388,11 @@ class Workload:
 
     ``kind`` is the rendered kind (Deployment, StatefulSet, DaemonSet, Pod, Job, CronJob) and
     ``name`` the rendered name (app-template: the release name for a single or same-named
-    controller, else ``<release>-<controller>``; llmkube: the InferenceService name);
+    controller, else ``<release>-<controller>``; llmkube: the InferenceService name; operator
+    CRDs: the object's kind and name, with ``-<group>`` for Ray groups and training roles);
     ``origin`` is the object that produces it (a HelmRelease for app-template and
-    dcgm-exporter charts, an InferenceService for llmkube, the manifest itself otherwise).
+    dcgm-exporter charts, an InferenceService for llmkube, the operator's object for
+    ``operator``, the manifest itself otherwise).
     ``monitoring`` is True for GPU metrics exporters. ``replicas`` is the pod count when
     written (None: controller default). ``pool`` names the llmkube ModelPool whose one GPU
     slot this InferenceService takes turns on (None: not a pool member).
@@ -400,6 +412,12 @@ class Workload:
     def active(self) -> bool:
         """Whether the producing object is deployed."""
         return self.origin.active
+
+    @property
+    def parked(self) -> bool:
+        """Whether the workload is scaled to zero (``replicas: 0``): deployed, but it runs no
+        pod and so holds no GPU."""
+        return self.replicas == 0
 
     @property
     def source(self) -> Source:
@@ -700,7 +718,8 @@ class Consumer:
 
 @dataclass(frozen=True, slots=True)
 class SharingSummary:
-    """How a GPU is shared: ``replicas`` is the time-slicing replicas or consumable shares N."""
+    """How a GPU is shared: ``replicas`` is the time-slicing or MPS replicas, or consumable
+    shares N."""
 
     mode: SharingSummaryMode
     replicas: int | None = None
@@ -722,6 +741,11 @@ class Summary:
     consumers: tuple[Consumer, ...]
     device_classes: tuple[str, ...]
     claim_templates: tuple[str, ...]
+    #: Consumers scaled to ``replicas: 0``: deployed, asking for a GPU, holding none.
+    parked: tuple[Consumer, ...] = ()
+    #: Nodes the repository names as GPU nodes (the ``kubernetes.io/hostname`` nodeSelector
+    #: of GPU consumers), sorted; empty when unknown.
+    gpu_nodes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of ``summary`` in ``gpushift check -o json``."""
@@ -729,6 +753,8 @@ class Summary:
             "allocator": self.allocator,
             "sharing": self.sharing.to_dict(),
             "consumers": [c.to_dict() for c in self.consumers],
+            "parked": [c.to_dict() for c in self.parked],
+            "gpu_nodes": list(self.gpu_nodes),
             "device_classes": list(self.device_classes),
             "claim_templates": list(self.claim_templates),
         }

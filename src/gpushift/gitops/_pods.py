@@ -184,7 +184,7 @@ def app_template_workloads(hr: HelmRelease) -> Iterator[Workload]:
     controllers = _dict(values.get("controllers"))
     defaults = _dict(values.get("defaultPodOptions"))
     strategy = values.get("defaultPodOptionsStrategy", "overwrite")
-    base = hr.source.child(("spec", "values"))
+    base = hr.values_source
     enabled = [
         (cid, c)
         for cid, c in controllers.items()
@@ -245,7 +245,7 @@ def app_template_workloads(hr: HelmRelease) -> Iterator[Workload]:
 def dcgm_exporter_workload(hr: HelmRelease) -> Workload:
     """The DaemonSet the dcgm-exporter chart renders (container ``exporter``)."""
     values = hr.values
-    base = hr.source.child(("spec", "values"))
+    base = hr.values_source
     env: dict[str, str | None] = _env(values.get("extraEnv"))
     args = values.get("arguments")
     if isinstance(args, list) and any("kubernetes-enable-dra" in str(a) for a in args):

@@ -20,6 +20,8 @@ from gpushift.gitops._model import (
 #: NVIDIA's extended resources all live under this prefix (nvidia.com/gpu, nvidia.com/gpu.shared
 #: with renameByDefault, nvidia.com/mig-1g.10gb with the mixed MIG strategy).
 NVIDIA_PREFIX = "nvidia.com/"
+#: The well-known label a nodeSelector pins one node by (kubernetes.io/hostname).
+_HOSTNAME = "kubernetes.io/hostname"
 #: The DRA driver's DeviceClasses (gpu.nvidia.com, mig.nvidia.com, vfio.gpu.nvidia.com).
 NVIDIA_CLASS_SUFFIX = "nvidia.com"
 
@@ -118,8 +120,9 @@ def _plugin_sharing(repo: Repo) -> SharingSummary:
         ):
             continue
         cfg = ptr.selected
-        if cfg is not None and cfg.error is None and cfg.strategy == "time-slicing":
-            return SharingSummary("time-slicing", cfg.replicas)
+        if cfg is not None and cfg.error is None and cfg.strategy != "none":
+            # api/config/v1 sharing.go SharingStrategy(): mps or time-slicing.
+            return SharingSummary(cfg.strategy, cfg.replicas)
     return SharingSummary("exclusive")
 
 
@@ -178,7 +181,9 @@ def summarize(repo: Repo) -> Summary:
     device plugin's selected time-slicing config, else ``exclusive``. Consumers are active
     workloads that request an NVIDIA GPU (an ``nvidia.com/`` extended resource or a claim on
     an NVIDIA DeviceClass) or reach one without asking (``runtimeClassName: nvidia``,
-    ``NVIDIA_VISIBLE_DEVICES=all``, GPU exporters). Node labels never count as requests.
+    ``NVIDIA_VISIBLE_DEVICES=all``, GPU exporters); those at ``replicas: 0`` are ``parked``
+    instead. Node labels never count as requests. ``gpu_nodes`` are the hostnames GPU
+    consumers pin themselves to.
     """
     dp = device_plugin_active(repo)
     dras = dra_releases(repo)
@@ -189,13 +194,20 @@ def summarize(repo: Repo) -> Summary:
     if sharing.mode == "exclusive" and dp:
         sharing = _plugin_sharing(repo)
     consumers: list[Consumer] = []
+    parked: list[Consumer] = []
+    nodes: set[str] = set()
     for w in repo.workloads:
         if not w.active:
             continue
         kind = _request_kind(w, repo, dp=dp, dra=dra)
         if kind is not None:
-            consumers.append(Consumer(w.kind, w.namespace, w.name, kind, w))
+            consumer = Consumer(w.kind, w.namespace, w.name, kind, w)
+            (parked if w.parked else consumers).append(consumer)
+            host = w.pod.node_selector.get(_HOSTNAME)
+            if host is not None:
+                nodes.add(str(host))
     consumers.sort(key=lambda c: (c.namespace or "", c.name, c.kind))
+    parked.sort(key=lambda c: (c.namespace or "", c.name, c.kind))
     classes = sorted({d.name for d in repo.device_classes if d.active})
     templates = sorted(
         {
@@ -210,4 +222,6 @@ def summarize(repo: Repo) -> Summary:
         consumers=tuple(consumers),
         device_classes=tuple(classes),
         claim_templates=tuple(templates),
+        parked=tuple(parked),
+        gpu_nodes=tuple(sorted(nodes)),
     )

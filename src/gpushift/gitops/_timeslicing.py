@@ -82,23 +82,34 @@ def parse_config(
     assert isinstance(sharing, dict)
     ts = sharing.get("timeSlicing")
     mps = sharing.get("mps")
+    # api/config/v1 sharing.go: a block is only checked when it is present; a config with
+    # `flags` and no `sharing` is a valid whole-card config. SharingStrategy() is mps when MPS
+    # is replicated, else time-slicing when timeSlicing is; ReplicatedResources() is the MPS
+    # block when one is given, else timeSlicing.
     resources: tuple[TimeSlicingResource, ...] = ()
     rename_by_default = False
     fail_gt_one = False
     strategy: Literal["time-slicing", "mps", "none"] = "none"
-    if mps is not None:
-        mres, merr = _resources(mps)
-        error = error or merr
-        if any((r.replicas or 0) > 1 for r in mres):
-            strategy = "mps"
+    ts_resources: tuple[TimeSlicingResource, ...] = ()
     if ts is not None:
-        resources, terr = _resources(ts)
+        ts_resources, terr = _resources(ts)
         error = error or terr
-        if isinstance(ts, dict):
-            rename_by_default = bool(ts.get("renameByDefault", False))
-            fail_gt_one = bool(ts.get("failRequestsGreaterThanOne", False))
-        if strategy == "none" and any((r.replicas or 0) > 1 for r in resources):
+    if mps is not None:
+        resources, merr = _resources(mps)
+        error = error or merr
+        block: Any = mps
+        if any((r.replicas or 0) > 1 for r in resources):
+            strategy = "mps"
+        elif any((r.replicas or 0) > 1 for r in ts_resources):
             strategy = "time-slicing"
+    else:
+        resources, block = ts_resources, ts
+        if any((r.replicas or 0) > 1 for r in resources):
+            strategy = "time-slicing"
+    if isinstance(block, dict):
+        rename_by_default = bool(block.get("renameByDefault", False))
+        # failRequestsGreaterThanOne defaults to true for MPS, false for time-slicing.
+        fail_gt_one = bool(block.get("failRequestsGreaterThanOne", mps is not None))
     flags = data.get("flags") if isinstance(data.get("flags"), dict) else {}
     assert isinstance(flags, dict)
     mig = flags.get("migStrategy")

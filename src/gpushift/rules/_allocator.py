@@ -78,7 +78,7 @@ def _unserved(ctx: Context) -> Iterator[Finding]:
     plugin, dra = bool(ctx.plugin_advertisers), bool(ctx.dra_advertisers)
     if plugin and dra:
         return
-    for w in ctx.workloads:
+    for w in ctx.running:
         if not plugin and not dra:
             yield from _unserved_extended(ctx, w)
         if not dra:

@@ -65,7 +65,7 @@ def _bridge(ctx: Context) -> Iterator[Finding]:
     if ctx.plugin_advertisers or not ctx.dra_advertisers:
         return
     classes = ctx.bridging_classes
-    for w in ctx.workloads:
+    for w in ctx.running:
         for c in w.pod.all_containers:
             amount = c.extended(GPU_RESOURCE)
             if amount is None:

@@ -25,7 +25,7 @@ from gpushift.gitops import (
     Workload,
     truthy,
 )
-from gpushift.reports import Finding
+from gpushift.reports import Finding, Severity
 from gpushift.rules._registry import rule
 
 #: The DRA driver's name; its DeviceClasses are gpu.nvidia.com, mig.nvidia.com, vfio.gpu.nvidia.com.
@@ -117,22 +117,55 @@ class Context:
     base: Repo | None = None
 
     def finding(
-        self, rule_id: str, *, source: Source, line: int | None, obj: str, msg: str
+        self,
+        rule_id: str,
+        *,
+        source: Source,
+        line: int | None,
+        obj: str,
+        msg: str,
+        severity: Severity | None = None,
     ) -> Finding:
-        """A finding of ``rule_id`` with the rule's severity, at ``source.path``."""
-        return Finding(rule_id, rule(rule_id).severity, source.path, line, obj, msg)
+        """A finding of ``rule_id`` at ``source.path``, with the rule's default severity unless
+        ``severity`` calibrates this case (docs/rules.md, "Severities")."""
+        sev = severity if severity is not None else rule(rule_id).severity
+        return Finding(rule_id, sev, source.path, line, obj, msg)
 
-    def about(self, rule_id: str, item: Located, *, line: int | None, msg: str) -> Finding:
+    def about(
+        self,
+        rule_id: str,
+        item: Located,
+        *,
+        line: int | None,
+        msg: str,
+        severity: Severity | None = None,
+    ) -> Finding:
         """A finding of ``rule_id`` about a written object (a release, a Kustomization, a
         config): in its file, naming its object."""
-        return self.finding(rule_id, source=item.source, line=line, obj=name_of(item.obj), msg=msg)
+        return self.finding(
+            rule_id,
+            source=item.source,
+            line=line,
+            obj=name_of(item.obj),
+            msg=msg,
+            severity=severity,
+        )
 
     def in_workload(
-        self, rule_id: str, w: Workload, *, source: Source, line: int | None, msg: str
+        self,
+        rule_id: str,
+        w: Workload,
+        *,
+        source: Source,
+        line: int | None,
+        msg: str,
+        severity: Severity | None = None,
     ) -> Finding:
         """A finding of ``rule_id`` at ``source`` (a container, a pod field) of workload ``w``,
         naming the object that produces the workload."""
-        return self.finding(rule_id, source=source, line=line, obj=name_of(w.origin), msg=msg)
+        return self.finding(
+            rule_id, source=source, line=line, obj=name_of(w.origin), msg=msg, severity=severity
+        )
 
     # -- allocators ----------------------------------------------------------------------
 
@@ -150,7 +183,10 @@ class Context:
     def plugin_advertisers(self) -> tuple[HelmRelease, ...]:
         """Active releases that run the device plugin and so advertise ``nvidia.com/gpu``."""
         ops = tuple(op for op in self.operators if operator_plugin_on(op))
-        return ops + self.repo.releases("nvidia-device-plugin")
+        alone = tuple(
+            h for h in self.repo.releases("nvidia-device-plugin") if standalone_plugin_on(h)
+        )
+        return ops + alone
 
     @functools.cached_property
     def dra_advertisers(self) -> tuple[HelmRelease, ...]:
@@ -176,6 +212,12 @@ class Context:
     def workloads(self) -> tuple[Workload, ...]:
         """Active workloads."""
         return tuple(w for w in self.repo.workloads if w.active)
+
+    @functools.cached_property
+    def running(self) -> tuple[Workload, ...]:
+        """Active workloads that run pods (not parked at ``replicas: 0``): only these can be
+        left Pending."""
+        return tuple(w for w in self.workloads if not w.parked)
 
     def claim_for(self, workload: Workload, *, name: str, template: bool) -> Claim | None:
         """The active claim or template a pod names, in the workload's namespace."""
@@ -206,6 +248,13 @@ class Context:
 def operator_plugin_on(op: HelmRelease) -> bool:
     """gpu-operator runs the device plugin unless ``devicePlugin.enabled`` is false."""
     return truthy(op.value("devicePlugin", "enabled"), default=True)
+
+
+def standalone_plugin_on(hr: HelmRelease) -> bool:
+    """The standalone chart runs its device plugin unless ``devicePlugin.enabled`` is false
+    (NVIDIA/k8s-device-plugin deployments/helm/nvidia-device-plugin/values.yaml); a copy with
+    it off runs only GFD."""
+    return truthy(hr.value("devicePlugin", "enabled"), default=True)
 
 
 def dra_gpus_on(driver: HelmRelease) -> bool:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpushift.gitops import FluxKustomization, HelmRelease
-from gpushift.reports import Finding
+from gpushift.gitops import FluxKustomization, HelmRelease, truthy
+from gpushift.reports import Finding, Severity
 from gpushift.rules._context import (
     DRA_DRIVER_ROOT_DEFAULT,
     OPERATOR_DRIVER_DIR_DEFAULT,
@@ -53,9 +53,17 @@ def _driver_root(ctx: Context) -> Iterator[Finding]:
     for op in ctx.operators:
         path = _norm(op.value("hostPaths", "driverInstallDir", default=OPERATOR_DRIVER_DIR_DEFAULT))
         if path != TALOS_DRIVER_ROOT:
+            # With a pre-installed driver (driver.enabled=false) the ClusterPolicy stack reaches
+            # the driver through the host's runtime and the device plugin works: the path is a
+            # recommendation. It breaks pods when the operator installs the driver itself or
+            # runs its GPUCluster DRA driver, whose CDI specs use the path (nvidia.md §9).
+            breaks = truthy(op.value("driver", "enabled"), default=True) or truthy(
+                op.value("gpuCluster", "deployCR"), default=False
+            )
             yield ctx.about(
                 "driver-root-mismatch",
                 op,
+                severity=None if breaks else Severity.WARNING,
                 line=op.line_of("hostPaths", "driverInstallDir"),
                 msg=(
                     f"{why}: hostPaths.driverInstallDir is {path}, but Talos installs the NVIDIA "

@@ -148,7 +148,27 @@ RULES: tuple[Rule, ...] = (
         _W,
         "DRA is active but dcgm-exporter cannot attribute GPU metrics to claims.",
     ),
+    Rule(
+        "sharing-request-rejected",
+        _E,
+        "A request the device plugin's sharing config cannot serve (renamed, or more than one).",
+    ),
+    Rule(
+        "mps-without-gfd",
+        _W,
+        "MPS sharing without gpu-feature-discovery: the MPS control daemon has no node to run on.",
+    ),
+    Rule(
+        "dual-device-plugin",
+        _E,
+        "Two device plugins register nvidia.com/gpu on the same nodes.",
+    ),
     Rule("yaml-error", _E, "A file cannot be parsed."),
+    Rule(
+        "unused-file",
+        _W,
+        "A file that nothing applies cannot be parsed; it is not deployed.",
+    ),
 )
 
 _BY_ID = {rule.id: rule for rule in RULES}

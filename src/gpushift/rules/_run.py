@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,9 +11,11 @@ from typing import Any
 from gpushift.gitops import Repo, Summary, load_repo, summarize
 from gpushift.reports import Finding, Severity, format_json, format_sarif, format_text
 from gpushift.rules import (
+    _advertisers,
     _allocator,
     _claims,
     _platform,
+    _plugin_sharing,
     _shares,
     _timeslicing,
     _values,
@@ -21,12 +24,15 @@ from gpushift.rules import (
 from gpushift.rules._base import tree_at
 from gpushift.rules._context import Context
 from gpushift.rules._registry import RULES
+from gpushift.rules._summary_text import format_summary
 
 _Family = Callable[..., Iterator[Finding]]
 
 #: Every rule family; each yields findings for several rule ids (see the registry).
 FAMILIES: tuple[_Family, ...] = (
     _allocator.check,
+    _advertisers.check,
+    _plugin_sharing.check,
     _shares.check,
     _timeslicing.check,
     _platform.check,
@@ -68,8 +74,8 @@ class Report:
         return self.summary.to_dict()
 
     def to_text(self, *, colour: bool = False) -> str:
-        """The text report."""
-        return format_text(self.findings, colour=colour)
+        """The text report: the summary first, then the findings by file."""
+        return format_summary(self.summary) + format_text(self.findings, colour=colour)
 
     def to_json(self) -> str:
         """The json report."""
@@ -80,6 +86,56 @@ class Report:
         from gpushift import __version__
 
         return format_sarif(self.findings, rules=RULES, root=self.root, version=__version__)
+
+
+@dataclass(frozen=True, slots=True)
+class Reports:
+    """One report per checked repository (``gpushift check A B`` checks two), in order.
+
+    With one repository every format is that report's own; with several, text has one block
+    per repository under a ``== PATH ==`` header, json is ``{"repositories": [{"path", "summary",
+    "findings"}]}`` and SARIF has one run per repository.
+    """
+
+    reports: tuple[tuple[str, Report], ...]
+
+    @property
+    def exit_code(self) -> int:
+        """1 when any repository has an error finding, else 0."""
+        return max((r.exit_code for _, r in self.reports), default=0)
+
+    def to_text(self, *, colour: bool = False) -> str:
+        """The text report(s)."""
+        if len(self.reports) == 1:
+            return self.reports[0][1].to_text(colour=colour)
+        return "\n".join(f"== {p} ==\n{r.to_text(colour=colour)}" for p, r in self.reports)
+
+    def to_json(self) -> str:
+        """The json report(s)."""
+        if len(self.reports) == 1:
+            return self.reports[0][1].to_json()
+        body = [{"path": p, **json.loads(r.to_json())} for p, r in self.reports]
+        return json.dumps({"repositories": body}, indent=2) + "\n"
+
+    def to_sarif(self) -> str:
+        """The SARIF 2.1.0 log: one run per repository."""
+        logs = [json.loads(r.to_sarif()) for _, r in self.reports]
+        log = logs[0]
+        log["runs"] = [run for one in logs for run in one["runs"]]
+        return json.dumps(log, indent=2) + "\n"
+
+
+def run_checks(
+    paths: Sequence[str | Path], *, base: str | None = None, merge_paths: bool = False
+) -> Reports:
+    """Check each path as its own repository (or all as one with ``merge_paths``).
+
+    Paths of one repository's findings are relative to that path. Raises InputError for a
+    missing path or an unusable revision.
+    """
+    if merge_paths or len(paths) <= 1:
+        return Reports(((", ".join(str(p) for p in paths), run_check(paths, base=base)),))
+    return Reports(tuple((str(p), run_check([p], base=base)) for p in paths))
 
 
 def run_check(paths: Sequence[str | Path], *, base: str | None = None) -> Report:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpushift.gitops import DevicePluginConfig, TimeSlicingConfig, truthy
+from gpushift.gitops import GPU_RESOURCE, DevicePluginConfig, TimeSlicingConfig, truthy
 from gpushift.reports import Finding
 from gpushift.rules._context import Context
 
@@ -12,17 +12,17 @@ from gpushift.rules._context import Context
 def config_problem(config: TimeSlicingConfig) -> str | None:
     """Why the device plugin would reject ``config``, in its own words, or None.
 
-    Texts from NVIDIA/k8s-device-plugin api/config/v1 (replicas.go).
+    Texts from NVIDIA/k8s-device-plugin api/config/v1 (replicas.go). Only a ``sharing`` block
+    that is present is checked: ``version: v1`` with ``flags`` alone is a whole-card config.
+    MPS shares only full GPUs (the plugin's README, "With CUDA MPS": MPS is applied to the
+    ``nvidia.com/gpu`` resource and is not supported with MIG devices).
     """
     if config.error:
         return config.error
     if config.strategy == "mps":
-        return None
-    if not config.resources:
-        return "no resources specified"
-    for r in config.resources:
-        if r.replicas is None or r.replicas < 2:
-            return "number of replicas must be >= 2"
+        others = sorted({r.name for r in config.resources if r.name != GPU_RESOURCE})
+        if others:
+            return f"MPS sharing is only supported for {GPU_RESOURCE}, not {', '.join(others)}"
     return None
 
 

@@ -11,7 +11,7 @@ from gpushift.rules._registry import rule
 
 
 def check(*, ctx: Context) -> Iterator[Finding]:
-    """unknown-chart-values and yaml-error."""
+    """unknown-chart-values, yaml-error and unused-file."""
     for release in ctx.repo.helm_releases:
         if not release.active:
             continue
@@ -30,6 +30,12 @@ def check(*, ctx: Context) -> Iterator[Finding]:
                     "Helm ignores it silently"
                 ),
             )
-    severity: Severity = rule("yaml-error").severity
     for err in ctx.repo.errors:
+        if err.unused:
+            # Nothing applies the file, so its error cannot break a Kustomization.
+            severity: Severity = rule("unused-file").severity
+            msg = f"file is not used (its kustomization.yaml does not list it): {err.message}"
+            yield Finding("unused-file", severity, err.path, err.line, "file", msg)
+            continue
+        severity = rule("yaml-error").severity
         yield Finding("yaml-error", severity, err.path, err.line, "file", err.message)

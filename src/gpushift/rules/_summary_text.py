@@ -1,0 +1,26 @@
+"""The summary that opens the text report: what was detected, before any finding."""
+
+from __future__ import annotations
+
+from gpushift.gitops import Consumer, Summary
+
+
+def _who(c: Consumer) -> str:
+    name = f"{c.namespace}/{c.name}" if c.namespace else c.name
+    pool = f", pool {c.pool}" if c.pool is not None else ""
+    return f"{c.kind} {name} ({c.request}{pool})"
+
+
+def format_summary(summary: Summary) -> str:
+    """Allocator, sharing, GPU nodes (when the repository names them) and consumers, active
+    and parked, as text lines ending in a blank line."""
+    sharing: str = summary.sharing.mode
+    if summary.sharing.replicas is not None:
+        sharing += f", replicas {summary.sharing.replicas}"
+    lines = [f"allocator: {summary.allocator}", f"sharing: {sharing}"]
+    nodes = ", ".join(summary.gpu_nodes) if summary.gpu_nodes else "not named in the repository"
+    lines.append(f"GPU nodes: {nodes}")
+    lines.append(f"consumers: {len(summary.consumers)} active, {len(summary.parked)} parked")
+    lines.extend(f"  {_who(c)}" for c in summary.consumers)
+    lines.extend(f"  parked: {_who(c)}" for c in summary.parked)
+    return "\n".join(lines) + "\n\n"
