@@ -283,8 +283,73 @@ class Kube:
         }
         if ref.namespaced:
             kw["namespace"] = namespace or "*"
-        for event, obj in self.client.watch(ref.model, **kw):
-            yield event, _to_dict(obj)
+        try:
+            for event, obj in self.client.watch(ref.model, **kw):
+                yield event, _to_dict(obj)
+        except lightkube.ApiError as err:
+            # 410 Gone among them: the caller relists and watches from the new version.
+            raise _kube_error(err) from None
+        except httpx2.HTTPStatusError as err:
+            raise KubeError(
+                f"watch {ref.qualified}: {err.response.status_code}",
+                code=err.response.status_code,
+            ) from None
+        except httpx2.TransportError as err:
+            raise KubeError(f"watch {ref.qualified}: cannot reach the API server: {err}") from None
+
+    def list_at(
+        self,
+        ref: ResourceRef,
+        *,
+        namespace: str | None = None,
+        labels: Mapping[str, Any] | None = None,
+    ) -> tuple[builtins.list[Obj], str]:
+        """Objects of a type and the list's resourceVersion, to start a watch from."""
+        kw: dict[str, Any] = {"labels": labels}
+        if ref.namespaced:
+            kw["namespace"] = namespace or "*"
+
+        def read() -> tuple[builtins.list[Obj], str]:
+            found = self.client.list(ref.model, **kw)
+            items = [_to_dict(o) for o in found]
+            try:
+                version = str(found.resourceVersion)
+            except Exception:  # an empty list without metadata
+                version = ""
+            return items, version
+
+        return self._call(f"list {ref.qualified}", read)
+
+    def get_path(self, path: str) -> Obj:
+        """GET a non-resource path (``/version``, ``/apis/resource.k8s.io``) as JSON.
+
+        Raises:
+            KubeError: the server refused (NotFound for a group it does not serve).
+        """
+        http = self.client._client._client  # lightkube's httpx client: auth and base URL
+        delay = self.backoff
+        for attempt in range(self.retries + 1):
+            self.attempts += 1
+            try:
+                resp = http.get(path)
+            except httpx2.TransportError as err:
+                if attempt == self.retries:
+                    raise KubeError(f"get {path}: cannot reach the API server: {err}") from None
+                wait = delay
+            else:
+                if resp.status_code < 400:
+                    out: Obj = resp.json()
+                    return out
+                if resp.status_code not in RETRYABLE or attempt == self.retries:
+                    reason = "NotFound" if resp.status_code == 404 else ""
+                    raise KubeError(
+                        f"GET {path}: {resp.status_code}", code=resp.status_code, reason=reason
+                    )
+                header = resp.headers.get("Retry-After")
+                wait = float(header) if header and header.isdigit() else delay
+            delay = min(delay * 2, self.max_backoff)
+            self._sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def wait(
         self,
