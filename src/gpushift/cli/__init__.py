@@ -11,7 +11,7 @@ import sys
 import typer
 
 from gpushift._errors import InputError
-from gpushift.cli import _check, _render, _simulate, _twin
+from gpushift.cli import _check, _cutover, _render, _simulate, _twin
 
 app = typer.Typer(
     name="gpushift",
@@ -32,7 +32,7 @@ def _root() -> None:
     """Move NVIDIA GPU sharing between the device plugin and DRA safely."""
 
 
-for _module in (_simulate, _check, _render, _twin):
+for _module in (_simulate, _check, _render, _twin, _cutover):
     _module.register(app)
 
 

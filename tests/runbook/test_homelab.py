@@ -1,0 +1,163 @@
+"""`gpushift cutover --to dra` and `gpushift rollback` on the homelab twin, end to end, as a
+user runs them (a separate process over HTTPS), with the twin's invariant monitor watching."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpushift.runbook import STEPS
+from tests.runbook.conftest import MEDIA, Env, homelab
+
+KS = "kustomize.toolkit.fluxcd.io/v1"
+HR = "helm.toolkit.fluxcd.io/v2"
+ISVC = "inference.llmkube.dev/v1alpha1"
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    with homelab(tmp_path_factory.mktemp("homelab")) as e:
+        yield e
+
+
+def _versions(env: Env) -> dict[str, str]:
+    """resourceVersion of every object (what --plan must leave alone)."""
+    out = {}
+    for kind in env.twin.store.kinds():
+        for o in env.twin.store.list(kind).objects:
+            meta = o["metadata"]
+            out[f"{kind.kind}/{meta.get('namespace')}/{meta['name']}"] = meta["resourceVersion"]
+    return out
+
+
+def _unsuspended(env: Env) -> None:
+    """Nothing the run suspended is left suspended, nothing left at 0."""
+    for name in MEDIA:
+        assert env.get("Kustomization", "media", name, KS)["spec"].get("suspend") in (None, False)
+        assert env.get("HelmRelease", "media", name, HR)["spec"].get("suspend") in (None, False)
+        assert env.get("Deployment", "media", name)["spec"]["replicas"] == 1
+    assert env.get("Kustomization", "ai", "llmkube-models", KS)["spec"].get("suspend") in (
+        None,
+        False,
+    )
+    assert env.get("InferenceService", "ai", "llama-nvidia", ISVC)["spec"]["replicas"] == 1
+    assert env.get("Deployment", "ai", "llama-nvidia")["spec"]["replicas"] == 1
+
+
+def _result(events: list[dict[str, Any]]) -> dict[str, Any]:
+    assert events[-1]["kind"] == "CutoverResult", events[-1]
+    return events[-1]
+
+
+def test_plan_changes_nothing_and_shows_every_patch_and_wait(env: Env) -> None:
+    before = _versions(env)
+    code, out, err = env.cutover("cutover", "--to", "dra", "--plan")
+    assert code == 0, err
+    assert _versions(env) == before
+    plan = out[0]
+    assert plan["kind"] == "CutoverPlan"
+    assert [s["name"] for s in plan["steps"]] == list(STEPS)
+    suspend = next(s for s in plan["steps"] if s["name"] == "suspend")
+    patched = {(a["patch"], a["field"]): (a["before"], a["after"]) for a in suspend["actions"]}
+    # Six app-template releases, each under its own Kustomization, and the llmkube model.
+    for name in MEDIA:
+        assert patched[(f"Kustomization/media/{name}", "spec.suspend")] == (None, True)
+        assert patched[(f"HelmRelease/media/{name}", "spec.suspend")] == (None, True)
+        assert patched[(f"Deployment/media/{name}", "spec.replicas")] == (1, 0)
+    # The operator resource is scaled, not the Deployment its controller would scale back.
+    assert patched[("InferenceService/ai/llama-nvidia", "spec.replicas")] == (1, 0)
+    assert ("Deployment/ai/llama-nvidia", "spec.replicas") not in patched
+    assert ("Kustomization/flux-system/cluster-apps", "spec.suspend") not in patched
+    waits = [a["wait"] for s in plan["steps"] for a in s["actions"] if "wait" in a]
+    assert "allocatable nvidia.com/gpu: k8s-1 0, k8s-2 0, k8s-3 0" in waits
+    assert any("shares 5" in w for w in waits)
+    assert out[-1]["result"] == "done" and out[-1]["exitCode"] == 0
+
+
+def test_cutover_to_dra_then_rollback(env: Env) -> None:
+    journal = env.tmp / "journal.json"
+    code, events, err = env.cutover(
+        "cutover",
+        "--to",
+        "dra",
+        "--merge",
+        env.merge(env.dra),
+        "--step-timeout",
+        "90s",
+        journal=journal,
+    )
+    result = _result(events)
+    assert code == 0, (err, result)
+    assert result["result"] == "done" and result["to"] == "dra"
+    assert [s["name"] for s in result["steps"]] == list(STEPS)
+    assert all(s["result"] == "done" for s in result["steps"]), result["steps"]
+    assert [e["step"] for e in events if e.get("event") == "step-start"] == list(STEPS)
+    for e in events[:-1]:
+        assert e["kind"] == "CutoverEvent" and e["time"].endswith("Z")
+    changes = [e for e in events if e.get("event") == "change"]
+    assert {
+        (c["object"], c["field"], json.dumps(c["before"]), json.dumps(c["after"]))
+        for c in changes
+        if c["step"] == "suspend"
+    } >= {("Deployment/media/plex", "spec.replicas", "1", "0")}
+    # The device plugin is gone and DRA hands out shares.
+    assert env.allocatable() == {"k8s-1": "0", "k8s-2": "0", "k8s-3": "0"}
+    slices = env.objects("ResourceSlice")
+    assert sorted(s["spec"]["nodeName"] for s in slices) == ["k8s-1", "k8s-2", "k8s-3"]
+    media = env.running("media")
+    assert len(media) == 6 and all(p["spec"].get("resourceClaims") for p in media)
+    claims = {
+        c["metadata"]["name"]: c
+        for c in env.objects("ResourceClaim")
+        if c["metadata"].get("namespace") == "media"
+    }
+    for pod in media:
+        name = pod["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
+        assert claims[name]["status"]["allocation"]["devices"]["results"][0]["shareID"]
+    llama = [p for p in env.running("ai") if p["metadata"]["name"].startswith("llama-nvidia")]
+    assert len(llama) == 1
+    assert llama[0]["status"]["extendedResourceClaimStatus"]["resourceClaimName"]
+    _unsuspended(env)
+    assert env.violations() == []
+    # The journal: finished, in the cluster and in the file, every change applied.
+    cm = env.get("ConfigMap", "flux-system", "gpushift-cutover-journal")
+    stored = json.loads(cm["data"]["journal.json"])
+    assert stored["state"] == "done" and stored["run"] == result["run"]
+    assert json.loads(journal.read_text())["seq"] == stored["seq"]
+    assert {c["state"] for c in stored["changes"]} == {"applied"}
+    lease = env.get("Lease", "flux-system", "gpushift-cutover")
+    assert not lease["spec"].get("holderIdentity")
+
+    # A second cutover to DRA is refused: the cluster is there already.
+    code, events, _ = env.cutover("cutover", "--to", "dra", journal=journal)
+    assert code == 4
+    assert "the cluster already allocates its GPUs through DRA" in _result(events)["reasons"]
+
+    code, events, err = env.cutover(
+        "rollback", "--merge", env.merge(env.plugin), "--step-timeout", "90s", journal=journal
+    )
+    result = _result(events)
+    assert code == 0, (err, result)
+    assert result["to"] == "device-plugin" and result["result"] == "done"
+    assert [s["name"] for s in result["steps"]] == list(STEPS)
+    assert env.allocatable() == {"k8s-1": "5", "k8s-2": "5", "k8s-3": "5"}
+    assert env.objects("ResourceSlice") == []
+    media = env.running("media")
+    assert len(media) == 6 and not any(p["spec"].get("resourceClaims") for p in media)
+    _unsuspended(env)
+    assert env.violations() == []
+    cm = env.get("ConfigMap", "flux-system", "gpushift-cutover-journal")
+    history = json.loads(cm["data"]["history.json"])
+    assert [h["to"] for h in history] == ["dra"]
+
+
+def test_rollback_without_a_journal_is_refused(tmp_path: Path, env: Env) -> None:
+    # A fresh local file but the cluster's journal decides: here the last run finished, so
+    # rollback would move; with --abort there is nothing unfinished to undo.
+    code, events, _ = env.cutover("rollback", "--abort", journal=tmp_path / "j.json")
+    assert code == 4
+    assert _result(events)["reasons"] == ["no unfinished cutover journal to abort"]
