@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.runbook.conftest import MEDIA, Env, homelab
 
 from gpushift.runbook import STEPS
-from tests.runbook.conftest import MEDIA, Env, homelab
 
 KS = "kustomize.toolkit.fluxcd.io/v1"
 HR = "helm.toolkit.fluxcd.io/v2"
