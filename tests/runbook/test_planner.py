@@ -297,12 +297,12 @@ def test_drained_waits_for_terminating_pods_not_finished_ones() -> None:
     base = [o for o in _cluster() if o["kind"] != "Pod"]
     wait = plan_step("drained", _view(base), OPTIONS, _ctx(_view(base))).waits[0]
     assert wait.condition.check(_view(base)) == (True, "no GPU pod left")
-    dying = base + [_pod("media", "plex-abc-1", ("ReplicaSet", "plex-abc"), deleting=True)]
+    dying = [*base, _pod("media", "plex-abc-1", ("ReplicaSet", "plex-abc"), deleting=True)]
     ok, why = wait.condition.check(_view(dying))
     assert not ok and why == "no GPU pod: media/plex-abc-1"
-    done = base + [_pod("media", "nightly-1-x", ("Job", "nightly-1"), phase="Succeeded")]
+    done = [*base, _pod("media", "nightly-1-x", ("Job", "nightly-1"), phase="Succeeded")]
     assert wait.condition.check(_view(done))[0]
-    agent = base + [_pod("gpu-operator", "nvidia-dcgm-exporter-1", None)]
+    agent = [*base, _pod("gpu-operator", "nvidia-dcgm-exporter-1", None)]
     assert wait.condition.check(_view(agent))[0]
 
 
@@ -387,7 +387,7 @@ def test_resume_sets_back_what_was_recorded_and_bridged_last() -> None:
 
 def test_preflight_gives_every_reason_at_once() -> None:
     objs = _cluster()
-    objs = [o for o in objs if not (o["kind"] == "HelmRelease")]
+    objs = [o for o in objs if o["kind"] != "HelmRelease"]
     objs.append(_flux("HelmRelease", "media", "plex", parent=("media", "plex"), ready=False))
     objs.append(_pod("default", "bare", None))
     objs.append(
