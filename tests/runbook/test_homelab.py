@@ -1,21 +1,45 @@
 """`gpushift cutover --to dra` and `gpushift rollback` on the homelab twin, end to end, as a
-user runs them (a separate process over HTTPS), with the twin's invariant monitor watching."""
+user runs them (a separate process over HTTP), with the twin's invariant monitor watching."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.runbook.conftest import MEDIA, Env, homelab
+from tests.runbook.conftest import MEDIA, Env, homelab, wait_for
 
+from gpushift.kube import ResourceRef
 from gpushift.runbook import STEPS
 
 KS = "kustomize.toolkit.fluxcd.io/v1"
 HR = "helm.toolkit.fluxcd.io/v2"
 ISVC = "inference.llmkube.dev/v1alpha1"
+DAEMONSET = ResourceRef.named("DaemonSet")
+#: A GPU consumer applied by hand (no Flux owner): one encoder per GPU node.
+ENCODER = {
+    "metadata": {"name": "encoder", "namespace": "default"},
+    "spec": {
+        "selector": {"matchLabels": {"app": "encoder"}},
+        "template": {
+            "metadata": {"labels": {"app": "encoder"}},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "enc",
+                        "image": "encoder:1",
+                        "resources": {"limits": {"nvidia.com/gpu": 1}},
+                    }
+                ],
+                "tolerations": [{"operator": "Exists"}],
+            },
+        },
+    },
+}
 
 
 @pytest.fixture(scope="module")
@@ -24,14 +48,33 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         yield e
 
 
-def _versions(env: Env) -> dict[str, str]:
-    """resourceVersion of every object (what --plan must leave alone)."""
+def _versions(env: Env) -> dict[str, tuple[str, str]]:
+    """(generation, resourceVersion) of every object."""
     out = {}
     for kind in env.twin.store.kinds():
         for o in env.twin.store.list(kind).objects:
             meta = o["metadata"]
-            out[f"{kind.kind}/{meta.get('namespace')}/{meta['name']}"] = meta["resourceVersion"]
+            key = f"{kind.kind}/{meta.get('namespace')}/{meta['name']}"
+            out[key] = (str(meta.get("generation")), str(meta["resourceVersion"]))
     return out
+
+
+def _written_by_gpushift(env: Env) -> list[str]:
+    """Objects whose managedFields name the field manager gpushift."""
+    out = []
+    for kind in env.twin.store.kinds():
+        for o in env.twin.store.list(kind).objects:
+            managers = {m.get("manager") for m in o["metadata"].get("managedFields") or []}
+            if "gpushift" in managers:
+                out.append(f"{kind.kind}/{o['metadata'].get('namespace')}/{o['metadata']['name']}")
+    return out
+
+
+def _untouched(before: dict[str, tuple[str, str]], after: dict[str, tuple[str, str]]) -> None:
+    """No object was created, deleted or had its spec changed by the command (the Flux
+    controllers still write status while it runs, so resourceVersions of status move)."""
+    assert set(after) == set(before)
+    assert {k: after[k][0] for k in after} == {k: before[k][0] for k in before}
 
 
 def _unsuspended(env: Env) -> None:
@@ -48,6 +91,11 @@ def _unsuspended(env: Env) -> None:
     assert env.get("Deployment", "ai", "llama-nvidia")["spec"]["replicas"] == 1
 
 
+def _short(key: str) -> str:
+    kind, ns, name = key.split("/")
+    return f"{kind}/{name}" if ns == "None" else f"{kind}/{ns}/{name}"
+
+
 def _result(events: list[dict[str, Any]]) -> dict[str, Any]:
     assert events[-1]["kind"] == "CutoverResult", events[-1]
     return events[-1]
@@ -57,7 +105,21 @@ def test_plan_changes_nothing_and_shows_every_patch_and_wait(env: Env) -> None:
     before = _versions(env)
     code, out, err = env.cutover("cutover", "--to", "dra", "--plan")
     assert code == 0, err
-    assert _versions(env) == before
+    _untouched(before, _versions(env))
+    assert _written_by_gpushift(env) == []
+    # The workloads and releases the plan would patch did not move at all (sources and the
+    # root Kustomization get status writes from Flux on their own).
+    named = {
+        a["patch"]
+        for st in out[0]["steps"]
+        for a in st["actions"]
+        if "patch" in a and a["patch"].split("/")[0] in ("Deployment", "InferenceService")
+    }
+    assert len(named) == 7
+    after = _versions(env)
+    assert {k: after[k] for k in after if _short(k) in named} == {
+        k: before[k] for k in before if _short(k) in named
+    }
     plan = out[0]
     assert plan["kind"] == "CutoverPlan"
     assert [s["name"] for s in plan["steps"]] == list(STEPS)
@@ -78,9 +140,71 @@ def test_plan_changes_nothing_and_shows_every_patch_and_wait(env: Env) -> None:
     assert out[-1]["result"] == "done" and out[-1]["exitCode"] == 0
 
 
+def test_preflight_refuses_with_every_reason_at_once(env: Env) -> None:
+    with env.client() as c:
+        c.patch(
+            ResourceRef.named("Namespace"),
+            name="gpu-operator",
+            patch={"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "baseline"}}},
+        )
+        try:
+            before = _versions(env)
+            code, events, _ = env.cutover(
+                "cutover", "--to", "dra", "--apps", "flux-system/nope", "--merge", "false"
+            )
+            after = _versions(env)
+        finally:
+            c.patch(
+                ResourceRef.named("Namespace"),
+                name="gpu-operator",
+                patch={"metadata": {"labels": {"pod-security.kubernetes.io/enforce": None}}},
+            )
+    result = _result(events)
+    assert code == 4 and result["result"] == "refused"
+    assert result["reasons"] == [
+        "Kustomization/flux-system/nope does not exist",
+        "namespace gpu-operator enforces Pod Security 'baseline', which forbids the privileged "
+        "pods the GPU driver runs (label it pod-security.kubernetes.io/enforce=privileged)",
+    ]
+    # A refused run changes nothing but the label this test set.
+    _untouched(
+        {k: v for k, v in before.items() if k != "Namespace/None/gpu-operator"},
+        {k: v for k, v in after.items() if k != "Namespace/None/gpu-operator"},
+    )
+
+
+def test_without_a_tty_or_yes_it_refuses(env: Env) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpushift",
+            "cutover",
+            "--to",
+            "dra",
+            "--kubeconfig",
+            str(env.twin.kubeconfig),
+            "-o",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    assert done.returncode == 4
+    final = json.loads(done.stdout.splitlines()[-1])
+    assert final["reasons"] == [
+        "no TTY to confirm on: give --yes to change the cluster, or --plan to see the plan"
+    ]
+
+
 def test_cutover_to_dra_then_rollback(env: Env) -> None:
     journal = env.tmp / "journal.json"
-    code, events, err = env.cutover(
+    with env.client() as c:
+        c.create(DAEMONSET, ENCODER, namespace="default")
+    wait_for(lambda: len(env.running("default")) == 3, what="the encoder DaemonSet's pods")
+    first = env.start(
         "cutover",
         "--to",
         "dra",
@@ -90,6 +214,21 @@ def test_cutover_to_dra_then_rollback(env: Env) -> None:
         "90s",
         journal=journal,
     )
+    assert first.stdout is not None
+    events = []
+    for line in first.stdout:
+        events.append(json.loads(line))
+        if events[-1].get("event") == "step-start" and events[-1]["step"] == "suspend":
+            break
+    # A second run while the first holds the Lease is refused, naming the holder.
+    code, second, _ = env.cutover("cutover", "--to", "dra", journal=env.tmp / "other.json")
+    assert code == 4
+    held = [r for r in _result(second)["reasons"] if "holds the lock" in r]
+    assert len(held) == 1
+    assert f"/{first.pid}/" in held[0] and "last renewed 20" in held[0]
+    out, err = first.communicate(timeout=240)
+    events += [json.loads(x) for x in out.splitlines() if x.strip()]
+    code = first.returncode
     result = _result(events)
     assert code == 0, (err, result)
     assert result["result"] == "done" and result["to"] == "dra"
@@ -122,6 +261,15 @@ def test_cutover_to_dra_then_rollback(env: Env) -> None:
     assert len(llama) == 1
     assert llama[0]["status"]["extendedResourceClaimStatus"]["resourceClaimName"]
     _unsuspended(env)
+    # The DaemonSet was parked on a nodeSelector no node matches, then set free again.
+    parked = [c for c in changes if c["object"] == "DaemonSet/default/encoder"]
+    assert [(c["step"], c["before"], c["after"]) for c in parked] == [
+        ("suspend", None, "true"),
+        ("resume", "true", None),
+    ]
+    encoder = env.get("DaemonSet", "default", "encoder")
+    assert not encoder["spec"]["template"]["spec"].get("nodeSelector")
+    assert len(env.running("default")) == 3
     assert env.violations() == []
     # The journal: finished, in the cluster and in the file, every change applied.
     cm = env.get("ConfigMap", "flux-system", "gpushift-cutover-journal")
