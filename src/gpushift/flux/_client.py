@@ -123,10 +123,18 @@ def reconcile_and_wait(
     read the object every ``poll`` seconds (the CLI's 2 s) until :func:`handled`; returns it.
 
     Raises:
-        KubeError: NotFound; reason ``Timeout`` after ``timeout`` seconds; reason ``Failed``
-            when the request was handled at the current generation but Ready is False.
+        KubeError: NotFound; reason ``Suspended`` (as the CLI refuses); ``Timeout`` after
+            ``timeout`` seconds; ``Failed`` when the request was handled at the current
+            generation but Ready is False.
     """
-    token = token or request_reconcile(kube, ref, name=name, namespace=namespace)
+    if token is None:
+        current = kube.get(ref, name=name, namespace=namespace)
+        if (current.get("spec") or {}).get("suspend") is True:
+            # reconcile.go refuses a suspended object.
+            raise KubeError(
+                f"{ref.describe(name, namespace)}: resource is suspended", reason="Suspended"
+            )
+        token = request_reconcile(kube, ref, name=name, namespace=namespace)
 
     def done(obj: Obj) -> bool:
         ok, why = handled(obj, token, at_revision=at_revision)
