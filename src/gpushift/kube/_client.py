@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import json
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -274,28 +275,70 @@ class Kube:
         resource_version: str | None = None,
         server_timeout: int | None = None,
     ) -> Iterator[tuple[str, Obj]]:
-        """``(type, object)`` changes; reconnects when the server closes the stream."""
-        kw: dict[str, Any] = {
-            "labels": labels,
-            "fields": fields,
-            "resource_version": resource_version,
-            "server_timeout": server_timeout,
-        }
-        if ref.namespaced:
-            kw["namespace"] = namespace or "*"
-        try:
-            for event, obj in self.client.watch(ref.model, **kw):
-                yield event, _to_dict(obj)
-        except lightkube.ApiError as err:
-            # 410 Gone among them: the caller relists and watches from the new version.
-            raise _kube_error(err) from None
-        except httpx2.HTTPStatusError as err:
-            raise KubeError(
-                f"watch {ref.qualified}: {err.response.status_code}",
-                code=err.response.status_code,
-            ) from None
-        except httpx2.TransportError as err:
-            raise KubeError(f"watch {ref.qualified}: cannot reach the API server: {err}") from None
+        """``(type, object)`` changes; when the server ends the stream it watches again from
+        the last resourceVersion seen.
+
+        Every stream is closed when it ends or fails, so reconnects never leak connections
+        from the pool; a stream silent past ``server_timeout`` (plus a margin) is cut.
+
+        Raises:
+            KubeError: an ERROR event (410 Expired: relist and watch from the new version),
+                a refused request, or a lost connection (code 0).
+        """
+        from lightkube.core.selector import build_selector
+
+        generic = self.client._client  # lightkube's GenericSyncClient: auth, URL building
+        version = resource_version
+        timeout = httpx2.Timeout(30.0, read=None if server_timeout is None else server_timeout + 30)
+        while True:
+            params: dict[str, Any] = {
+                "timeoutSeconds": server_timeout,
+                "resourceVersion": version,
+                "labelSelector": build_selector(dict(labels)) if labels else None,
+                "fieldSelector": build_selector(dict(fields), for_fields=True) if fields else None,
+            }
+            br = generic.prepare_request(
+                "list",
+                res=ref.model,
+                namespace=(namespace or "*") if ref.namespaced else None,
+                watch=True,
+                params={k: v for k, v in params.items() if v is not None},
+            )
+            self.attempts += 1
+            try:
+                req = generic._client.build_request(
+                    br.method, br.url, params=br.params, timeout=timeout
+                )
+                resp = generic.send(req, stream=True)
+            except httpx2.TransportError as err:
+                raise KubeError(
+                    f"watch {ref.qualified}: cannot reach the API server: {err}"
+                ) from None
+            try:
+                if resp.status_code >= 400:
+                    resp.read()
+                    raise KubeError(
+                        f"watch {ref.qualified}: {resp.status_code}", code=resp.status_code
+                    )
+                for line in resp.iter_lines():
+                    if not line.strip():
+                        continue
+                    event = json.loads(line)
+                    obj = event.get("object") or {}
+                    if event.get("type") == "ERROR":
+                        raise KubeError(
+                            str(obj.get("message") or "watch error"),
+                            code=int(obj.get("code") or 0),
+                            reason=str(obj.get("reason") or ""),
+                        )
+                    version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+                    yield str(event.get("type")), obj
+            except (httpx2.TransportError, httpx2.StreamError) as err:
+                raise KubeError(f"watch {ref.qualified}: connection lost: {err}") from None
+            except ValueError as err:
+                raise KubeError(f"watch {ref.qualified}: bad event: {err}") from None
+            finally:
+                resp.close()
 
     def list_at(
         self,
