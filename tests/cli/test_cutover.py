@@ -78,3 +78,40 @@ def test_unreachable_cluster_exits_3(tmp_path: Path, capsys: pytest.CaptureFixtu
     code = main(["cutover", "--to", "dra", "--plan", "--kubeconfig", str(kc), "-o", "json"])
     assert code == 3
     assert '"exitCode": 3' in capsys.readouterr().out
+
+
+def test_live_step_list_shows_elapsed_and_what_it_waits_for() -> None:
+    import io
+
+    from rich.console import Console
+
+    from gpushift.cli._cutover import _Live
+
+    live = _Live()
+    for event in (
+        {"event": "run-start", "to": "dra", "run": "0123456789", "resumed": False},
+        {"event": "step-start", "step": "suspend"},
+        {
+            "event": "change",
+            "step": "suspend",
+            "object": "Deployment/media/plex",
+            "field": "spec.replicas",
+            "before": 1,
+            "after": 0,
+        },
+        {"event": "step-finish", "step": "suspend", "seconds": 1.5, "result": "done"},
+        {"event": "step-start", "step": "old-allocator-gone"},
+        {
+            "event": "wait",
+            "step": "old-allocator-gone",
+            "for": "allocatable nvidia.com/gpu: k8s-1 5, k8s-2 0",
+        },
+    ):
+        live({"kind": "CutoverEvent", "time": "2026-12-01T00:00:00.000Z", **event})
+    out = io.StringIO()
+    Console(file=out, width=120, color_system=None).print(live)
+    text = out.getvalue()
+    assert "cutover to dra (run 01234567)" in text
+    assert "suspend" in text and "1.5s" in text
+    assert "allocatable nvidia.com/gpu: k8s-1 5, k8s-2 0" in text
+    assert "Deployment/media/plex spec.replicas: 1 → 0" in text

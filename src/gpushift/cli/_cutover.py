@@ -216,9 +216,6 @@ def _run(
             "refused",
             ["no TTY to confirm on: give --yes to change the cluster, or --plan to see the plan"],
         )
-    confirm: Callable[[rb.Plan], bool] | None = None
-    if mode != "plan" and not yes:
-        confirm = lambda p: _confirm(list(rb.plan_lines(p)))  # noqa: E731
     emit: Callable[[dict[str, Any]], None]
     live = None
     if output == "json":
@@ -228,6 +225,15 @@ def _run(
         emit = live
     else:
         emit = _Plain()
+    confirm: Callable[[rb.Plan], bool] | None = None
+    if mode != "plan" and not yes:
+
+        def confirm(p: rb.Plan) -> bool:
+            ok = _confirm(list(rb.plan_lines(p)))
+            if ok and live is not None:
+                live.live.start()  # the step list once the plan is accepted
+            return ok
+
     stop = threading.Event()
     request = rb.Request(
         options=options,
@@ -259,10 +265,12 @@ def _run(
                 if live is not None:
                     live.live.stop()
     except k.KubeError as err:
+        # Unreachable after the client's retries is 3; any other refusal the cluster gave
+        # stops the run as failed (the journal, if written, is resumable).
+        print(f"gpushift: error: {err.message}", file=sys.stderr)
         if err.code == 0:
-            print(f"gpushift: error: {err.message}", file=sys.stderr)
-            return _finish(output, to or "", "unreachable", [err.message], code=3)
-        raise
+            return _finish(output, to or "", "failed", [err.message], code=3)
+        return _finish(output, to or "", "failed", [err.message], code=1)
     finally:
         signal.signal(signal.SIGINT, previous)
     if mode == "plan" and outcome.plan is not None:
