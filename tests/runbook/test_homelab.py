@@ -4,6 +4,7 @@ user runs them (a separate process over HTTP), with the twin's invariant monitor
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -279,6 +280,9 @@ def test_cutover_to_dra_then_rollback(env: Env) -> None:
     assert {c["state"] for c in stored["changes"]} == {"applied"}
     lease = env.get("Lease", "flux-system", "gpushift-cutover")
     assert not lease["spec"].get("holderIdentity")
+    if sum(s["seconds"] for s in result["steps"]) > 20:
+        # Renewed every 15 s while the run held it.
+        assert lease["spec"]["renewTime"] > lease["spec"]["acquireTime"]
 
     # A second cutover to DRA is refused: the cluster is there already.
     code, events, _ = env.cutover("cutover", "--to", "dra", journal=journal)
@@ -309,3 +313,45 @@ def test_rollback_without_a_journal_is_refused(tmp_path: Path, env: Env) -> None
     code, events, _ = env.cutover("rollback", "--abort", journal=tmp_path / "j.json")
     assert code == 4
     assert _result(events)["reasons"] == ["no unfinished cutover journal to abort"]
+
+
+def test_ctrl_c_stops_between_changes_and_abort_undoes_the_journal(env: Env) -> None:
+    journal = env.tmp / "abort.json"
+    proc = env.start("cutover", "--to", "dra", "--step-timeout", "5m", journal=journal)
+    assert proc.stdout is not None
+    events = []
+    for line in proc.stdout:
+        events.append(json.loads(line))
+        if events[-1].get("event") == "wait" and events[-1]["step"] == "merge":
+            proc.send_signal(signal.SIGINT)  # waiting for a merge nobody makes
+            break
+    out, _err = proc.communicate(timeout=120)
+    events += [json.loads(x) for x in out.splitlines() if x.strip()]
+    result = _result(events)
+    assert proc.returncode == 1
+    assert result["result"] == "failed"
+    assert result["reasons"] == ["interrupted: stopped between changes; --resume continues"]
+    assert env.get("Deployment", "media", "plex")["spec"]["replicas"] == 0
+    made = [e for e in events if e.get("event") == "change"]
+
+    code, events, err = env.cutover("cutover", "--abort", journal=journal)
+    result = _result(events)
+    assert code == 0, err
+    assert result["result"] == "aborted"
+    undone = [e for e in events if e.get("event") == "change"]
+    # Newest first, each set back to its value before; reconcile requests are not undone.
+    expected = [
+        {**c, "before": c["after"], "after": c["before"]}
+        for c in reversed(made)
+        if "requestedAt" not in c["field"]
+    ]
+    strip = lambda es: [(e["object"], e["field"], e["before"], e["after"]) for e in es]  # noqa: E731
+    assert strip(undone) == strip(expected)
+    wait_for(lambda: len(env.running("media")) == 6, what="media pods back")
+    _unsuspended(env)
+    stored = json.loads(
+        env.get("ConfigMap", "flux-system", "gpushift-cutover-journal")["data"]["journal.json"]
+    )
+    assert stored["state"] == "aborted"
+    assert {c["state"] for c in stored["changes"]} == {"undone"}
+    assert env.violations() == []
