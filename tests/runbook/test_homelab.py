@@ -211,6 +211,8 @@ def test_cutover_to_dra_then_rollback(env: Env) -> None:
         "dra",
         "--merge",
         env.merge(env.dra),
+        "--prometheus-url",
+        env.twin.url,
         "--step-timeout",
         "90s",
         journal=journal,

@@ -555,3 +555,48 @@ def test_consumer_json_round_trip() -> None:
     view = _view(_cluster())
     for c in discover(view, apps=None)[0]:
         assert Consumer.from_json(c.to_json()) == c
+
+
+def test_a_bridged_consumer_pending_on_shares_names_the_remedies() -> None:
+    from gpushift.runbook import BRIDGE_REMEDIES, WorkloadsUp
+
+    pod = _pod("ai", "llama-1-x", ("ReplicaSet", "llama-1"), phase="Pending")
+    pod["status"]["conditions"] = [
+        {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.",
+        }
+    ]
+    view = _view([_workload("Deployment", "ai", "llama"), _rs("ai", "llama-1", "llama"), pod])
+    deploy = ObjectRef("apps/v1", "Deployment", "ai", "llama")
+    ok, why = WorkloadsUp(((deploy, 1),), shared=True, bridged=True).check(view)
+    assert not ok
+    assert why == (
+        "consumers: Deployment/ai/llama 0/1 Running (0/3 nodes are available: 3 Insufficient "
+        f"nvidia.com/gpu.: {BRIDGE_REMEDIES})"
+    )
+    running = copy.deepcopy(pod)
+    running["status"] = {
+        "phase": "Running",
+        "extendedResourceClaimStatus": {"resourceClaimName": "c1"},
+    }
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c1", "namespace": "ai"},
+        "status": {
+            "allocation": {
+                "devices": {"results": [{"driver": "gpu.nvidia.com", "device": "gpu-0"}]}
+            }
+        },
+    }
+    base = [_workload("Deployment", "ai", "llama"), _rs("ai", "llama-1", "llama"), running]
+    cond = WorkloadsUp(((deploy, 1),), shared=True, bridged=True)
+    assert cond.check(_view([*base, claim])) == (
+        False,
+        "consumers: Deployment/ai/llama: claim ai/c1 has no shareID",
+    )
+    claim["status"]["allocation"]["devices"]["results"][0]["shareID"] = "u1"
+    assert cond.check(_view([*base, claim])) == (True, "consumers Running")

@@ -175,6 +175,11 @@ class Kube:
         self._sleep = sleep
         self.attempts = 0  # requests sent, retries included
 
+    @property
+    def server(self) -> str:
+        """The API server's base URL (no credentials)."""
+        return str(self.client._client._client.base_url).rstrip("/")
+
     def close(self) -> None:
         """Release the connection pool."""
         self.client.close()

@@ -10,7 +10,7 @@ the journal (a ConfigMap and a local file), each change and each watch-based wai
 
 from __future__ import annotations
 
-from gpushift.runbook._conditions import BRIDGE_REMEDIES, Allocatable, Condition
+from gpushift.runbook._conditions import BRIDGE_REMEDIES, Allocatable, Condition, WorkloadsUp
 from gpushift.runbook._discover import discover, gpu_pods, holds_gpu, is_agent
 from gpushift.runbook._executor import (
     EXIT,
@@ -65,6 +65,7 @@ __all__ = [
     "Step",
     "View",
     "Wait",
+    "WorkloadsUp",
     "atomic_write",
     "discover",
     "facts",

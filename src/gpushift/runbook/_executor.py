@@ -847,7 +847,7 @@ class Executor:
         assert journal is not None
         reasons: list[str] = []
         if self.options.prometheus_url:
-            reasons += prometheus_labels(self.options.prometheus_url)
+            reasons += prometheus_labels(self.options.prometheus_url, self.kube)
         after = self._snapshot()
         journal.data["after"] = after
         healthy, why = self.req.judge(journal.data.get("before") or {}, after)
@@ -952,14 +952,19 @@ def _options_from(journal: Journal, given: Options) -> Options:
     )
 
 
-def prometheus_labels(url: str) -> list[str]:
+def prometheus_labels(url: str, kube: Kube | None = None) -> list[str]:
     """Whether dcgm-exporter series carry pod, namespace and container labels (what the
-    exporter adds when it can map GPUs to pods); reasons when not."""
+    exporter adds when it can map GPUs to pods); reasons when not. A Prometheus served by the
+    API server itself (the twin's) is asked through the cluster client and its credentials."""
     query = urllib.parse.urlencode({"query": "DCGM_FI_DEV_GPU_UTIL"})
+    base = url.rstrip("/")
     try:
-        with urllib.request.urlopen(f"{url.rstrip('/')}/api/v1/query?{query}", timeout=10) as r:
-            body = json.loads(r.read())
-    except (OSError, ValueError) as err:
+        if kube is not None and base == kube.server:
+            body = kube.get_path(f"/api/v1/query?{query}")
+        else:
+            with urllib.request.urlopen(f"{base}/api/v1/query?{query}", timeout=10) as r:
+                body = json.loads(r.read())
+    except (OSError, ValueError, KubeError) as err:
         return [f"cannot query Prometheus at {url}: {err}"]
     series = ((body.get("data") or {}).get("result")) or []
     if not series:
