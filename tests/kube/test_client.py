@@ -257,3 +257,19 @@ def test_list_in_chunks_walks_continue_tokens(twin: Twin, client: Kube) -> None:
     names = [o["metadata"]["name"] for o in client.list(CM, namespace="chunks", chunk_size=2)]
     assert names == ["k0", "k1", "k2", "k3", "k4"]
     assert twin.server.requests - before == 3  # pages of 2, 2 and 1
+
+
+def test_watch_from_a_version_out_of_the_window_is_410() -> None:
+    from gpushift.twin import new_store
+
+    with run_twin(store=new_store(window=3)) as small:
+        client = kube.connect(kubeconfig=small.kubeconfig)
+        first = client.create(CM, {"metadata": {"name": "c0", "namespace": "default"}})
+        for i in range(1, 8):
+            client.create(CM, {"metadata": {"name": f"c{i}", "namespace": "default"}})
+        with pytest.raises(KubeError) as err:
+            next(iter(client.watch(CM, resource_version=first["metadata"]["resourceVersion"])))
+        assert err.value.code == 410
+        items, version = client.list_at(CM, namespace="default")
+        assert len(items) == 8 and version
+        client.close()

@@ -1,6 +1,6 @@
 """Shared inputs for the rehearse tests: hand-written ``gpushift cutover -o json`` streams
-(``streams/*.jsonl``), written line by line from the cutover contract
-(coord/CUTOVER_CONTRACT.md), so the timeline, JSON and report are tested without a cutover.
+(``streams/*.jsonl``), written line by line from the cutover's event contract
+(docs/runbook.md), so the timeline, JSON and report are tested without a cutover.
 
 - ``to-dra.jsonl``: the move to DRA, every step done; the first event at 15:00:01.000.
 - ``killed-in-drained.jsonl``: its first 12 lines: kill -9 during ``drained``'s second wait.

@@ -7,9 +7,6 @@ from pathlib import Path
 import pytest
 
 from gpushift.cli import main
-from gpushift.rehearse import command_available, gpushift_argv
-
-HAS_CUTOVER = command_available([*gpushift_argv(), "cutover"])
 
 
 @pytest.mark.parametrize(
@@ -39,9 +36,3 @@ def test_a_target_that_is_neither_directory_nor_revision(
     assert main(["rehearse", "--repo", str(tmp_path), "--target", "no-such-branch"]) == 2
     err = capsys.readouterr().err
     assert f"{tmp_path}: --target 'no-such-branch': neither a directory nor a git revision" in err
-
-
-@pytest.mark.skipif(HAS_CUTOVER, reason="this gpushift has `cutover`: the refusal cannot happen")
-def test_without_cutover_the_rehearsal_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["rehearse", "--example", "homelab"]) == 4
-    assert "this gpushift has no `cutover` command to rehearse" in capsys.readouterr().err

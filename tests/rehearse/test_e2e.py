@@ -1,7 +1,7 @@
 """The whole rehearsal on the homelab twin: the real `gpushift cutover` and `rollback`.
 
-Skipped until this gpushift has the `cutover` command (built on its own branch against
-coord/CUTOVER_CONTRACT.md); nothing here needs changing once it has.
+The rehearsal drives the real commands as subprocesses through their `-o json` contract
+(docs/runbook.md), so these tests cover both sides of it.
 """
 
 from __future__ import annotations
@@ -16,20 +16,12 @@ from gpushift.rehearse import (
     STEPS,
     KillPoint,
     RehearseOptions,
-    command_available,
     gpushift_argv,
     rehearse,
     write_report,
 )
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        not command_available([*gpushift_argv(), "cutover"]),
-        reason="`gpushift cutover` is not available in this build (it lands with the cutover "
-        "branch); the end-to-end rehearsal needs it",
-    ),
-]
+pytestmark = [pytest.mark.slow]
 
 NODES = ("k8s-1", "k8s-2", "k8s-3")
 CONSUMERS = 7  # six media apps and one llmkube model

@@ -11,7 +11,7 @@ import sys
 import typer
 
 from gpushift._errors import InputError
-from gpushift.cli import _check, _migrate, _rehearse, _render, _simulate, _twin, _verdict
+from gpushift.cli import _check, _cutover, _migrate, _rehearse, _render, _simulate, _twin, _verdict
 
 app = typer.Typer(
     name="gpushift",
@@ -35,7 +35,7 @@ def _root() -> None:
     """Move NVIDIA GPU sharing between the device plugin and DRA safely."""
 
 
-for _module in (_simulate, _check, _render, _migrate, _twin, _verdict, _rehearse):
+for _module in (_simulate, _check, _render, _migrate, _twin, _verdict, _cutover, _rehearse):
     _module.register(app)
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-Obj = dict[str, Any]
+from gpushift._obj import Obj
+
 #: ``(namespace, pod, container, previous) -> log text``, None when there is none.
 LogReader = Callable[[str, str, str, bool], str | None]
 #: ``kind -> objects`` (ClusterRole, ClusterRoleBinding).

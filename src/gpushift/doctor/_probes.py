@@ -11,11 +11,11 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
+from gpushift._obj import Obj
 from gpushift.doctor._context import Context
 from gpushift.doctor._registry import Problem, probe
 from gpushift.verdict import ledgers
 
-Obj = dict[str, Any]
 GPU = "nvidia.com/gpu"
 TALOS_ROOT = "/usr/local"
 _GFD_LABELS = ("nvidia.com/gpu.count", "nvidia.com/gpu.product", "nvidia.com/gpu.replicas")

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
 from gpushift._errors import InputError
+from gpushift._obj import Obj
 from gpushift.doctor import _probes  # noqa: F401  (registers the probes)
 from gpushift.doctor._context import Context
 from gpushift.doctor._registry import PROBES, REGISTRY, Problem
 from gpushift.kube import Kube, KubeError, ResourceRef
 from gpushift.verdict import take_snapshot
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

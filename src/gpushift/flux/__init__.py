@@ -6,10 +6,29 @@
 - the Helm values merge (``merge_values``) and helm-controller's ``targetPath``;
 - Flux conditions as fluxcd/pkg writes them, Ready and kstatus evaluation (pure functions on
   API bodies).
+- the client-side operations, as the flux CLI performs them over ``gpushift.kube``: suspend,
+  resume, request a reconcile, and the checks its waits use (the reconcile handshake, and
+  ``object_ready``: Ready at a generation and revision)::
+
+    token = request_reconcile(kube, KUSTOMIZATION, name="apps", namespace="flux-system")
+    reconcile_and_wait(kube, KUSTOMIZATION, name="apps", namespace="flux-system", token=token)
 """
 
 from __future__ import annotations
 
+from gpushift.flux._client import (
+    GITREPOSITORY,
+    HELMRELEASE,
+    KUSTOMIZATION,
+    handled,
+    new_token,
+    object_ready,
+    reconcile_and_wait,
+    request_reconcile,
+    resume,
+    revision,
+    suspend,
+)
 from gpushift.flux._kustomize import (
     KUSTOMIZATION_FILES,
     Doc,
@@ -44,6 +63,9 @@ from gpushift.flux._values import merge_values, value_at_target_path
 
 __all__ = [
     "FINALIZER",
+    "GITREPOSITORY",
+    "HELMRELEASE",
+    "KUSTOMIZATION",
     "KUSTOMIZATION_FILES",
     "REQUESTED_AT",
     "VAR_NAME",
@@ -60,18 +82,26 @@ __all__ = [
     "drop_condition",
     "duration",
     "go_duration",
+    "handled",
     "kstatus",
     "merge_values",
+    "new_token",
     "norm",
+    "object_ready",
     "observed",
     "parent",
     "parse_patches",
     "patch_targets",
     "read_tree",
     "ready",
+    "reconcile_and_wait",
     "rename",
+    "request_reconcile",
+    "resume",
+    "revision",
     "set_condition",
     "substitute",
     "substitute_tree",
+    "suspend",
     "value_at_target_path",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import functools
+import json
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -175,6 +176,11 @@ class Kube:
         self._sleep = sleep
         self.attempts = 0  # requests sent, retries included
 
+    @property
+    def server(self) -> str:
+        """The API server's base URL (no credentials)."""
+        return str(self.client._client._client.base_url).rstrip("/")
+
     def close(self) -> None:
         """Release the connection pool."""
         self.client.close()
@@ -275,17 +281,124 @@ class Kube:
         resource_version: str | None = None,
         server_timeout: int | None = None,
     ) -> Iterator[tuple[str, Obj]]:
-        """``(type, object)`` changes; reconnects when the server closes the stream."""
-        kw: dict[str, Any] = {
-            "labels": labels,
-            "fields": fields,
-            "resource_version": resource_version,
-            "server_timeout": server_timeout,
-        }
+        """``(type, object)`` changes; when the server ends the stream it watches again from
+        the last resourceVersion seen.
+
+        Every stream is closed when it ends or fails, so reconnects never leak connections
+        from the pool; a stream silent past ``server_timeout`` (plus a margin) is cut.
+
+        Raises:
+            KubeError: an ERROR event (410 Expired: relist and watch from the new version),
+                a refused request, or a lost connection (code 0).
+        """
+        from lightkube.core.selector import build_selector
+
+        generic = self.client._client  # lightkube's GenericSyncClient: auth, URL building
+        version = resource_version
+        timeout = httpx2.Timeout(30.0, read=None if server_timeout is None else server_timeout + 30)
+        while True:
+            params: dict[str, Any] = {
+                "timeoutSeconds": server_timeout,
+                "resourceVersion": version,
+                "labelSelector": build_selector(dict(labels)) if labels else None,
+                "fieldSelector": build_selector(dict(fields), for_fields=True) if fields else None,
+            }
+            br = generic.prepare_request(
+                "list",
+                res=ref.model,
+                namespace=(namespace or "*") if ref.namespaced else None,
+                watch=True,
+                params={k: v for k, v in params.items() if v is not None},
+            )
+            self.attempts += 1
+            try:
+                req = generic._client.build_request(
+                    br.method, br.url, params=br.params, timeout=timeout
+                )
+                resp = generic.send(req, stream=True)
+            except httpx2.TransportError as err:
+                raise KubeError(
+                    f"watch {ref.qualified}: cannot reach the API server: {err}"
+                ) from None
+            try:
+                if resp.status_code >= 400:
+                    resp.read()
+                    raise KubeError(
+                        f"watch {ref.qualified}: {resp.status_code}", code=resp.status_code
+                    )
+                for line in resp.iter_lines():
+                    if not line.strip():
+                        continue
+                    event = json.loads(line)
+                    obj = event.get("object") or {}
+                    if event.get("type") == "ERROR":
+                        raise KubeError(
+                            str(obj.get("message") or "watch error"),
+                            code=int(obj.get("code") or 0),
+                            reason=str(obj.get("reason") or ""),
+                        )
+                    version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+                    yield str(event.get("type")), obj
+            except (httpx2.TransportError, httpx2.StreamError) as err:
+                raise KubeError(f"watch {ref.qualified}: connection lost: {err}") from None
+            except ValueError as err:
+                raise KubeError(f"watch {ref.qualified}: bad event: {err}") from None
+            finally:
+                resp.close()
+
+    def list_at(
+        self,
+        ref: ResourceRef,
+        *,
+        namespace: str | None = None,
+        labels: Mapping[str, Any] | None = None,
+    ) -> tuple[builtins.list[Obj], str]:
+        """Objects of a type and the list's resourceVersion, to start a watch from."""
+        kw: dict[str, Any] = {"labels": labels}
         if ref.namespaced:
             kw["namespace"] = namespace or "*"
-        for event, obj in self.client.watch(ref.model, **kw):
-            yield event, _to_dict(obj)
+
+        def read() -> tuple[builtins.list[Obj], str]:
+            found = self.client.list(ref.model, **kw)
+            items = [_to_dict(o) for o in found]
+            try:
+                version = str(found.resourceVersion)
+            except Exception:  # an empty list without metadata
+                version = ""
+            return items, version
+
+        return self._call(f"list {ref.qualified}", read)
+
+    def get_path(self, path: str) -> Obj:
+        """GET a non-resource path (``/version``, ``/apis/resource.k8s.io``) as JSON.
+
+        Raises:
+            KubeError: the server refused (NotFound for a group it does not serve).
+        """
+        http = self.client._client._client  # lightkube's httpx client: auth and base URL
+        delay = self.backoff
+        for attempt in range(self.retries + 1):
+            self.attempts += 1
+            try:
+                resp = http.get(path)
+            except httpx2.TransportError as err:
+                if attempt == self.retries:
+                    raise KubeError(f"get {path}: cannot reach the API server: {err}") from None
+                wait = delay
+            else:
+                if resp.status_code < 400:
+                    out: Obj = resp.json()
+                    return out
+                if resp.status_code not in RETRYABLE or attempt == self.retries:
+                    reason = "NotFound" if resp.status_code == 404 else ""
+                    raise KubeError(
+                        f"GET {path}: {resp.status_code}", code=resp.status_code, reason=reason
+                    )
+                header = resp.headers.get("Retry-After")
+                wait = float(header) if header and header.isdigit() else delay
+            delay = min(delay * 2, self.max_backoff)
+            self._sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def wait(
         self,

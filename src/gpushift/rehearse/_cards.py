@@ -12,13 +12,12 @@ from __future__ import annotations
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from gpushift import kube
+from gpushift._obj import Obj
 from gpushift.rehearse._sampler import DRA_DRIVER, allocatable_gpus
 from gpushift.rehearse._twinproc import get_json
 
-Obj = dict[str, Any]
 _METRIC = "DCGM_FI_DEV_FB_USED"
 _NODE = kube.ResourceRef.named("Node")
 _SLICE = kube.ResourceRef.named("ResourceSlice")

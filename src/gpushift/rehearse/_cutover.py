@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpushift._errors import InputError
-from gpushift.rehearse._events import Attempt, KillPoint, Obj, parse_line
+from gpushift._obj import Obj
+from gpushift.rehearse._events import Attempt, KillPoint, parse_line
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,7 @@ from datetime import datetime
 from typing import Any, Literal, TypedDict
 
 from gpushift._errors import InputError, UsageError
-
-Obj = dict[str, Any]
+from gpushift._obj import Obj
 
 #: The cutover's steps in order; the same strings name them in events, journal and --kill-at.
 STEPS = (

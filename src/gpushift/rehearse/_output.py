@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from gpushift._obj import Obj
 from gpushift.rehearse._events import RunRecord, StepSpan
 from gpushift.rehearse._run import Rehearsal
-
-Obj = dict[str, Any]
 
 
 def _clock(seconds: float | None) -> str:

@@ -6,12 +6,12 @@ from __future__ import annotations
 import sys
 import time
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import TextIO
 
 from rich.console import Console
 from rich.status import Status
 
-Obj = dict[str, Any]
+from gpushift._obj import Obj
 
 
 class Progress:

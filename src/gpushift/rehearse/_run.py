@@ -17,9 +17,10 @@ from typing import Any
 
 from gpushift import kube
 from gpushift._errors import InputError, UsageError
+from gpushift._obj import Obj
 from gpushift.rehearse._cards import Card, read_map
 from gpushift.rehearse._cutover import CutoverCommand, merge_command, run_direction
-from gpushift.rehearse._events import KillPoint, Obj, RunRecord, fold_run
+from gpushift.rehearse._events import KillPoint, RunRecord, fold_run
 from gpushift.rehearse._progress import Progress
 from gpushift.rehearse._sampler import Sample, Sampler
 from gpushift.rehearse._twinproc import (

@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from gpushift import kube
+from gpushift._obj import Obj
 from gpushift.twin.cluster import fetch_violations
-
-Obj = dict[str, Any]
 
 GPU = "nvidia.com/gpu"
 DRA_DRIVER = "gpu.nvidia.com"

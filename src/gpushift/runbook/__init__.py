@@ -1,10 +1,83 @@
-"""The drain-boundary cutover between time-slicing and DRA, as planned steps.
+"""The drain-boundary cutover between the device plugin and DRA, as planned steps.
 
-A step is a frozen value (what to patch, what to wait for); a pure planner turns a cluster's
-state into steps, and one executor, the only module here that imports ``gpushift.kube``, carries
-them out, journaled and logged (``gpushift cutover`` / ``rollback``).
+Steps are frozen values (what to patch, what to wait for), built by a pure planner from what
+the cluster shows and what the journal recorded; one executor does the I/O: the Lease lock,
+the journal (a ConfigMap and a local file), each change and each watch-based wait::
+
+    outcome = Executor(kube, Request(Options(to="dra", merge="…")), emit=print).run()
+    outcome.exit_code   # 0 done, 1 unhealthy, 4 refused, 5 timed out (docs/runbook.md)
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from gpushift.runbook._conditions import BRIDGE_REMEDIES, Allocatable, Condition, WorkloadsUp
+from gpushift.runbook._discover import discover, gpu_pods, holds_gpu, is_agent
+from gpushift.runbook._executor import (
+    EXIT,
+    Cache,
+    Executor,
+    Outcome,
+    Request,
+    atomic_write,
+    plan_json,
+    plan_lines,
+)
+from gpushift.runbook._journal import JOURNAL_NAME, LEASE_NAME, Journal, judge_lease
+from gpushift.runbook._model import (
+    STEPS,
+    Change,
+    Command,
+    Consumer,
+    Direction,
+    ObjectRef,
+    Options,
+    Plan,
+    Step,
+    Wait,
+)
+from gpushift.runbook._planner import Context, facts, plan, plan_step, preflight
+from gpushift.runbook._snapshot import Judge, Snapshotter, judge, snapshot_of
+from gpushift.runbook._view import View
+
+__all__ = [
+    "BRIDGE_REMEDIES",
+    "EXIT",
+    "JOURNAL_NAME",
+    "LEASE_NAME",
+    "STEPS",
+    "Allocatable",
+    "Cache",
+    "Change",
+    "Command",
+    "Condition",
+    "Consumer",
+    "Context",
+    "Direction",
+    "Executor",
+    "Journal",
+    "Judge",
+    "ObjectRef",
+    "Options",
+    "Outcome",
+    "Plan",
+    "Request",
+    "Snapshotter",
+    "Step",
+    "View",
+    "Wait",
+    "WorkloadsUp",
+    "atomic_write",
+    "discover",
+    "facts",
+    "gpu_pods",
+    "holds_gpu",
+    "is_agent",
+    "judge",
+    "judge_lease",
+    "plan",
+    "plan_json",
+    "plan_lines",
+    "plan_step",
+    "preflight",
+    "snapshot_of",
+]

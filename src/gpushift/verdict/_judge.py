@@ -12,13 +12,11 @@ import json
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
+from gpushift._obj import Obj
 from gpushift.reports import Severity
 from gpushift.verdict._ledgers import GPU, Ledgers, dp_allocatable, ledgers, node_slices
 from gpushift.verdict._transition import transition
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from gpushift import _quantity
 from gpushift._errors import InputError
+from gpushift._obj import Obj
 
-Obj = dict[str, Any]
 Ledger = Literal["device-plugin", "dra"]
 GPU = "nvidia.com/gpu"
 DRIVER = "gpu.nvidia.com"

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from typing import Any
 
+from gpushift._obj import Obj
 from gpushift.verdict._ledgers import Card, Holder, ledgers
 
-Obj = dict[str, Any]
 FREE = "free"
 
 

@@ -20,10 +20,9 @@ from typing import Any
 
 from gpushift import _quantity
 from gpushift._errors import InputError
+from gpushift._obj import Obj
 from gpushift.kube import Kube, KubeError, ResourceRef
 from gpushift.verdict._ledgers import ledgers
-
-Obj = dict[str, Any]
 
 API_VERSION = "gpushift.dev/v1alpha1"
 KIND = "GpuSnapshot"

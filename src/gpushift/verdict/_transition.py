@@ -7,11 +7,9 @@ same consumers run; the same nodes carry GPUs. Anything else is listed as unexpe
 
 from __future__ import annotations
 
-from typing import Any
-
+from gpushift._obj import Obj
 from gpushift.verdict._ledgers import allocator, ledgers
 
-Obj = dict[str, Any]
 _FLIP = {"device-plugin": "dra", "dra": "device-plugin"}
 
 

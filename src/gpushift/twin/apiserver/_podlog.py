@@ -13,15 +13,15 @@ import asyncio
 import contextlib
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
 from aiohttp import web
 
 from gpushift._kinds import Kind
+from gpushift._obj import Obj
 from gpushift.twin.apiserver._status import ApiError, bad_request
 from gpushift.twin.apiserver._store import Store
 
-Obj = dict[str, Any]
 #: One log line: when it was written, and its text (without the newline).
 Line = tuple[datetime, str]
 _FOLLOW_POLL = 0.2

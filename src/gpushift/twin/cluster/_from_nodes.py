@@ -18,9 +18,9 @@ import yaml
 
 from gpushift import _yaml
 from gpushift._errors import InputError
+from gpushift._obj import Obj
 from gpushift.twin.cluster._inventory import MODELS
 
-Obj = dict[str, Any]
 #: Labels the kubelet registers with; the twin's kubelet sets them itself.
 _KUBELET_LABELS = {"kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch"}
 #: Prefixes of labels agents set (NFD, GFD, the GPU Operator), except those an operator sets.

@@ -227,6 +227,11 @@ class HelmReleases(Reconciler):
         # (install/upgrade remediation retries).
         unchanged = release is not None and release.digest == digest and release.done
         if release is not None and unchanged and (release.ok or now < self._due.get(key, 0.0)):
+            if requested is not None and requested != d(hr.get("status")).get(
+                "lastHandledReconcileAt"
+            ):
+                # helm-controller records a handled request even when nothing changed.
+                self._status(hr, observed(hr))
             return self._due.get(key, now + interval)
         release_name = str(spec.get("releaseName") or meta["name"])
         target_ns = str(spec.get("targetNamespace") or meta.get("namespace"))

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import base64
 import copy
-from typing import Any
 
-Obj = dict[str, Any]
+from gpushift._obj import Obj
+
 PLACEHOLDER = "twin-placeholder"
 PLACEHOLDER_ANNOTATION = "twin.gpushift.io/placeholder"
 _VALUE = base64.b64encode(PLACEHOLDER.encode()).decode()

@@ -17,12 +17,11 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from gpushift import _yaml
 from gpushift._errors import UsageError
+from gpushift._obj import Obj
 
-Obj = dict[str, Any]
 _KS_API = "kustomize.toolkit.fluxcd.io/"
 _GIT_API = "source.toolkit.fluxcd.io/"
 #: The twin's bootstrap owns these objects; kustomize-controller leaves them alone when the

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gpushift._kinds import Kind, by_kind, lookup
+from gpushift._obj import Obj
 from gpushift.twin.apiserver import ApiError, Event, Store, rfc3339
 from gpushift.twin.charts import Operators
 from gpushift.twin.cluster import AgentThread
@@ -24,7 +25,6 @@ from gpushift.twin.flux._sources import Sources
 
 log = logging.getLogger("gpushift.twin.flux")
 _IGNORED = {"events", "leases"}
-Obj = dict[str, Any]
 
 
 class Flux(AgentThread):

@@ -1,0 +1,440 @@
+"""`gpushift cutover` and `gpushift rollback`: parse, call the runbook, map exit codes."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from gpushift._errors import UsageError
+
+_HELP = """Move the cluster's GPUs between the device plugin and DRA at the drain boundary.
+
+Steps: preflight, snapshot, suspend (Flux owners suspended, consumers scaled to 0), drained,
+merge (--merge CMD, or wait for the source to change), old-allocator-gone, new-allocator-up,
+resume, resume-bridged, verdict. Every change is journaled before and after it is made (the
+ConfigMap gpushift-cutover-journal in the source's namespace and --journal), under a Lease;
+--resume continues after a crash or timeout, --abort undoes the journal in reverse.
+--plan prints every patch and every wait and changes nothing. See docs/runbook.md.
+"""
+_ROLLBACK_HELP = """Move back to the allocator the last finished cutover journal left.
+
+The same steps as `cutover`, in the other direction; give the merge that reverts the
+repository with --merge or --revision. See docs/runbook.md.
+"""
+_EPILOG = (
+    "Exit codes: 0 done, 1 done but the verdict is not healthy (or a step failed), 2 bad "
+    "input, 3 cluster unreachable, 4 refused (preflight, lock, unfinished journal, no "
+    "confirmation), 5 a wait timed out (--resume continues)."
+)
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds of a Go duration (``90s``, ``5m``, ``1h30m``).
+
+    Raises:
+        UsageError: not a duration.
+    """
+    text = text.strip()
+    pos, total = 0, 0.0
+    for m in _DURATION.finditer(text):
+        if m.start() != pos:
+            break
+        total += float(m.group(1)) * _UNITS[m.group(2)]
+        pos = m.end()
+    if not text or pos != len(text) or total <= 0:
+        raise UsageError(f'--step-timeout: time: invalid duration "{text}"')
+    return total
+
+
+def _ref(text: str | None, kind: str, option: str) -> Any:
+    from gpushift.runbook import ObjectRef
+
+    if text is None:
+        return None
+    ns, sep, name = text.partition("/")
+    if not sep or not ns or not name or "/" in name:
+        raise UsageError(f"{option}: expected NAMESPACE/NAME, got {text!r}")
+    api = {
+        "GitRepository": "source.toolkit.fluxcd.io/v1",
+        "Kustomization": "kustomize.toolkit.fluxcd.io/v1",
+    }[kind]
+    return ObjectRef(api, kind, ns, name)
+
+
+class _Plain:
+    """Timestamped lines, one per event."""
+
+    def __init__(self) -> None:
+        self.last_wait: dict[str, str] = {}
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        stamp = event["time"]
+        kind = event["event"]
+        step = event.get("step")
+        if kind == "run-start":
+            line = f"run {event['run']} to {event['to']}" + (
+                " (resumed)" if event["resumed"] else ""
+            )
+        elif kind == "step-start":
+            line = f"{step}: started"
+        elif kind == "step-finish":
+            line = f"{step}: {event['result']} in {event['seconds']:.1f}s"
+        elif kind == "change":
+            line = (
+                f"{step}: {event['object']} {event['field']}: {json.dumps(event['before'])} -> "
+                f"{json.dumps(event['after'])}"
+            )
+        else:
+            line = f"{step}: waiting for {event['for']}"
+        print(f"{stamp} {line}", flush=True)
+
+
+class _Live:
+    """A live step list on a TTY (rich): state, elapsed time, what each wait is for."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
+        from gpushift.runbook import STEPS
+
+        self.console = Console(stderr=True)
+        self.state = {s: ("pending", "", 0.0, 0.0) for s in STEPS}
+        self.changes: list[str] = []
+        self.title = "cutover"
+        self.live = Live(self, console=self.console, refresh_per_second=4, transient=False)
+
+    def __rich__(self) -> Any:
+        from rich.table import Table
+
+        table = Table(title=self.title, show_header=False, box=None, expand=False)
+        marks = {
+            "pending": "·",
+            "running": "▶",
+            "done": "✓",
+            "skipped": "–",
+            "timeout": "⏱",
+            "failed": "✗",
+        }
+        for name, (state, detail, started, seconds) in self.state.items():
+            if state == "running":
+                seconds = time.monotonic() - started
+            elapsed = f"{seconds:6.1f}s" if state != "pending" else ""
+            table.add_row(marks.get(state, "?"), name, elapsed, detail)
+        for line in self.changes[-6:]:
+            table.add_row("", "", "", f"[dim]{line}[/dim]")
+        return table
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind, step = event["event"], event.get("step")
+        if kind == "run-start":
+            self.title = f"cutover to {event['to']} (run {event['run'][:8]})"
+        elif kind == "step-start" and step:
+            self.state[step] = ("running", "", time.monotonic(), 0.0)
+        elif kind == "step-finish" and step:
+            self.state[step] = (event["result"], "", 0.0, float(event["seconds"]))
+        elif kind == "wait" and step:
+            _s, _d, started, seconds = self.state[step]
+            self.state[step] = ("running", str(event["for"]), started, seconds)
+        elif kind == "change":
+            self.changes.append(
+                f"{event['object']} {event['field']}: {json.dumps(event['before'])} → "
+                f"{json.dumps(event['after'])}"
+            )
+
+
+def _confirm(plan_text: list[str]) -> bool:
+    for line in plan_text:
+        print(line, file=sys.stderr)
+    return typer.confirm("Make these changes?", default=False, err=True)
+
+
+def _run(
+    *,
+    to: str | None,
+    rollback: bool,
+    kubeconfig: Path | None,
+    context: str | None,
+    merge: str | None,
+    revision: str | None,
+    source: str,
+    apps: str | None,
+    expect_shares: int | None,
+    plan_only: bool,
+    yes: bool,
+    resume: bool,
+    abort: bool,
+    step_timeout: str,
+    prometheus_url: str | None,
+    journal: Path,
+    output: str,
+) -> int:
+    from gpushift import kube as k
+    from gpushift import runbook as rb
+
+    if output not in ("text", "json"):
+        raise UsageError(f"-o: choose text or json, got {output!r}")
+    if merge and revision:
+        raise UsageError("give at most one of --merge and --revision")
+    if resume and abort:
+        raise UsageError("give at most one of --resume and --abort")
+    if plan_only and (resume or abort):
+        raise UsageError("--plan shows a new run; it does not go with --resume or --abort")
+    if expect_shares is not None and expect_shares < 1:
+        raise UsageError(f"--expect-shares must be at least 1, got {expect_shares}")
+    if to is not None and to not in ("dra", "device-plugin"):
+        raise UsageError("--to: choose dra or device-plugin")
+    timeout = parse_duration(step_timeout)
+    options = rb.Options(
+        to=to or "dra",  # type: ignore[arg-type]
+        source=_ref(source, "GitRepository", "--source"),
+        apps=_ref(apps, "Kustomization", "--apps"),
+        merge=merge,
+        revision=revision,
+        expect_shares=expect_shares,
+        step_timeout=timeout,
+        prometheus_url=prometheus_url,
+    )
+    mode = "plan" if plan_only else "resume" if resume else "abort" if abort else "run"
+    tty = sys.stdin.isatty() and sys.stderr.isatty()
+    if mode != "plan" and not yes and not tty:
+        return _finish(
+            output,
+            to or "",
+            "refused",
+            ["no TTY to confirm on: give --yes to change the cluster, or --plan to see the plan"],
+        )
+    emit: Callable[[dict[str, Any]], None]
+    live = None
+    if output == "json":
+        emit = lambda e: print(json.dumps(e), flush=True)  # noqa: E731
+    elif sys.stdout.isatty() and mode != "plan":
+        live = _Live()
+        emit = live
+    else:
+        emit = _Plain()
+    confirm: Callable[[rb.Plan], bool] | None = None
+    if mode != "plan" and not yes:
+
+        def confirm(p: rb.Plan) -> bool:
+            ok = _confirm(list(rb.plan_lines(p)))
+            if ok and live is not None:
+                live.live.start()  # the step list once the plan is accepted
+            return ok
+
+    stop = threading.Event()
+    request = rb.Request(
+        options=options,
+        mode=mode,
+        journal_path=journal,
+        rollback=rollback,
+        confirm=confirm,
+        stop=stop,
+    )
+
+    def interrupt(_sig: int, _frame: Any) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        print(
+            "gpushift: stopping after the current change (Ctrl-C again to quit now)",
+            file=sys.stderr,
+        )
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        client = k.connect(kubeconfig=kubeconfig, context=context)
+        with client:
+            if live is not None and confirm is None:
+                live.live.start()
+            try:
+                outcome = rb.Executor(client, request, emit).run()
+            finally:
+                if live is not None:
+                    live.live.stop()
+    except k.KubeError as err:
+        # Unreachable after the client's retries is 3; any other refusal the cluster gave
+        # stops the run as failed (the journal, if written, is resumable).
+        print(f"gpushift: error: {err.message}", file=sys.stderr)
+        if err.code == 0:
+            return _finish(output, to or "", "failed", [err.message], code=3)
+        return _finish(output, to or "", "failed", [err.message], code=1)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if mode == "plan" and outcome.plan is not None:
+        if output == "json":
+            print(json.dumps(rb.plan_json(outcome.plan)), flush=True)
+        else:
+            for line in rb.plan_lines(outcome.plan):
+                print(line)
+    return _finish(output, outcome.to, outcome.result, outcome.reasons, outcome=outcome)
+
+
+def _finish(
+    output: str,
+    to: str,
+    result: str,
+    reasons: list[str],
+    *,
+    code: int | None = None,
+    outcome: Any = None,
+) -> int:
+    from gpushift.runbook import EXIT
+
+    exit_code = code if code is not None else EXIT.get(result, 1)
+    if output == "json":
+        body = (
+            outcome.to_json()
+            if outcome is not None
+            else {
+                "kind": "CutoverResult",
+                "to": to,
+                "result": result,
+                "exitCode": exit_code,
+                "run": "",
+                "steps": [],
+                "reasons": reasons,
+            }
+        )
+        body["exitCode"] = exit_code
+        print(json.dumps(body), flush=True)
+    else:
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        out = sys.stdout if result in ("done", "aborted") else sys.stderr
+        print(f"{stamp} cutover to {to or '?'}: {result} (exit {exit_code})", file=out)
+        for reason in reasons:
+            print(f"  {reason}", file=out)
+    return exit_code
+
+
+Kubeconfig = Annotated[
+    Path | None, typer.Option(help="Kubeconfig (default $KUBECONFIG, then ~/.kube/config).")
+]
+Context = Annotated[str | None, typer.Option(help="Kubeconfig context.")]
+Merge = Annotated[str | None, typer.Option(help="Shell command that makes the merge.")]
+Revision = Annotated[str | None, typer.Option(help="Wait for the source to reach this revision.")]
+Source = Annotated[str, typer.Option(help="The GitRepository, NAMESPACE/NAME.")]
+Apps = Annotated[
+    str | None,
+    typer.Option(
+        help="The Kustomization applying the change, NAMESPACE/NAME (default: found from "
+        "the cluster, else flux-system/cluster-apps)."
+    ),
+]
+Shares = Annotated[
+    int | None, typer.Option(help="Shares per GPU expected (default: the old replica count).")
+]
+PlanOnly = Annotated[bool, typer.Option("--plan", help="Print the plan; change nothing.")]
+Yes = Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")]
+Resume = Annotated[bool, typer.Option("--resume", help="Continue the unfinished journal.")]
+Abort = Annotated[bool, typer.Option("--abort", help="Undo the unfinished journal in reverse.")]
+StepTimeout = Annotated[
+    str, typer.Option(help="Longest wait per step (Go duration: 90s, 5m, 1h30m).")
+]
+PrometheusUrl = Annotated[
+    str | None, typer.Option(help="Prometheus to check dcgm-exporter labels in.")
+]
+JournalFile = Annotated[Path, typer.Option(help="The local journal file.")]
+Output = Annotated[str, typer.Option("-o", "--output", help="text or json.")]
+_JOURNAL = Path(".gpushift/cutover-journal.json")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `cutover` and `rollback` to the CLI."""
+
+    @app.command("cutover", help=_HELP, epilog=_EPILOG)
+    def cutover(
+        to: Annotated[
+            str | None, typer.Option(help="The allocator to move to: dra or device-plugin.")
+        ] = None,
+        kubeconfig: Kubeconfig = None,
+        context: Context = None,
+        merge: Merge = None,
+        revision: Revision = None,
+        source: Source = "flux-system/flux-system",
+        apps: Apps = None,
+        expect_shares: Shares = None,
+        plan_only: PlanOnly = False,
+        yes: Yes = False,
+        resume: Resume = False,
+        abort: Abort = False,
+        step_timeout: StepTimeout = "10m",
+        prometheus_url: PrometheusUrl = None,
+        journal: JournalFile = _JOURNAL,
+        output: Output = "text",
+    ) -> None:
+        if to is None and not (resume or abort):
+            raise UsageError("--to: choose dra or device-plugin")
+        raise typer.Exit(
+            _run(
+                to=to,
+                rollback=False,
+                kubeconfig=kubeconfig,
+                context=context,
+                merge=merge,
+                revision=revision,
+                source=source,
+                apps=apps,
+                expect_shares=expect_shares,
+                plan_only=plan_only,
+                yes=yes,
+                resume=resume,
+                abort=abort,
+                step_timeout=step_timeout,
+                prometheus_url=prometheus_url,
+                journal=journal,
+                output=output,
+            )
+        )
+
+    @app.command("rollback", help=_ROLLBACK_HELP, epilog=_EPILOG)
+    def rollback(
+        kubeconfig: Kubeconfig = None,
+        context: Context = None,
+        merge: Merge = None,
+        revision: Revision = None,
+        source: Source = "flux-system/flux-system",
+        apps: Apps = None,
+        expect_shares: Shares = None,
+        plan_only: PlanOnly = False,
+        yes: Yes = False,
+        resume: Resume = False,
+        abort: Abort = False,
+        step_timeout: StepTimeout = "10m",
+        prometheus_url: PrometheusUrl = None,
+        journal: JournalFile = _JOURNAL,
+        output: Output = "text",
+    ) -> None:
+        raise typer.Exit(
+            _run(
+                to=None,
+                rollback=True,
+                kubeconfig=kubeconfig,
+                context=context,
+                merge=merge,
+                revision=revision,
+                source=source,
+                apps=apps,
+                expect_shares=expect_shares,
+                plan_only=plan_only,
+                yes=yes,
+                resume=resume,
+                abort=abort,
+                step_timeout=step_timeout,
+                prometheus_url=prometheus_url,
+                journal=journal,
+                output=output,
+            )
+        )

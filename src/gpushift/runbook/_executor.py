@@ -1,0 +1,1059 @@
+"""The one executor: it reads the cluster, holds the lock, writes the journal, makes each
+planned change and waits on watches. Everything it decides comes from the planner.
+
+Waits read a cache that lists each kind once and then watches it, resuming from the last
+resourceVersion when a stream ends and relisting on 410 Gone; a wait wakes on every change
+(and once a second for the progress line), never by polling the API.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shlex
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from gpushift import flux, verdict
+from gpushift._obj import Obj
+from gpushift.kube import Kube, KubeError, ResourceRef
+from gpushift.runbook._discover import discover
+from gpushift.runbook._journal import (
+    HISTORY_KEY,
+    JOURNAL_KEY,
+    JOURNAL_NAME,
+    LEASE_NAME,
+    RENEW_SECONDS,
+    Journal,
+    holder_identity,
+    judge_lease,
+    lease_body,
+    newer,
+    now_rfc3339,
+)
+from gpushift.runbook._model import (
+    STEPS,
+    Change,
+    Command,
+    ObjectRef,
+    Options,
+    Plan,
+    Step,
+    Wait,
+    field_value,
+)
+from gpushift.runbook._planner import Context, facts, plan, plan_step, preflight
+from gpushift.runbook._snapshot import Judge, Snapshotter, judge, snapshot_of, verdict_reasons
+from gpushift.runbook._view import KINDS, View
+
+Emit = Callable[[Obj], None]
+log = logging.getLogger("gpushift.runbook")
+_CONFIGMAP = ResourceRef.named("ConfigMap", "v1")
+_LEASE = ResourceRef.named("Lease", "coordination.k8s.io/v1")
+
+#: Exit codes (the contract in docs/runbook.md).
+EXIT = {"done": 0, "aborted": 0, "unhealthy": 1, "failed": 1, "refused": 4, "timeout": 5}
+
+
+class RefusedError(Exception):
+    """The run may not go on: every reason, for the final object."""
+
+    def __init__(self, reasons: list[str]) -> None:
+        super().__init__("; ".join(reasons))
+        self.reasons = reasons
+
+
+class StoppedError(Exception):
+    """Ctrl-C, or the lock was lost: stopped between changes, the journal resumable."""
+
+
+class WaitTimeoutError(Exception):
+    """A wait ran past --step-timeout."""
+
+
+# --- the watch cache ----------------------------------------------------------------------------
+
+
+class _Informer:
+    """One kind, listed once and then watched; the newest body of each object."""
+
+    def __init__(self, kube: Kube, kind: str, cache: Cache) -> None:
+        self.kube = kube
+        self.kind = kind
+        self.ref = KINDS[kind]
+        self.cache = cache
+        self.items: dict[tuple[str, str], Obj] = {}
+        self.served = True
+        self.version = ""
+        self.thread: threading.Thread | None = None
+
+    def _key(self, obj: Mapping[str, Any]) -> tuple[str, str]:
+        meta = obj.get("metadata") or {}
+        return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+    def relist(self) -> None:
+        try:
+            items, version = self.kube.list_at(self.ref)
+        except KubeError as err:
+            if err.code == 404:
+                self.served = False
+                items, version = [], ""
+            else:
+                raise
+        with self.cache.lock:
+            self.items = {self._key(o): {**o, "kind": self.kind} for o in items}
+            self.version = version
+            self.cache.changed()
+
+    def start(self) -> None:
+        self.relist()
+        if self.served and self.cache.watch:
+            self.thread = threading.Thread(
+                target=self._run, name=f"gpushift-watch-{self.kind}", daemon=True
+            )
+            self.thread.start()
+
+    def _run(self) -> None:
+        backoff = 0.2
+        while not self.cache.closed.is_set():
+            try:
+                for typ, obj in self.kube.watch(
+                    self.ref, resource_version=self.version or None, server_timeout=300
+                ):
+                    if self.cache.closed.is_set():
+                        return
+                    self.cache.events += 1
+                    version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+                    with self.cache.lock:
+                        if version:
+                            self.version = version
+                        if typ == "BOOKMARK":
+                            continue
+                        if typ == "DELETED":
+                            self.items.pop(self._key(obj), None)
+                        else:
+                            self.items[self._key(obj)] = {**obj, "kind": self.kind}
+                        self.cache.changed()
+                    backoff = 0.2
+            except KubeError as err:
+                if self.cache.closed.is_set():
+                    return
+                if err.code == 410 or err.reason in ("Expired", "Gone"):
+                    log.info("watch %s: %s, relisting", self.ref.qualified, err.message)
+                    with contextlib.suppress(KubeError):
+                        self.relist()
+                    continue
+                log.info("watch %s: %s, watching again", self.ref.qualified, err.message)
+            except Exception as err:  # a stream cut mid-line, a decode error
+                if self.cache.closed.is_set():
+                    return
+                log.info("watch %s: %s, watching again", self.ref.qualified, err)
+            self.cache.closed.wait(backoff)
+            backoff = min(backoff * 2, 5.0)
+
+
+class Cache:
+    """Informers for the kinds the runbook reads (see :data:`KINDS`), started on first use.
+
+    With ``watch=False`` (``--plan``) each kind is listed once and never watched.
+    """
+
+    def __init__(self, kube: Kube, *, watch: bool = True) -> None:
+        self.kube = kube
+        self.watch = watch
+        self.lock = threading.RLock()
+        self._cond = threading.Condition(self.lock)
+        self.closed = threading.Event()
+        self.informers: dict[str, _Informer] = {}
+        self.generation = 0
+        self.events = 0
+        self.version: tuple[int, int] = (1, 34)
+        self.serves_resource_v1 = True
+
+    def changed(self) -> None:
+        with self._cond:
+            self.generation += 1
+            self._cond.notify_all()
+
+    def ensure(self, kinds: tuple[str, ...] | list[str] | None = None) -> None:
+        """List (and watch) these kinds, all of :data:`KINDS` by default."""
+        for kind in kinds or KINDS:
+            if kind not in self.informers:
+                informer = _Informer(self.kube, kind, self)
+                self.informers[kind] = informer
+                informer.start()
+
+    def view(self) -> View:
+        """What the cache holds now."""
+        with self.lock:
+            objects = {k: tuple(i.items.values()) for k, i in self.informers.items()}
+        return View(objects, version=self.version, serves_resource_v1=self.serves_resource_v1)
+
+    def wait_change(self, since: int, timeout: float) -> int:
+        """Block until something changed after ``since`` (or ``timeout``); the generation."""
+        with self._cond:
+            if self.generation == since:
+                self._cond.wait(timeout)
+            return self.generation
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+def server_facts(kube: Kube, cache: Cache) -> None:
+    """The server's version and whether it serves resource.k8s.io/v1."""
+    try:
+        version = kube.get_path("/version")
+        major = int(str(version.get("major") or "1").rstrip("+"))
+        minor = int(str(version.get("minor") or "0").rstrip("+"))
+        cache.version = (major, minor)
+    except (KubeError, ValueError):
+        pass
+    try:
+        kube.get_path("/apis/resource.k8s.io/v1")
+        cache.serves_resource_v1 = True
+    except KubeError as err:
+        if err.code != 404:
+            raise
+        cache.serves_resource_v1 = False
+
+
+# --- journal and lock storage -------------------------------------------------------------------
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so a reader sees the old file or the new, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+class JournalStore:
+    """The journal in the ConfigMap (optimistic concurrency) and in the local file."""
+
+    def __init__(self, kube: Kube, *, namespace: str, path: Path) -> None:
+        self.kube = kube
+        self.namespace = namespace
+        self.path = path
+        self.version: str | None = None
+        self.history: list[Obj] = []
+        self.exists = False
+
+    def read(self) -> Journal | None:
+        """The newer of the cluster's and the file's copy (None: no journal)."""
+        cluster: Journal | None = None
+        try:
+            cm = self.kube.get(_CONFIGMAP, name=JOURNAL_NAME, namespace=self.namespace)
+            self.exists = True
+            self.version = str(cm["metadata"].get("resourceVersion") or "") or None
+            data = cm.get("data") or {}
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                self.history = list(json.loads(data.get(HISTORY_KEY) or "[]"))
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                cluster = Journal.from_json(json.loads(data.get(JOURNAL_KEY) or "{}"))
+        except KubeError as err:
+            if err.code != 404:
+                raise
+        local: Journal | None = None
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            local = Journal.from_json(json.loads(self.path.read_text()))
+        if local is not None and cluster is not None and local.run != cluster.run:
+            return cluster  # the cluster is the record; a stale local file of an older run
+        return newer(cluster, local)
+
+    def archive(self, old: Journal) -> None:
+        """Keep a finished journal as history (the last ten)."""
+        summary = {
+            "run": old.run,
+            "to": old.to,
+            "state": old.state,
+            "started": old.started,
+            "facts": old.facts,
+        }
+        self.history = [*self.history, summary][-10:]
+
+    def write(self, journal: Journal) -> None:
+        """Persist: the ConfigMap first (conditional on its resourceVersion), then the file.
+
+        Raises:
+            StoppedError: another run wrote the journal (the lock was lost).
+        """
+        journal.seq += 1
+        text = journal.dumps()
+        body: Obj = {
+            "metadata": {
+                "name": JOURNAL_NAME,
+                "namespace": self.namespace,
+                "labels": {"app.kubernetes.io/managed-by": "gpushift"},
+            },
+            "data": {JOURNAL_KEY: text, HISTORY_KEY: json.dumps(self.history)},
+        }
+        for _ in range(5):
+            try:
+                if not self.exists:
+                    out = self.kube.create(_CONFIGMAP, body, namespace=self.namespace)
+                    self.exists = True
+                else:
+                    meta = {**body["metadata"], "resourceVersion": self.version}
+                    out = self.kube.replace(
+                        _CONFIGMAP, {**body, "metadata": meta}, namespace=self.namespace
+                    )
+                self.version = str(out["metadata"].get("resourceVersion") or "")
+                break
+            except KubeError as err:
+                if err.code != 409:
+                    raise
+                current = self.kube.get(_CONFIGMAP, name=JOURNAL_NAME, namespace=self.namespace)
+                self.exists = True
+                try:
+                    theirs = Journal.from_json(
+                        json.loads((current.get("data") or {}).get(JOURNAL_KEY) or "{}")
+                    )
+                except (ValueError, KeyError, TypeError):
+                    theirs = None
+                if theirs is not None and theirs.run != journal.run and not theirs.finished:
+                    raise StoppedError(f"run {theirs.run} took over the journal") from None
+                self.version = str(current["metadata"].get("resourceVersion") or "")
+        else:
+            raise StoppedError("the journal ConfigMap keeps changing under this run")
+        atomic_write(self.path, text + "\n")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (killed, not yet reaped) is not running either.
+    with contextlib.suppress(OSError):
+        status = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        if status and status[0] == "Z":
+            return False
+    return True
+
+
+class Lock:
+    """The coordination.k8s.io/v1 Lease held and renewed for the run."""
+
+    def __init__(self, kube: Kube, *, namespace: str, run: str) -> None:
+        self.kube = kube
+        self.namespace = namespace
+        self.me = holder_identity(run)
+        self.lost = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.lease: Obj | None = None
+
+    def check(self) -> str | None:
+        """Why the run may not take the lock (None: it may)."""
+        lease = self._read()
+        verdict = judge_lease(lease, me=self.me, now=datetime.now(UTC), alive=_alive)
+        return verdict.message if verdict.action == "refuse" else None
+
+    def _read(self) -> Obj | None:
+        try:
+            return self.kube.get(_LEASE, name=LEASE_NAME, namespace=self.namespace)
+        except KubeError as err:
+            if err.code != 404:
+                raise
+            return None
+
+    def acquire(self) -> None:
+        """Take the Lease (create, or replace it conditionally), then renew it in the
+        background.
+
+        Raises:
+            RefusedError: another live run holds it.
+        """
+        lease = self._read()
+        verdict = judge_lease(lease, me=self.me, now=datetime.now(UTC), alive=_alive)
+        if verdict.action == "refuse":
+            raise RefusedError([verdict.message])
+        now = datetime.now(UTC)
+        try:
+            if lease is None:
+                body = lease_body(name=LEASE_NAME, namespace=self.namespace, me=self.me, now=now)
+                self.lease = self.kube.create(_LEASE, body, namespace=self.namespace)
+            else:
+                spec = lease.get("spec") or {}
+                transitions = int(spec.get("leaseTransitions") or 0) + (
+                    0 if verdict.action == "renew" else 1
+                )
+                body = lease_body(
+                    name=LEASE_NAME,
+                    namespace=self.namespace,
+                    me=self.me,
+                    now=now,
+                    transitions=transitions,
+                )
+                body["metadata"]["resourceVersion"] = lease["metadata"].get("resourceVersion")
+                self.lease = self.kube.replace(_LEASE, body, namespace=self.namespace)
+        except KubeError as err:
+            if err.code == 409:
+                raise RefusedError(
+                    [self.check() or "another cutover took the lock just now"]
+                ) from None
+            raise
+        if verdict.message:
+            log.info("took over the cutover lock: %s", verdict.message)
+        self._thread = threading.Thread(target=self._renew, name="gpushift-lease", daemon=True)
+        self._thread.start()
+
+    def _renew(self) -> None:
+        while not self._stop.wait(RENEW_SECONDS):
+            try:
+                lease = self._read()
+                if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.me:
+                    self.lost.set()
+                    return
+                spec = dict(lease.get("spec") or {})
+                body = lease_body(
+                    name=LEASE_NAME,
+                    namespace=self.namespace,
+                    me=self.me,
+                    now=datetime.now(UTC),
+                    acquired=spec.get("acquireTime"),
+                    transitions=int(spec.get("leaseTransitions") or 0),
+                )
+                body["metadata"]["resourceVersion"] = lease["metadata"].get("resourceVersion")
+                self.lease = self.kube.replace(_LEASE, body, namespace=self.namespace)
+            except KubeError as err:
+                log.warning("renewing the cutover lock: %s", err.message)
+
+    def release(self) -> None:
+        """Stop renewing and give the Lease up (holder cleared)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self.lease is None or self.lost.is_set():
+            return
+        with contextlib.suppress(KubeError):
+            lease = self._read()
+            if lease is not None and (lease.get("spec") or {}).get("holderIdentity") == self.me:
+                body = {
+                    "metadata": {
+                        "name": LEASE_NAME,
+                        "namespace": self.namespace,
+                        "resourceVersion": lease["metadata"].get("resourceVersion"),
+                    },
+                    "spec": {**(lease.get("spec") or {}), "holderIdentity": None},
+                }
+                self.kube.replace(_LEASE, body, namespace=self.namespace)
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """The run's end: the contract's CutoverResult."""
+
+    to: str
+    result: str
+    run: str = ""
+    steps: list[Obj] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+    plan: Plan | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """0 done/aborted, 1 unhealthy or failed, 4 refused, 5 timed out."""
+        return EXIT.get(self.result, 1)
+
+    def to_json(self) -> Obj:
+        """The final JSON object."""
+        return {
+            "kind": "CutoverResult",
+            "to": self.to,
+            "result": self.result,
+            "exitCode": self.exit_code,
+            "run": self.run,
+            "steps": self.steps,
+            "reasons": self.reasons,
+        }
+
+
+@dataclass
+class Request:
+    """One invocation: the options, the mode and the hooks the CLI provides."""
+
+    options: Options
+    mode: str = "run"  # run | resume | abort | plan
+    journal_path: Path = Path(".gpushift/cutover-journal.json")
+    rollback: bool = False
+    confirm: Callable[[Plan], bool] | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
+    snapshot: Snapshotter | None = None
+    judge: Judge = judge
+
+
+def _event(event: str, step: str | None, **extra: Any) -> Obj:
+    return {"kind": "CutoverEvent", "event": event, "time": now_rfc3339(), "step": step, **extra}
+
+
+class Executor:
+    """Carries out a :class:`Request` against one cluster, emitting contract events."""
+
+    def __init__(self, kube: Kube, request: Request, emit: Emit) -> None:
+        self.kube = kube
+        self.req = request
+        self.options = request.options
+        self.emit = emit
+        self.cache = Cache(kube, watch=request.mode != "plan")
+        ns = self.options.source.namespace
+        self.store = JournalStore(kube, namespace=ns, path=request.journal_path)
+        self.journal: Journal | None = None
+        self.lock: Lock | None = None
+        self.steps: list[Obj] = []
+
+    # --- entry -------------------------------------------------------------------------------
+
+    def run(self) -> Outcome:
+        """Run, resume, abort or plan; always returns an Outcome (exceptions from the client
+        other than refusals propagate: the CLI maps an unreachable cluster to exit 3)."""
+        try:
+            return self._run()
+        finally:
+            self.cache.close()
+            if self.lock is not None:
+                self.lock.release()
+
+    def _run(self) -> Outcome:
+        found = self.store.read()
+        unfinished = found if found is not None and not found.finished else None
+        options = self.options
+        if self.req.rollback:
+            try:
+                options = self._rollback_options(found)
+            except RefusedError as err:
+                return self._refused(err.reasons)
+        to = options.to
+        self.options = options
+        if self.req.mode in ("resume", "abort"):
+            if unfinished is None:
+                what = "resume" if self.req.mode == "resume" else "abort"
+                return self._refused([f"no unfinished cutover journal to {what}"], to=to)
+            self.options = options = _options_from(unfinished, options)
+            to = options.to
+        server_facts(self.kube, self.cache)
+        self.cache.ensure()
+        run = unfinished.run if unfinished and self.req.mode != "run" else str(uuid.uuid4())
+        self.lock = Lock(self.kube, namespace=options.source.namespace, run=run)
+        if self.req.mode == "plan":
+            view = self.cache.view()
+            the_plan = plan(view, options, Context(token=flux.new_token()))
+            reasons = list(the_plan.refusals)
+            if unfinished is not None:
+                reasons.insert(0, f"an unfinished cutover journal: run {unfinished.run}")
+            held = self.lock.check()
+            if held:
+                reasons.append(held)
+            return Outcome(to, "refused" if reasons else "done", run, [], reasons, the_plan)
+        if self.req.mode == "abort":
+            assert unfinished is not None
+            return self._abort(unfinished)
+        if self.req.mode == "run":
+            view = self.cache.view()
+            f = facts(view, options)
+            apps = ObjectRef.from_json(f["apps"])
+            consumers, loose = discover(view, apps=apps)
+            held = self.lock.check()
+            reasons = preflight(
+                view,
+                options,
+                consumers=tuple(consumers),
+                loose=tuple(loose),
+                journal=unfinished.to_json() if unfinished else None,
+                lock=held,
+            )
+            if reasons:
+                return self._refused(reasons, to=to)
+            the_plan = plan(view, options, Context(token=flux.new_token()))
+            if self.req.confirm is not None and not self.req.confirm(the_plan):
+                return self._refused(["not confirmed"], to=to)
+            try:
+                self.lock.acquire()
+            except RefusedError as err:
+                return self._refused(err.reasons, to=to)
+            if found is not None and found.finished:
+                self.store.archive(found)
+            journal = Journal(run=run, to=to, started=now_rfc3339())
+            journal.options = _options_json(options)
+            journal.facts = f
+            journal.consumers = [c.to_json() for c in the_plan.consumers]
+            self.journal = journal
+        else:
+            assert unfinished is not None
+            try:
+                self.lock.acquire()
+            except RefusedError as err:
+                return self._refused(err.reasons, to=to)
+            self.journal = unfinished
+        return self._steps()
+
+    def _rollback_options(self, found: Journal | None) -> Options:
+        if self.req.mode in ("resume", "abort"):
+            if found is None or found.finished:
+                raise RefusedError([f"no unfinished cutover journal to {self.req.mode}"])
+            return _options_from(found, self.options)
+        if found is None:
+            raise RefusedError(["no cutover journal to roll back: run gpushift cutover --to"])
+        if not found.finished:
+            raise RefusedError(
+                [f"the journal of run {found.run} is unfinished: --resume or --abort it first"]
+            )
+        if found.state == "aborted":
+            raise RefusedError([f"the last run ({found.run}) was aborted: nothing to roll back"])
+        back = "device-plugin" if found.to == "dra" else "dra"
+        old = found.facts.get("oldShares")
+        shares = self.options.expect_shares or (int(old) if isinstance(old, int) else None)
+        return Options(
+            to=back,  # type: ignore[arg-type]
+            source=self.options.source,
+            apps=self.options.apps,
+            merge=self.options.merge,
+            revision=self.options.revision,
+            expect_shares=shares,
+            step_timeout=self.options.step_timeout,
+            prometheus_url=self.options.prometheus_url,
+        )
+
+    def _refused(self, reasons: list[str], *, to: str | None = None) -> Outcome:
+        return Outcome(to or self.options.to, "refused", "", [], reasons)
+
+    # --- steps -------------------------------------------------------------------------------
+
+    def _persist(self) -> None:
+        assert self.journal is not None
+        self.store.write(self.journal)
+
+    def _steps(self) -> Outcome:
+        journal = self.journal
+        assert journal is not None
+        resumed = self.req.mode == "resume"
+        self.emit(_event("run-start", None, to=journal.to, run=journal.run, resumed=resumed))
+        self._persist()
+        outcome = Outcome(journal.to, "done", journal.run)
+        for name in STEPS:
+            if journal.step_done(name):
+                rec = journal.step(name) or {}
+                self.steps.append(
+                    {"name": name, "seconds": rec.get("seconds", 0.0), "result": "skipped"}
+                )
+                continue
+            started = time.monotonic()
+            journal.start_step(name, now_rfc3339())
+            self._persist()
+            self.emit(_event("step-start", name))
+            result = "done"
+            try:
+                result = self._step(name)
+            except WaitTimeoutError as err:
+                return self._end_step(name, started, "timeout", [str(err)], outcome)
+            except StoppedError as err:
+                return self._end_step(name, started, "failed", [str(err)], outcome)
+            except RefusedError as err:
+                return self._end_step(name, started, "failed", err.reasons, outcome)
+            except subprocess.CalledProcessError as err:
+                why = f"{name}: the merge command exited {err.returncode}"
+                return self._end_step(name, started, "failed", [why], outcome)
+            seconds = time.monotonic() - started
+            journal.finish_step(name, result, seconds, now_rfc3339())
+            self._persist()
+            self.emit(_event("step-finish", name, seconds=round(seconds, 3), result=result))
+            self.steps.append({"name": name, "seconds": round(seconds, 3), "result": result})
+        healthy = journal.data.get("healthy", True)
+        journal.state = "done" if healthy else "unhealthy"
+        outcome.result = journal.state
+        outcome.reasons = list(journal.data.get("verdictReasons") or [])
+        self._persist()
+        outcome.steps = self.steps
+        return outcome
+
+    def _end_step(
+        self, name: str, started: float, result: str, reasons: list[str], outcome: Outcome
+    ) -> Outcome:
+        assert self.journal is not None
+        seconds = time.monotonic() - started
+        self.journal.finish_step(name, result, seconds, now_rfc3339())
+        with contextlib.suppress(KubeError, StoppedError):
+            self._persist()
+        self.emit(_event("step-finish", name, seconds=round(seconds, 3), result=result))
+        self.steps.append({"name": name, "seconds": round(seconds, 3), "result": result})
+        outcome.result = "timeout" if result == "timeout" else "failed"
+        outcome.reasons = reasons
+        outcome.steps = self.steps
+        return outcome
+
+    def _context(self) -> Context:
+        journal = self.journal
+        assert journal is not None
+        return Context(
+            consumers=journal.recorded_consumers(),
+            recorded=journal.recorded(),
+            facts=journal.facts,
+            token=str(journal.data.get("token") or ""),
+        )
+
+    def _step(self, name: str) -> str:
+        journal = self.journal
+        assert journal is not None
+        if name == "preflight":
+            return "done"
+        if name == "snapshot":
+            journal.data["before"] = self._snapshot()
+            # The whole GpuSnapshot stays beside the local journal: a ConfigMap holds at most
+            # 1 MiB, and the verdict judges the move against this file.
+            atomic_write(
+                self._gpu_snapshot_path(), verdict.dump_snapshot(self._gpu_snapshot()).decode()
+            )
+            return "done"
+        if name == "verdict":
+            return self._verdict()
+        # A fresh reconcile token per step, kept for a resumed run.
+        tokens = journal.data.setdefault("tokens", {})
+        if name not in tokens:
+            tokens[name] = flux.new_token()
+        journal.data["token"] = tokens[name]
+        step = plan_step(name, self.cache.view(), self.options, self._context())
+        if step.skip and not step.actions:
+            return "skipped"
+        self._actions(step)
+        return "done"
+
+    def _actions(self, step: Step) -> None:
+        deadline = time.monotonic() + self.options.step_timeout
+        actions = list(step.actions)
+        for i, action in enumerate(actions):
+            if isinstance(action, Change):
+                self._change(action)
+            elif isinstance(action, Command):
+                following = next((a for a in actions[i + 1 :] if isinstance(a, Wait)), None)
+                self._command(action, following)
+            else:
+                self._wait(action, deadline)
+
+    def _interrupted(self) -> None:
+        if self.req.stop.is_set():
+            raise StoppedError("interrupted: stopped between changes; --resume continues")
+        if self.lock is not None and self.lock.lost.is_set():
+            raise StoppedError("the cutover lock was lost to another run; this run stopped")
+
+    def _change(self, change: Change) -> None:
+        journal = self.journal
+        assert journal is not None
+        self._interrupted()
+        journal.plan_change(change, now_rfc3339())
+        self._persist()
+        ref = change.obj.ref
+        try:
+            live = self.kube.get(ref, name=change.obj.name, namespace=change.obj.namespace or None)
+        except KubeError as err:
+            if err.code != 404:
+                raise
+            live = None
+        current = field_value(live, change.path)
+        if (
+            live is not None
+            and current != change.after
+            and not (change.after is None and current is False)
+        ):
+            self.kube.patch(
+                ref,
+                name=change.obj.name,
+                namespace=change.obj.namespace or None,
+                patch=change.patch,
+            )
+        log.info("%s %s: %r -> %r", change.obj.key, change.field, change.before, change.after)
+        journal.applied(change, now_rfc3339())
+        self._persist()
+        self.emit(
+            _event(
+                "change",
+                change.step,
+                object=change.obj.key,
+                field=change.field,
+                before=change.before,
+                after=change.after,
+            )
+        )
+
+    def _command(self, command: Command, following: Wait | None) -> None:
+        journal = self.journal
+        assert journal is not None
+        if following is not None and following.condition.check(self.cache.view())[0]:
+            return  # the merge already happened (a resumed run)
+        self._interrupted()
+        journal.data["mergeStarted"] = now_rfc3339()
+        self._persist()
+        self.emit(_event("wait", command.step, **{"for": f"the merge: {command.shell}"}))
+        log.info("running the merge: %s", command.shell)
+        subprocess.run(
+            command.shell,
+            shell=True,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        journal.data["mergeDone"] = now_rfc3339()
+        self._persist()
+
+    def _wait(self, wait: Wait, deadline: float) -> None:
+        condition = wait.condition
+        shown = ""
+        last_emit = 0.0
+        generation = -1
+        while True:
+            ok, detail = condition.check(self.cache.view())
+            if ok:
+                return
+            now = time.monotonic()
+            if (detail != shown and now - last_emit >= 1.0) or not shown:
+                self.emit(_event("wait", wait.step, **{"for": detail}))
+                shown, last_emit = detail, now
+            if now >= deadline:
+                raise WaitTimeoutError(
+                    f"{wait.step}: timed out after {self.options.step_timeout:g}s waiting for "
+                    f"{detail}"
+                )
+            self._interrupted()
+            generation = self.cache.wait_change(generation, min(1.0, deadline - now))
+
+    def _gpu_snapshot_path(self) -> Path:
+        return self.req.journal_path.with_name("cutover-before.gpusnapshot.json")
+
+    def _gpu_snapshot(self) -> Obj:
+        return dict(verdict.take_snapshot(self.kube, prometheus_url=self.options.prometheus_url))
+
+    def _snapshot(self) -> Obj:
+        if self.req.snapshot is not None:
+            return dict(self.req.snapshot(self.kube))
+        return snapshot_of(self.cache.view())
+
+    def _verdict(self) -> str:
+        journal = self.journal
+        assert journal is not None
+        reasons: list[str] = []
+        if self.options.prometheus_url:
+            reasons += prometheus_labels(self.options.prometheus_url, self.kube)
+        after = self._snapshot()
+        journal.data["after"] = after
+        healthy, why = self.req.judge(journal.data.get("before") or {}, after)
+        reasons += why
+        before_path = self._gpu_snapshot_path()
+        if self.req.snapshot is None and before_path.exists():
+            # gpushift verdict, against the snapshot taken before the move.
+            doc = verdict.judge(self._gpu_snapshot(), against=verdict.load_snapshot(before_path))
+            reasons += verdict_reasons(doc)
+            healthy = healthy and verdict.exit_code(doc) == 0
+            journal.data["verdict"] = doc["verdict"]
+        journal.data["healthy"] = healthy and not reasons
+        journal.data["verdictReasons"] = reasons
+        return "done"
+
+    # --- abort -------------------------------------------------------------------------------
+
+    def _abort(self, journal: Journal) -> Outcome:
+        try:
+            self.lock = self.lock or Lock(
+                self.kube, namespace=self.options.source.namespace, run=journal.run
+            )
+            self.lock.acquire()
+        except RefusedError as err:
+            return self._refused(err.reasons, to=journal.to)
+        self.journal = journal
+        self.emit(_event("run-start", None, to=journal.to, run=journal.run, resumed=True))
+        started = time.monotonic()
+        for rec in reversed(journal.changes):
+            if not rec.get("undo", True) or rec.get("state") not in ("planned", "applied"):
+                continue
+            change = Change.from_json(rec)
+            undo = Change(
+                change.step, change.obj, change.path, change.after, change.before, "abort: set back"
+            )
+            try:
+                live = self.kube.get(
+                    change.obj.ref, name=change.obj.name, namespace=change.obj.namespace or None
+                )
+            except KubeError as err:
+                if err.code != 404:
+                    raise
+                live = None
+            current = field_value(live, change.path)
+            if live is not None and current != change.before:
+                self.kube.patch(
+                    change.obj.ref,
+                    name=change.obj.name,
+                    namespace=change.obj.namespace or None,
+                    patch=change.undo_patch,
+                )
+            rec["state"] = "undone"
+            rec["undone"] = now_rfc3339()
+            self._persist()
+            self.emit(
+                _event(
+                    "change",
+                    change.step,
+                    object=undo.obj.key,
+                    field=undo.field,
+                    before=undo.before,
+                    after=undo.after,
+                )
+            )
+        journal.state = "aborted"
+        self._persist()
+        merged = journal.step("merge")
+        reasons = []
+        if merged is not None:
+            reasons.append(
+                "the merge is not undone: revert it and run gpushift rollback, or --resume a "
+                "new cutover"
+            )
+        seconds = round(time.monotonic() - started, 3)
+        return Outcome(
+            journal.to,
+            "aborted",
+            journal.run,
+            [{"name": "abort", "seconds": seconds, "result": "done"}],
+            reasons,
+        )
+
+
+def _options_json(options: Options) -> Obj:
+    return {
+        "to": options.to,
+        "source": options.source.to_json(),
+        "apps": options.apps.to_json() if options.apps else None,
+        "merge": options.merge,
+        "revision": options.revision,
+        "expectShares": options.expect_shares,
+    }
+
+
+def _options_from(journal: Journal, given: Options) -> Options:
+    """A resumed run keeps the journal's direction, source and apps; a new --merge,
+    --revision, --step-timeout or --prometheus-url given now wins."""
+    saved = journal.options
+    apps = saved.get("apps")
+    return Options(
+        to=journal.to,  # type: ignore[arg-type]
+        source=ObjectRef.from_json(saved["source"]) if saved.get("source") else given.source,
+        apps=ObjectRef.from_json(apps) if apps else given.apps,
+        merge=given.merge or saved.get("merge"),
+        revision=given.revision or saved.get("revision"),
+        expect_shares=saved.get("expectShares") or given.expect_shares,
+        step_timeout=given.step_timeout,
+        prometheus_url=given.prometheus_url,
+    )
+
+
+def prometheus_labels(url: str, kube: Kube | None = None) -> list[str]:
+    """Whether dcgm-exporter series carry pod, namespace and container labels (what the
+    exporter adds when it can map GPUs to pods); reasons when not. A Prometheus served by the
+    API server itself (the twin's) is asked through the cluster client and its credentials."""
+    query = urllib.parse.urlencode({"query": "DCGM_FI_DEV_GPU_UTIL"})
+    base = url.rstrip("/")
+    try:
+        if kube is not None and base == kube.server:
+            body = kube.get_path(f"/api/v1/query?{query}")
+        else:
+            with urllib.request.urlopen(f"{base}/api/v1/query?{query}", timeout=10) as r:
+                body = json.loads(r.read())
+    except (OSError, ValueError, KubeError) as err:
+        return [f"cannot query Prometheus at {url}: {err}"]
+    series = ((body.get("data") or {}).get("result")) or []
+    if not series:
+        return ["no dcgm-exporter series (DCGM_FI_DEV_GPU_UTIL) in Prometheus"]
+    used = [s for s in series if float((s.get("value") or [0, "0"])[1] or 0) > 0]
+    missing = [
+        s
+        for s in used
+        if not all((s.get("metric") or {}).get(k) for k in ("pod", "namespace", "container"))
+    ]
+    if missing:
+        return [
+            "dcgm-exporter series of busy GPUs have no pod/namespace/container labels: under "
+            "DRA the exporter needs KUBERNETES_ENABLE_DRA=true and a ClusterRoleBinding "
+            "letting it read ResourceSlices and ResourceClaims"
+        ]
+    return []
+
+
+def plan_lines(the_plan: Plan) -> Iterator[str]:
+    """The plan as text: every patch and every wait, step by step."""
+    yield f"cutover to {the_plan.options.to}: {len(the_plan.consumers)} GPU consumers"
+    for c in the_plan.consumers:
+        extra = " (bridged: resumed last)" if c.bridged and the_plan.options.to == "dra" else ""
+        owners = ", ".join(f.key for f in c.flux) or "no Flux owner"
+        yield f"  consumer {c.top.key} ({owners}){extra}"
+    for step in the_plan.steps:
+        yield f"{step.name}:" + (f" {step.note}" if step.note else "")
+        if step.skip and not step.actions:
+            yield f"  nothing to do: {step.skip}"
+        for action in step.actions:
+            if isinstance(action, Change):
+                yield (
+                    f"  patch {action.obj.key} {json.dumps(action.patch, sort_keys=True)}"
+                    f"  ({action.field}: {json.dumps(action.before)} -> "
+                    f"{json.dumps(action.after)})"
+                )
+            elif isinstance(action, Command):
+                yield f"  run {shlex.quote(action.shell)}"
+            else:
+                yield f"  wait for {action.condition.describe()}"
+    for reason in the_plan.refusals:
+        yield f"refused: {reason}"
+
+
+def plan_json(the_plan: Plan) -> Obj:
+    """The plan as one JSON object."""
+    steps = []
+    for step in the_plan.steps:
+        actions: list[Obj] = []
+        for a in step.actions:
+            if isinstance(a, Change):
+                actions.append(
+                    {
+                        "patch": a.obj.key,
+                        "type": "merge",
+                        "body": a.patch,
+                        "field": a.field,
+                        "before": a.before,
+                        "after": a.after,
+                    }
+                )
+            elif isinstance(a, Command):
+                actions.append({"run": a.shell})
+            else:
+                actions.append({"wait": a.condition.describe()})
+        steps.append({"name": step.name, "note": step.note, "skip": step.skip, "actions": actions})
+    return {
+        "kind": "CutoverPlan",
+        "to": the_plan.options.to,
+        "consumers": [c.to_json() for c in the_plan.consumers],
+        "steps": steps,
+        "refusals": list(the_plan.refusals),
+    }
