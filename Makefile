@@ -26,8 +26,10 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
+# A worker per core (pytest-xdist); --dist loadscope keeps each module on one worker, so a
+# module's shared twin is started once.
 unit: setup
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/pytest -q -p no:cacheprovider -n auto --dist loadscope
 
 test: lint typecheck unit
 
