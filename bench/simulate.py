@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -225,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         if args.floor:
             fw, fc = floor[nodes]
-            pair = sorted(ratios[nodes])[len(ratios[nodes]) // 2]
+            pair = statistics.median(ratios[nodes])
             print(
                 f"{'':>6} floor        wall {fw:6.2f} s  cpu {fc:6.2f} s  "
                 f"command/floor: wall {wall / fw:.2f}x, cpu {cpu / fc:.2f}x "
