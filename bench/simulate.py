@@ -6,7 +6,9 @@ fill every share (40 per node) and 5 % more cannot fit. Each size is written as 
 and the whole command runs in a fresh interpreter, as a user would run it.
 
 Run: ``python -m bench.simulate`` (sizes: ``--sizes 1000,2000``; ``--profile`` prints a
-cProfile of the smaller size in-process).
+cProfile of the smaller size in-process). ``--floor`` also times, in turn with the command on
+the same file, the floor of the work: a fresh interpreter that ``json.load``s the input and
+writes ``json.dumps`` of an output of the same size, and prints the command's ratio to it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -117,6 +120,25 @@ def run_command(path: Path) -> tuple[float, float, int]:
     return elapsed, cpu, done.returncode
 
 
+#: The floor: read the input as JSON and write a JSON text of the same size, nothing else.
+_FLOOR = (
+    "import json, sys\n"
+    "with open(sys.argv[1], encoding='utf-8') as f:\n"
+    "    doc = json.load(f)\n"
+    "sys.stdout.write(json.dumps(doc))\n"
+)
+
+
+def run_floor(path: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of the floor (see ``_FLOOR``) on ``path`` in a new interpreter."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", _FLOOR, str(path)], stdout=subprocess.DEVNULL, check=True)
+    elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def profile(path: Path) -> None:
     """cProfile of one in-process run (top functions by cumulative and own time)."""
     import cProfile
@@ -133,6 +155,25 @@ def profile(path: Path) -> None:
     stats.sort_stats("tottime").print_stats(15)
 
 
+def rss(sizes: list[int]) -> int:
+    """Run the command once per size, smallest first, and print each run's peak RSS (the
+    children's ru_maxrss is the largest child so far, so ascending sizes read one each)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for nodes in sizes:
+            doc, pods = cluster(nodes)
+            path = Path(tmp) / f"cluster-{nodes}.json"
+            path.write_text(json.dumps(doc))
+            del doc
+            wall, cpu, code = run_command(path)
+            peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # KiB on Linux
+            print(
+                f"{nodes:>6} nodes  {pods:>7} pods  wall {wall:6.2f} s  cpu {cpu:6.2f} s  "
+                f"peak RSS {peak / 2**30:.2f} GiB  exit {code}"
+            )
+            path.unlink()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Generate every size, then time the whole command on each size in turn, ``--rounds``
     times interleaved; print the best wall and CPU time per size, pods/s and the ratios."""
@@ -140,8 +181,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="1000,2000", help="node counts, comma-separated")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved runs per size")
     parser.add_argument("--profile", action="store_true", help="profile the first size")
+    parser.add_argument(
+        "--floor", action="store_true", help="time the JSON read+write floor beside the command"
+    )
+    parser.add_argument(
+        "--rss", action="store_true", help="one run per size, ascending: print peak RSS"
+    )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
+    if args.rss:
+        return rss(sorted(sizes))
     with tempfile.TemporaryDirectory() as tmp:
         paths: list[tuple[int, int, Path]] = []
         for nodes in sizes:
@@ -154,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
                 return 0
             paths.append((nodes, pods, path))
         best: dict[int, tuple[float, float, int]] = {}
+        floor: dict[int, tuple[float, float]] = {}
+        ratios: dict[int, list[float]] = {}
         for _ in range(args.rounds):
             for nodes, _pods, path in paths:
                 wall, cpu, code = run_command(path)
@@ -161,12 +212,26 @@ def main(argv: list[str] | None = None) -> int:
                 best[nodes] = (
                     (min(wall, old[0]), min(cpu, old[1]), code) if old else (wall, cpu, code)
                 )
+                if args.floor:
+                    # Right after the command on the same file, so both see the same load.
+                    fw, fc = run_floor(path)
+                    oldf = floor.get(nodes)
+                    floor[nodes] = (min(fw, oldf[0]), min(fc, oldf[1])) if oldf else (fw, fc)
+                    ratios.setdefault(nodes, []).append(cpu / fc)
     for nodes, pods, _ in paths:
         wall, cpu, code = best[nodes]
         print(
             f"{nodes:>6} nodes  {pods:>7} pods  wall {wall:6.2f} s  cpu {cpu:6.2f} s  "
             f"{pods / wall:6.0f} pods/s  exit {code}"
         )
+        if args.floor:
+            fw, fc = floor[nodes]
+            pair = statistics.median(ratios[nodes])
+            print(
+                f"{'':>6} floor        wall {fw:6.2f} s  cpu {fc:6.2f} s  "
+                f"command/floor: wall {wall / fw:.2f}x, cpu {cpu / fc:.2f}x "
+                f"(median of pairs, cpu {pair:.2f}x)"
+            )
     if len(paths) >= 2:
         a, b = best[paths[0][0]], best[paths[-1][0]]
         print(

@@ -187,3 +187,53 @@ def test_junk_in_dra_objects_is_input_error_or_fine(
         sim = simulate(from_objects(list(objs.values())))
         human(sim)
         json.dumps(as_list(sim))
+
+
+def _pod_variant(value: Any, where: list[Any] | None, name: str) -> dict[str, Any]:
+    pod = copy.deepcopy(POD)
+    pod["metadata"]["name"] = name
+    if where is not None:
+        target: Any = pod
+        for k in where[:-1]:
+            target = target[k]
+        target[where[-1]] = value
+    return pod
+
+
+def _outcome(objects: list[dict[str, Any]]) -> tuple[str, str | None] | None:
+    try:
+        from_objects(copy.deepcopy(objects))
+    except InputError as err:
+        return err.message, err.obj
+    return None
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    variants=st.lists(
+        st.tuples(
+            st.sampled_from([None, *(keys for which, keys in PATHS if which == "pod")]), junk
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+    picks=st.lists(st.integers(0, 2), min_size=1, max_size=6),
+)
+def test_pods_sharing_a_spec_are_checked_as_if_alone(
+    variants: list[tuple[list[Any] | None, Any]], picks: list[int]
+) -> None:
+    # Fast path: a pod whose spec equals one already checked skips the spec checks. Loading
+    # pods together must reject exactly when one of them alone is rejected, with its error.
+    pods = []
+    for i, pick in enumerate(picks):
+        where, value = variants[pick % len(variants)]
+        pods.append(_pod_variant(value, where, f"p-{i}"))
+    together = _outcome([NODE, *pods])
+    alone = {f"p-{i}": _outcome([NODE, pod]) for i, pod in enumerate(pods)}
+    if together is None:
+        assert all(v is None for v in alone.values())
+        return
+    assert any(v is not None for v in alone.values())
+    named = [n for n in alone if together[1] is not None and together[1].endswith(f"/{n}")]
+    if named:
+        assert alone[named[0]] == together

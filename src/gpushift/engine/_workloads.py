@@ -20,6 +20,8 @@ from typing import Any
 ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
 
 _UID_NS = uuid.UUID("6f1d1a53-8a3c-4b1e-9a55-0d9c2f8e5b10")
+#: SHA-1 already fed the namespace: each uid copies it (simulate makes two per pod).
+_UID_BASE = hashlib.sha1(_UID_NS.bytes)
 
 
 def stable_suffix(seed: str, n: int = 5) -> str:
@@ -31,7 +33,9 @@ def stable_suffix(seed: str, n: int = 5) -> str:
 def stable_uid(*parts: str) -> str:
     """A version-5-style UUID that is a pure function of ``parts`` (objects from files often
     have no uid)."""
-    h = hashlib.sha1(_UID_NS.bytes + "/".join(parts).encode()).hexdigest()
+    hasher = _UID_BASE.copy()
+    hasher.update("/".join(parts).encode())
+    h = hasher.hexdigest()
     variant = "89ab"[int(h[16], 16) & 3]
     return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{variant}{h[17:20]}-{h[20:32]}"
 
