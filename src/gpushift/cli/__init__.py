@@ -7,6 +7,7 @@ the outcome to an exit code. Exit 2 is reserved for bad input and usage errors.
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
@@ -19,7 +20,10 @@ app = typer.Typer(
         "Move NVIDIA GPU sharing between the device plugin and DRA without handing out a "
         "card twice."
     ),
-    epilog="Exit codes: 0 clean, 1 findings (Pending pods, hazards, errors), 2 bad input.",
+    epilog=(
+        "Exit codes: 0 ok, 1 findings, unhealthy or a diff, 2 bad input or usage, 3 cluster "
+        "unreachable, 4 refused, 5 timed out (docs/cli.md)."
+    ),
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -27,8 +31,26 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from gpushift import __version__
+
+        typer.echo(f"gpushift {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the gpushift version and exit.",
+        ),
+    ] = False,
+) -> None:
     """Move NVIDIA GPU sharing between the device plugin and DRA safely."""
 
 

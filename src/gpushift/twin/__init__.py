@@ -17,6 +17,7 @@ callers::
 from __future__ import annotations
 
 from gpushift.twin._export import export
+from gpushift.twin._guard import require_twin
 from gpushift.twin._serve import ServeOptions, serve
 from gpushift.twin.apiserver import (
     ApiError,
@@ -64,6 +65,7 @@ __all__ = [
     "load",
     "new_store",
     "new_token",
+    "require_twin",
     "run_twin",
     "save",
     "self_signed",

@@ -19,6 +19,7 @@ from gpushift.twin.apiserver._auth import (
     self_signed,
     write_kubeconfig,
 )
+from gpushift.twin.apiserver._discovery import TWIN_MARKER, TWIN_MARKER_PATH
 from gpushift.twin.apiserver._faults import FaultConfig, Faults
 from gpushift.twin.apiserver._ops import server_side_apply
 from gpushift.twin.apiserver._runner import Twin, new_store, run_twin, serve_forever, url_for
@@ -37,6 +38,8 @@ from gpushift.twin.apiserver._tables import human_duration, printer_columns, to_
 from gpushift.twin.apiserver._watch import Event, Watcher
 
 __all__ = [
+    "TWIN_MARKER",
+    "TWIN_MARKER_PATH",
     "ApiError",
     "Certificate",
     "Event",

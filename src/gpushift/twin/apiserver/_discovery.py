@@ -32,6 +32,12 @@ VERSION: Obj = {
     "platform": "linux/amd64",
 }
 
+#: Served at ``/twin/v1`` by every twin and by no Kubernetes API server: the twin-only
+#: commands (``twin git-set``, ``twin check-invariants``, ``twin export``) read it first and
+#: refuse a server that does not answer it.
+TWIN_MARKER_PATH = "/twin/v1"
+TWIN_MARKER: Obj = {"kind": "TwinInfo", "apiVersion": "twin.gpushift.dev/v1", "twin": True}
+
 AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 _SUB_VERBS = {

@@ -216,6 +216,8 @@ class TwinServer:
             return web.Response(text="ok")
         if head == "version" and len(segs) == 1:
             return _json(_discovery.VERSION)
+        if path.rstrip("/") == _discovery.TWIN_MARKER_PATH:
+            return _json(_discovery.TWIN_MARKER)
         if head == "openapi":
             return self._openapi(request, segs)
         if head == "api":
