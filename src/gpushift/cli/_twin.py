@@ -195,6 +195,14 @@ def register(app: typer.Typer) -> None:
                 help="Cluster seconds from a ClusterPolicy change to the operator acting."
             ),
         ] = 10.0,
+        kubernetes_version: Annotated[
+            str,
+            typer.Option(
+                "--kubernetes-version",
+                metavar="1.N[.P]",
+                help="The release the API server and the kubelets report.",
+            ),
+        ] = "1.37",
     ) -> None:
         from gpushift import twin as t
         from gpushift.twin.cluster import Delays
@@ -234,6 +242,7 @@ def register(app: typer.Typer) -> None:
                 root=root,
                 vars_file=vars_file,
                 operator_delay=operator_delay,
+                kubernetes_version=t.parse_kubernetes_version(kubernetes_version),
             )
         )
 

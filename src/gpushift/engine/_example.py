@@ -13,6 +13,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from gpushift import _sharing
 from gpushift._errors import UsageError
 from gpushift.engine._nvidia import GpuInfo, nvidia_device_classes, nvidia_resource_slice
 
@@ -73,6 +74,7 @@ def setup(*, allocator: str, sharing: str) -> Setup:
     if allocator not in ("device-plugin", "dra"):
         raise UsageError(f"--allocator must be device-plugin or dra, not {allocator!r}")
     if sharing.isdigit():
+        _sharing.parse_sharing(sharing)  # the bounds render and check apply too
         if int(sharing) < 1 or (allocator == "device-plugin" and int(sharing) == 1):
             if allocator == "device-plugin":
                 raise UsageError("time-slicing replicas must be >= 2 (or use exclusive)")

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from gpushift import _quantity
+from gpushift import _quantity, _sharing
 from gpushift._errors import InputError
 
 #: The DeviceClass the DRA driver's chart creates for full GPUs.
@@ -48,7 +48,7 @@ class ConsumerStyle(StrEnum):
 
 SharingMode = Literal["exclusive", "memory", "unlimited"]
 #: ``exclusive``, ``memory``, ``unlimited``, or N (time-slicing replicas / consumable shares).
-Sharing = SharingMode | Annotated[int, Field(ge=1)]
+Sharing = SharingMode | Annotated[int, Field(ge=1, le=_sharing.INT64_MAX)]
 
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 #: Folder and Kustomization names the renderer uses itself; consumers cannot take them.

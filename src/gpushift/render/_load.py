@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from gpushift import _yaml
+from gpushift import _sharing, _yaml
 from gpushift._errors import InputError
 from gpushift.render._config import Allocator, GpushiftConfig, Sharing
 
@@ -18,7 +18,6 @@ from gpushift.render._config import Allocator, GpushiftConfig, Sharing
 EXAMPLES = ("homelab",)
 
 _FIELD_PATH = re.compile(r"^(?P<field>[A-Za-z][\w.\[\]]*): (?P<why>.+)$")
-_SHARING_HELP = "must be exclusive, memory, unlimited or a positive integer"
 
 
 def example_text(name: str) -> str:
@@ -82,12 +81,7 @@ def parse_sharing(text: str) -> Sharing:
 
     Raises InputError for anything else.
     """
-    value = text.strip()
-    if value in ("exclusive", "memory", "unlimited"):
-        return value  # type: ignore[return-value]
-    if value.isascii() and value.isdigit() and int(value) >= 1:
-        return int(value)
-    raise InputError(f"--sharing: {_SHARING_HELP}, got {text!r}")
+    return _sharing.parse_sharing(text)  # type: ignore[return-value]
 
 
 def _validate(docs: list[_yaml.Document], *, display: str, locate_in: str | None) -> GpushiftConfig:
@@ -164,7 +158,7 @@ def _reword(*, detail: ErrorDetails, field: str) -> str:
     got = detail.get("input")
     ctx = detail.get("ctx", {})
     if field == "sharing":
-        return f"{_SHARING_HELP}, got {got!r}"
+        return f"{_sharing.SHARING_HELP}, got {got!r}"
     if kind == "extra_forbidden":
         return "unknown field (see docs/config.md for the fields a config can have)"
     if kind == "missing":

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from gpushift import _sharing
 from gpushift.gitops import GPU_RESOURCE, HelmRelease, truthy
 from gpushift.rules._context import (
     Context,
@@ -15,8 +15,6 @@ from gpushift.rules._context import (
 from gpushift.rules._finding import Finding
 
 _MODES = ("disabled", "memory", "unlimited")
-_ATOI = re.compile(r"[+-]?[0-9]+")
-_INT64_MAX = 2**63 - 1
 
 
 def shares_value(driver: HelmRelease) -> str | None:
@@ -38,10 +36,7 @@ def shares_count(value: str | None) -> int | None:
 
     The plugin parses N with Go's ``strconv.Atoi``: optional sign, ASCII digits, int64 range.
     """
-    if value is None or not _ATOI.fullmatch(value):
-        return None
-    n = int(value)
-    return n if 0 < n <= _INT64_MAX else None
+    return None if value is None else _sharing.atoi_count(value)
 
 
 def check(*, ctx: Context) -> Iterator[Finding]:

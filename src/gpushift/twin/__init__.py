@@ -20,6 +20,7 @@ from gpushift.twin._export import export
 from gpushift.twin._guard import require_twin
 from gpushift.twin._serve import ServeOptions, serve
 from gpushift.twin.apiserver import (
+    DEFAULT_KUBERNETES_VERSION,
     ApiError,
     Certificate,
     Event,
@@ -37,6 +38,7 @@ from gpushift.twin.apiserver import (
     load,
     new_store,
     new_token,
+    parse_kubernetes_version,
     run_twin,
     save,
     self_signed,
@@ -46,6 +48,7 @@ from gpushift.twin.apiserver import (
 )
 
 __all__ = [
+    "DEFAULT_KUBERNETES_VERSION",
     "ApiError",
     "Certificate",
     "Event",
@@ -65,6 +68,7 @@ __all__ = [
     "load",
     "new_store",
     "new_token",
+    "parse_kubernetes_version",
     "require_twin",
     "run_twin",
     "save",

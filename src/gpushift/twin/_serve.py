@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from gpushift._errors import InputError, UsageError
 from gpushift.twin.apiserver import (
+    DEFAULT_KUBERNETES_VERSION,
     Certificate,
     FaultConfig,
     Faults,
@@ -66,6 +67,8 @@ class ServeOptions:
     root: str | None = None
     vars_file: Path | None = None
     operator_delay: float = 10.0
+    #: The release the API server and the kubelets report (``1.N.P``).
+    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
 
 
 def check(options: ServeOptions) -> None:
@@ -104,7 +107,11 @@ def serve(options: ServeOptions) -> None:
     token = new_token()
     certificate = self_signed([options.host]) if options.tls else None
     server = TwinServer(
-        store, token=token, faults=Faults(options.faults), access_log=options.access_log
+        store,
+        token=token,
+        faults=Faults(options.faults),
+        access_log=options.access_log,
+        kubernetes_version=options.kubernetes_version,
     )
     cluster = _cluster(store, options, token)
     flux = _flux(store, cluster, options)
@@ -140,7 +147,13 @@ def _cluster(store: Store, options: ServeOptions, token: str) -> Cluster | None:
         inventory = load_inventory(options.nodes)
     else:
         inventory = example(str(options.example))
-    cluster = Cluster(store, inventory, time_scale=options.time_scale, delays=options.delays)
+    cluster = Cluster(
+        store,
+        inventory,
+        time_scale=options.time_scale,
+        delays=options.delays,
+        kubernetes_version=options.kubernetes_version,
+    )
     cluster.token = token
     return cluster
 

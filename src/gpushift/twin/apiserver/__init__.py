@@ -19,7 +19,12 @@ from gpushift.twin.apiserver._auth import (
     self_signed,
     write_kubeconfig,
 )
-from gpushift.twin.apiserver._discovery import TWIN_MARKER, TWIN_MARKER_PATH
+from gpushift.twin.apiserver._discovery import (
+    DEFAULT_KUBERNETES_VERSION,
+    TWIN_MARKER,
+    TWIN_MARKER_PATH,
+    parse_kubernetes_version,
+)
 from gpushift.twin.apiserver._faults import FaultConfig, Faults
 from gpushift.twin.apiserver._ops import server_side_apply
 from gpushift.twin.apiserver._runner import Twin, new_store, run_twin, serve_forever, url_for
@@ -38,6 +43,7 @@ from gpushift.twin.apiserver._tables import human_duration, printer_columns, to_
 from gpushift.twin.apiserver._watch import Event, Watcher
 
 __all__ = [
+    "DEFAULT_KUBERNETES_VERSION",
     "TWIN_MARKER",
     "TWIN_MARKER_PATH",
     "ApiError",
@@ -62,6 +68,7 @@ __all__ = [
     "new_store",
     "new_token",
     "parse_fields",
+    "parse_kubernetes_version",
     "parse_labels",
     "printer_columns",
     "rfc3339",

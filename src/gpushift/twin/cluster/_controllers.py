@@ -16,7 +16,15 @@ from pathlib import Path
 
 from aiohttp import web
 
-from gpushift.twin.apiserver import ApiError, Event, Store, Twin, new_store, run_twin
+from gpushift.twin.apiserver import (
+    DEFAULT_KUBERNETES_VERSION,
+    ApiError,
+    Event,
+    Store,
+    Twin,
+    new_store,
+    run_twin,
+)
 from gpushift.twin.cluster import _claims, _workloads
 from gpushift.twin.cluster._clock import VirtualClock
 from gpushift.twin.cluster._context import Context, Delays, Obj
@@ -59,9 +67,11 @@ class Cluster(AgentThread):
         delays: Delays | None = None,
         events: bool = True,
         clock: VirtualClock | None = None,
+        kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
     ) -> None:
         super().__init__(store, thread_name="gpushift-cluster")
         self.inventory = inventory
+        self.kubelet_version = f"v{kubernetes_version}"
         self.clock = clock or VirtualClock(time_scale=time_scale)
         # Object timestamps come from cluster time, like the agents' timers.
         store.clock = self.clock.now
@@ -79,7 +89,9 @@ class Cluster(AgentThread):
         existing = {n["metadata"]["name"] for n in self.ctx.list(self.ctx.kinds.node)}
         for i, spec in enumerate(self.inventory.nodes):
             if spec.name not in existing:
-                body = node_object(spec, index=i, now=self.ctx.stamp())
+                body = node_object(
+                    spec, index=i, now=self.ctx.stamp(), kubelet_version=self.kubelet_version
+                )
                 status: Obj = body.pop("status")
 
                 def with_status(cur: Obj, status: Obj = status) -> Obj:
