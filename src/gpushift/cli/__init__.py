@@ -70,18 +70,34 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code; bad input gives one line on stderr and 2."""
     prog = "kubectl gpushift" if sys.argv and sys.argv[0].endswith("kubectl-gpushift") else None
     try:
-        app(args=argv, prog_name=prog or "gpushift")
+        # Not standalone: usage errors come back here and are printed as one line, like
+        # every other bad input (click would print a usage block).
+        code = app(args=argv, prog_name=prog or "gpushift", standalone_mode=False)
     except InputError as err:
         print(f"gpushift: error: {err}", file=sys.stderr)
         return 2
+    except typer.Exit as done:
+        return int(done.exit_code)
+    except typer.Abort:
+        return 130
+    except typer.TyperException as err:
+        # Usage errors (typer's vendored click): exit 2, one line.
+        ctx = getattr(err, "ctx", None)
+        command = ctx.command_path if ctx is not None else (prog or "gpushift")
+        message = err.format_message() if hasattr(err, "format_message") else str(err)
+        if type(err).__name__ == "NoArgsIsHelpError":
+            print(message, file=sys.stderr)  # a bare group: its help, as click prints it
+            return 2
+        print(f"gpushift: error: {message} (see {command} -h)", file=sys.stderr)
+        return int(getattr(err, "exit_code", 2))
     except SystemExit as done:
-        code = done.code
-        return code if isinstance(code, int) else (0 if code is None else 1)
+        exit_code = done.code
+        return exit_code if isinstance(exit_code, int) else (0 if exit_code is None else 1)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return 0
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":
