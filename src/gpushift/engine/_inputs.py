@@ -497,8 +497,37 @@ def _add(inputs: Inputs, obj: dict[str, Any], origin: Origin, workloads: list[An
     target.append(obj)
 
 
+def _keys(obj: dict[str, Any]) -> list[object]:
+    """How owner references can name ``obj``: its uid, and kind/namespace/name."""
+    meta = obj.get("metadata") or {}
+    out: list[object] = [(obj.get("kind"), meta.get("namespace") or "default", meta.get("name"))]
+    if meta.get("uid"):
+        out.append(str(meta["uid"]))
+    return out
+
+
+def _parents(obj: dict[str, Any]) -> list[object]:
+    """The controllers ``obj``'s ownerReferences name, in the forms of :func:`_keys`."""
+    meta = obj.get("metadata") or {}
+    out: list[object] = []
+    refs = meta.get("ownerReferences")
+    for ref in refs if isinstance(refs, list) else []:
+        if not isinstance(ref, dict):
+            continue
+        out.append((ref.get("kind"), meta.get("namespace") or "default", ref.get("name")))
+        if ref.get("uid"):
+            out.append(str(ref["uid"]))
+    return out
+
+
 def _finish(inputs: Inputs, workloads: list[dict[str, Any]]) -> Inputs:
+    # A cluster dump holds controllers with their ReplicaSets and pods: a controller whose
+    # children are in the input already has its pods there (or in a child that is expanded
+    # in its place), so only controllers without children are expanded from their template.
+    parented = {key for obj in [*inputs.pods, *workloads] for key in _parents(obj)}
     for w in workloads:
+        if any(key in parented for key in _keys(w)):
+            continue
         kind = w["kind"]
         if kind == "Deployment":
             pods = _workloads.deployment_pods(w)
