@@ -68,7 +68,8 @@ def dra_tenants(
         name = f"{ns}/{meta.get('name', '')}"
         pods = [f"{ns}/{r.get('name', '')}" for r in status.get("reservedFor") or ()]
         for r in (alloc.get("devices") or {}).get("results") or ():
-            if r.get("driver") != NVIDIA_DRIVER:
+            # KEP-5018: admin access (a monitor watching every card) is not an allocation.
+            if r.get("driver") != NVIDIA_DRIVER or r.get("adminAccess") is True:
                 continue
             node = pools.get((NVIDIA_DRIVER, str(r.get("pool"))))
             device = str(r.get("device", ""))

@@ -31,6 +31,7 @@ KNOWN_KINDS = frozenset(
         "ResourceClaim",
         "ResourceClaimTemplate",
         "PriorityClass",
+        "Namespace",
     }
 )
 
@@ -59,6 +60,7 @@ class Inputs:
     claims: list[dict[str, Any]] = field(default_factory=list)
     templates: list[dict[str, Any]] = field(default_factory=list)
     priority_classes: list[dict[str, Any]] = field(default_factory=list)
+    namespaces: list[dict[str, Any]] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
     origins: dict[int, Origin] = field(default_factory=dict)
 
@@ -430,6 +432,38 @@ def _check_cel(inputs: Inputs) -> None:
                 check(obj, sub.get("selectors"), [*base, "firstAvailable", j, "selectors"])
 
 
+#: resource.DRAAdminNamespaceLabelKey (pkg/apis/resource/types.go).
+ADMIN_NAMESPACE_LABEL = "resource.kubernetes.io/admin-access"
+
+
+def _check_admin_access(inputs: Inputs) -> None:
+    # pkg/registry/resource/utils.go AuthorizedForAdmin: kube-apiserver refuses admin access
+    # outside a namespace labelled for it. Only a Namespace in the input can say; without
+    # one, the claim is taken as the cluster stored it.
+    labelled = {
+        _meta_name(n): ((n.get("metadata") or {}).get("labels") or {}).get(ADMIN_NAMESPACE_LABEL)
+        == "true"
+        for n in inputs.namespaces
+    }
+    for obj in [*inputs.claims, *inputs.templates]:
+        ns = str((obj.get("metadata") or {}).get("namespace") or "default")
+        if labelled.get(ns, True):
+            continue
+        prefix: list[str | int] = ["spec"] if obj["kind"] == "ResourceClaim" else ["spec", "spec"]
+        spec: Any = obj
+        for k in prefix:
+            spec = spec[k]
+        for i, req in enumerate((spec.get("devices") or {}).get("requests") or []):
+            if (req.get("exactly") or {}).get("adminAccess") is True:
+                keys = [*prefix, "devices", "requests", i, "adminAccess"]
+                raise inputs.error(
+                    obj,
+                    f"{field_path(keys)}: Forbidden: admin access to devices requires the "
+                    f"`{ADMIN_NAMESPACE_LABEL}: true` label on the containing namespace",
+                    [*prefix, "devices", "requests", i],
+                )
+
+
 def _check_class_refs(inputs: Inputs) -> None:
     names = {_meta_name(c) for c in inputs.classes}
     for obj in [*inputs.claims, *inputs.templates]:
@@ -493,6 +527,7 @@ def _add(inputs: Inputs, obj: dict[str, Any], origin: Origin, workloads: list[An
         "ResourceClaim": inputs.claims,
         "ResourceClaimTemplate": inputs.templates,
         "PriorityClass": inputs.priority_classes,
+        "Namespace": inputs.namespaces,
     }[kind]
     target.append(obj)
 
@@ -542,6 +577,7 @@ def _finish(inputs: Inputs, workloads: list[dict[str, Any]]) -> Inputs:
             inputs.origins[id(p)] = Origin(origin.path, origin.index, origin.prefix, origin.line)
             inputs.pods.append(p)
     _check_class_refs(inputs)
+    _check_admin_access(inputs)
     _check_cel(inputs)
     for p in inputs.pods:
         meta = p.setdefault("metadata", {})

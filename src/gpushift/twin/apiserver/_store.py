@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from gpushift._kinds import Kind, builtin_kinds
 from gpushift.twin.apiserver import _apply, _gc, _validation
+from gpushift.twin.apiserver._quantities import canonicalize
 from gpushift.twin.apiserver._selectors import LabelSelector, match_labels
 from gpushift.twin.apiserver._status import (
     MODIFIED,
@@ -496,6 +497,10 @@ class Store:
                     "",
                     [("metadata.name", "Required value", "name or generateName is required")],
                 )
+        if kind.namespaced and kind.group == "resource.k8s.io":
+            _validation.check_admin_access(
+                kind, {**obj, "metadata": meta}, self._data[("", "namespaces")][("", ns)].obj
+            )
         if not isinstance(name, str) or not _DNS1123_SUBDOMAIN.match(name) or len(name) > 253:
             raise invalid(
                 kind, str(name), [("metadata.name", f'Invalid value: "{name}"', _SUBDOMAIN_MSG)]
@@ -571,7 +576,7 @@ class Store:
         rv = self._next_rv()
         meta = dict(new["metadata"])
         meta["resourceVersion"] = str(rv)
-        new = {**new, "metadata": meta}
+        new = canonicalize(kind.group, kind.plural, {**new, "metadata": meta})
         key = (kind.group, kind.plural)
         skey = (meta.get("namespace") or "", meta["name"])
         raw = encode(new)
