@@ -7,7 +7,10 @@ and from the exit-code contract in docs/cli.md.
 from __future__ import annotations
 
 import http.server
+import os
+import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -336,3 +339,25 @@ def test_render_diff_exits_1_on_a_difference_and_0_without(
     assert capsys.readouterr().out.startswith("diff --git ")
     assert main(["render", "--example", "homelab", "--diff", "--to", "gpu-operator"]) == 0
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
+def test_kubectl_finds_the_plugin_and_passes_KUBECONFIG(twin: Twin) -> None:
+    bindir = Path(sys.executable).parent
+    if not (bindir / "kubectl-gpushift").exists():
+        pytest.skip("kubectl-gpushift is not installed beside this interpreter")
+    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run(
+        ["kubectl", "gpushift", "--version"], capture_output=True, text=True, env=env, check=False
+    )
+    assert (done.returncode, done.stdout) == (0, f"gpushift {__version__}\n")
+    env["KUBECONFIG"] = str(twin.kubeconfig)
+    done = subprocess.run(
+        ["kubectl", "gpushift", "twin", "export", "--twin"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"kind": "List"' in done.stdout
