@@ -1,5 +1,6 @@
 import subprocess
 import sys
+from pathlib import Path
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -28,3 +29,22 @@ def test_unknown_command_is_a_usage_error() -> None:
     out = run("no-such-command")
     assert out.returncode == 2
     assert "Traceback" not in out.stderr
+
+
+def test_a_file_name_with_control_characters_stays_one_error_line() -> None:
+    out = run("simulate", "a\x0bb\x1cc")
+    assert (out.returncode, out.stderr) == (
+        2,
+        "gpushift: error: a\\x0bb\\x1cc: no such file or directory\n",
+    )
+
+
+def test_a_control_character_in_yaml_is_one_error_line(tmp_path: Path) -> None:
+    bad = tmp_path / "gpushift.yaml"
+    bad.write_bytes(b"\x12p")
+    out = run("render", str(bad), "--diff", "--to", "dra")
+    assert (out.returncode, out.stderr) == (
+        2,
+        f"gpushift: error: {bad}: cannot parse YAML: unacceptable character #x0012: "
+        "control characters are not allowed\n",
+    )

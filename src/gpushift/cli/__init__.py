@@ -66,6 +66,18 @@ def version() -> None:
     typer.echo(__version__)
 
 
+def _printable(text: str) -> str:
+    """``text`` with every unprintable character but the newline escaped (``\\x0b``), so a
+    file name that holds a line break or a control character cannot split or garble the one
+    error line."""
+    if text.isprintable():
+        return text
+    return "".join(
+        c if c.isprintable() or c == "\n" else c.encode("unicode_escape").decode("ascii")
+        for c in text
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code; bad input gives one line on stderr and 2."""
     prog = "kubectl gpushift" if sys.argv and sys.argv[0].endswith("kubectl-gpushift") else None
@@ -74,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         # every other bad input (click would print a usage block).
         code = app(args=argv, prog_name=prog or "gpushift", standalone_mode=False)
     except InputError as err:
-        print(f"gpushift: error: {err}", file=sys.stderr)
+        print(f"gpushift: error: {_printable(str(err))}", file=sys.stderr)
         return 2
     except typer.Exit as done:
         return int(done.exit_code)
