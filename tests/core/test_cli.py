@@ -48,3 +48,11 @@ def test_a_control_character_in_yaml_is_one_error_line(tmp_path: Path) -> None:
         f"gpushift: error: {bad}: cannot parse YAML: unacceptable character #x0012: "
         "control characters are not allowed\n",
     )
+
+
+def test_a_file_name_with_a_newline_stays_one_error_line() -> None:
+    out = run("simulate", "x\ny")
+    assert (out.returncode, out.stderr) == (
+        2,
+        "gpushift: error: x\\ny: no such file or directory\n",
+    )
