@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 
+def _escape(text: str) -> str:
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
 class InputError(Exception):
     """Bad input: the message names the file, line and object where known.
 
@@ -26,7 +30,10 @@ class InputError(Exception):
     def __str__(self) -> str:
         where = ""
         if self.path is not None:
-            where = self.path if self.line is None else f"{self.path}:{self.line}"
+            # A file name may hold any character but "/" and NUL: escape what would break
+            # the one error line.
+            path = self.path if self.path.isprintable() else _escape(self.path)
+            where = path if self.line is None else f"{path}:{self.line}"
             where += ": "
         what = f"{self.obj}: " if self.obj else ""
         return f"{where}{what}{self.message}"

@@ -4,11 +4,15 @@
 and ``--sharing`` write it: ``exclusive``, ``memory``, ``unlimited`` or N (time-slicing replicas
 under the device plugin, consumable shares under DRA). ``ConsumableShares`` is the DRA kubelet
 plugin's own ``CONSUMABLE_SHARES`` value, parsed as the plugin parses it.
+
+The bounds every reader applies to counts live here too, so a value one command (render,
+simulate, check, migrate, the runbook) accepts is never one another flags.
 """
 
 from __future__ import annotations
 
 import enum
+import re
 from typing import Final, Literal, get_args
 
 from gpushift._errors import InputError
@@ -40,7 +44,19 @@ MIN_TIME_SLICING_REPLICAS: Final = 2
 
 #: The kubelet plugin's ``CONSUMABLE_SHARES``: a mode, or N shares per GPU.
 ConsumableShares = Literal["disabled", "memory", "unlimited"] | int
-_INT64_MAX: Final = 2**63 - 1
+#: The DRA kubelet plugin parses ``--consumable-shares N`` with Go's strconv.Atoi: int64.
+INT64_MAX: Final = 2**63 - 1
+_INT64_MAX: Final = INT64_MAX
+#: Physical GPUs one node can hold. The largest boards carry 16 (HGX has 8); the bound keeps
+#: per-card ledgers small whatever a node object claims.
+MAX_GPUS_PER_NODE: Final = 64
+#: Time-slicing replicas per card: far beyond any useful share of one GPU (the device plugin
+#: lists one virtual device per replica to the kubelet).
+MAX_REPLICAS_PER_CARD: Final = 1024
+#: Whole-GPU units a node can advertise, and so the most one container can be given: counts
+#: beyond it are refused up front rather than tracked unit by unit.
+MAX_UNITS_PER_NODE: Final = MAX_GPUS_PER_NODE * MAX_REPLICAS_PER_CARD
+_ATOI = re.compile(r"[+-]?[0-9]+")
 
 
 class ConsumableSharesError(InputError):
@@ -56,8 +72,12 @@ def parse_sharing(text: str, *, option: str = "--sharing") -> Sharing:
     for mode in SHARING_MODES:
         if value == mode:
             return mode
-    if value.isascii() and value.isdigit() and int(value) >= 1:
-        return int(value)
+    if value.isascii() and value.isdigit():
+        n = int(value)
+        if 1 <= n <= INT64_MAX:
+            return n
+        if n > INT64_MAX:
+            raise InputError(f"{option}: {value} is more than 2**63-1, the most the driver reads")
     raise InputError(f"{option}: {SHARING_HELP}, got {text!r}")
 
 
@@ -135,3 +155,32 @@ def atoi(text: str) -> int | None:
         return None
     n = int(text)
     return n if -_INT64_MAX - 1 <= n <= _INT64_MAX else None
+
+
+def atoi_count(text: str) -> int | None:
+    """N when ``text`` is a positive integer as Go's strconv.Atoi reads it (int64), else None."""
+    if not _ATOI.fullmatch(text):
+        return None
+    n = int(text)
+    return n if 0 < n <= INT64_MAX else None
+
+
+def label_count(raw: str | None, *, key: str, high: int) -> int | None:
+    """A positive count label (``nvidia.com/gpu.count``, ``nvidia.com/gpu.replicas``) as an
+    int, or None when absent.
+
+    Raises ValueError with a one-line reason for a value that is not an integer in 1..high:
+    GPU feature discovery never writes 0, a negative count or more cards than a node holds,
+    so such a label is bad input, not a reason to guess.
+    """
+    if raw is None:
+        return None
+    text = str(raw).strip()
+    if not re.fullmatch(r"[0-9]+|-[0-9]+", text):
+        raise ValueError(f"label {key}={raw!r} is not an integer")
+    n = int(text)
+    if n < 1:
+        raise ValueError(f"label {key}={raw!r} must be at least 1")
+    if n > high:
+        raise ValueError(f"label {key}={raw!r} is more than a node holds (at most {high})")
+    return n

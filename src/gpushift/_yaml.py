@@ -88,7 +88,8 @@ def _is_duplicate_anchor(err: yaml.YAMLError) -> bool:
 def _yaml_error(err: yaml.YAMLError, path: str) -> InputError:
     mark = getattr(err, "problem_mark", None)
     line = mark.line + 1 if mark is not None else None
-    problem = getattr(err, "problem", None) or str(err)
+    # A ReaderError (a control character) has no problem, and its str() runs over two lines.
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
     context = getattr(err, "context", None)
     message = f"cannot parse YAML: {problem}" + (f" ({context})" if context else "")
     return InputError(message, path=path, line=line)

@@ -189,5 +189,5 @@ def test_wait_ready_without_a_kubeconfig_is_one_line_and_exit_2(
     code = main(["twin", "wait-ready", "--kubeconfig", str(missing), "--timeout", "0.3"])
     err = capsys.readouterr().err
     assert code == 2
-    assert err.startswith(f"gpushift: error: {missing}: cannot load kubeconfig")
+    assert err.startswith(f"gpushift: error: {missing}: kubeconfig not found")
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1

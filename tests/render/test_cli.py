@@ -117,7 +117,7 @@ def test_diff_prints_the_migration(capsys: Capture) -> None:
     code, stdout, err = run(
         capsys, "render", "--example", "homelab", "--diff", "--from", "gpu-operator", "--to", "dra"
     )
-    assert (code, err) == (0, "")
+    assert (code, err) == (1, "")  # a diff, as diff(1) exits
     assert stdout.startswith("diff --git a/kubernetes/apps/")
     assert "+    gpuResourcesEnabledOverride: true\n" in stdout
 
@@ -134,7 +134,7 @@ def test_diff_to_another_sharing_mode(capsys: Capture) -> None:
         "--to-sharing",
         "unlimited",
     )
-    assert (code, err) == (0, "")
+    assert (code, err) == (1, "")
     assert "+    consumableShares: unlimited\n" in stdout
     assert "-            replicas: 5\n" in stdout
 

@@ -7,6 +7,7 @@ the outcome to an exit code. Exit 2 is reserved for bad input and usage errors.
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
@@ -20,8 +21,8 @@ app = typer.Typer(
         "card twice."
     ),
     epilog=(
-        "Exit codes: 0 clean, 1 findings (Pending pods, hazards, errors, an unhealthy "
-        "verdict), 2 bad input, 3 cluster unreachable, 4 refused."
+        "Exit codes: 0 ok, 1 findings, unhealthy or a diff, 2 bad input or usage, 3 cluster "
+        "unreachable, 4 refused, 5 timed out (docs/cli.md)."
     ),
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -30,8 +31,26 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from gpushift import __version__
+
+        typer.echo(f"gpushift {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the gpushift version and exit.",
+        ),
+    ] = False,
+) -> None:
     """Move NVIDIA GPU sharing between the device plugin and DRA safely."""
 
 
@@ -47,22 +66,50 @@ def version() -> None:
     typer.echo(__version__)
 
 
+def _printable(text: str) -> str:
+    """``text`` with every unprintable character but the newline escaped (``\\x0b``), so a
+    file name that holds a line break or a control character cannot split or garble the one
+    error line."""
+    if text.isprintable():
+        return text
+    return "".join(
+        c if c.isprintable() or c == "\n" else c.encode("unicode_escape").decode("ascii")
+        for c in text
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code; bad input gives one line on stderr and 2."""
     prog = "kubectl gpushift" if sys.argv and sys.argv[0].endswith("kubectl-gpushift") else None
     try:
-        app(args=argv, prog_name=prog or "gpushift")
+        # Not standalone: usage errors come back here and are printed as one line, like
+        # every other bad input (click would print a usage block).
+        code = app(args=argv, prog_name=prog or "gpushift", standalone_mode=False)
     except InputError as err:
-        print(f"gpushift: error: {err}", file=sys.stderr)
+        print(f"gpushift: error: {_printable(str(err))}", file=sys.stderr)
         return 2
+    except typer.Exit as done:
+        return int(done.exit_code)
+    except typer.Abort:
+        return 130
+    except typer.TyperException as err:
+        # Usage errors (typer's vendored click): exit 2, one line.
+        ctx = getattr(err, "ctx", None)
+        command = ctx.command_path if ctx is not None else (prog or "gpushift")
+        message = err.format_message() if hasattr(err, "format_message") else str(err)
+        if type(err).__name__ == "NoArgsIsHelpError":
+            print(message, file=sys.stderr)  # a bare group: its help, as click prints it
+            return 2
+        print(f"gpushift: error: {message} (see {command} -h)", file=sys.stderr)
+        return int(getattr(err, "exit_code", 2))
     except SystemExit as done:
-        code = done.code
-        return code if isinstance(code, int) else (0 if code is None else 1)
+        exit_code = done.code
+        return exit_code if isinstance(exit_code, int) else (0 if exit_code is None else 1)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return 0
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":

@@ -20,8 +20,9 @@ is printed, which is the pull request to review.
 """
 
 _EPILOG = (
-    "Exit codes: 0 tree written (or diff printed), 2 bad input: an invalid config or option "
-    "combination (one line per problem, naming the field), or a non-empty --out without --force."
+    "Exit codes: 0 tree written (or --diff found no difference), 1 --diff printed a "
+    "difference, 2 bad input: an invalid config or option combination (one line per problem, "
+    "naming the field), or a non-empty --out without --force."
 )
 
 
@@ -95,8 +96,10 @@ def register(app: typer.Typer) -> None:
             after = r.with_overrides(
                 base, allocator=to_allocator, sharing=after_shares, display="--to"
             )
-            typer.echo(r.diff_trees(r.render_tree(before), r.render_tree(after)), nl=False)
-            return
+            text = r.diff_trees(r.render_tree(before), r.render_tree(after))
+            typer.echo(text, nl=False)
+            # As diff(1) and `kubectl diff`: 1 when the trees differ.
+            raise typer.Exit(1 if text else 0)
         if from_allocator is not None or to_allocator is not None or to_sharing is not None:
             raise UsageError("--from, --to and --to-sharing only apply with --diff")
         if out is None:

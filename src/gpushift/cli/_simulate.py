@@ -70,6 +70,14 @@ def simulate(
             "DRA consumableShares mode.",
         ),
     ] = "5",
+    everything: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="With -o json|yaml: the whole cluster (Nodes, ResourceSlices, DeviceClasses, "
+            "PriorityClasses) with the placed pods and claims, a List simulate reads back.",
+        ),
+    ] = False,
     compare: Annotated[
         bool,
         typer.Option(
@@ -114,11 +122,13 @@ def simulate(
             "gpushift: ignored kinds simulate does not read: " + ", ".join(inputs.unknown),
             file=sys.stderr,
         )
+    if everything and output is OutputFormat.TABLE:
+        raise UsageError("--all needs -o json or -o yaml")
     sim = engine.simulate(inputs)
     if output is OutputFormat.JSON:
         import orjson
 
-        doc = engine.as_list(sim)
+        doc = engine.as_list(sim, everything=everything)
         try:
             # orjson writes a large List several times faster than the json module.
             text = orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
@@ -134,7 +144,9 @@ def simulate(
             def ignore_aliases(self, data: object) -> bool:
                 return True
 
-        text = yaml.dump(engine.as_list(sim), Dumper=_Dumper, sort_keys=False)
+        text = yaml.dump(
+            engine.as_list(sim, everything=everything), Dumper=_Dumper, sort_keys=False
+        )
     else:
         text = engine.human(sim)
     sys.stdout.write(text)

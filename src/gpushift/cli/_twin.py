@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from gpushift._errors import UsageError
+from gpushift.cli import _access as _a
 
 _SERVE_HELP = """Serve a cluster twin: a Kubernetes API server kubectl and gpushift can use.
 
@@ -42,10 +45,14 @@ _SERVE_EPILOG = (
 
 _EXPORT_HELP = """Write every object of a twin as one v1 List (JSON; YAML for .yaml/.yml).
 
-Reads a running twin through --kubeconfig, or a saved --state file.
+Reads a running twin (--twin, through --kubeconfig and --context; the server must be a twin),
+or a saved --state file.
 """
 
-_EXPORT_EPILOG = "Exit codes: 0 written, 1 the twin could not be reached, 2 bad input."
+_EXPORT_EPILOG = (
+    "Exit codes: 0 written, 2 bad input (or the server is not a twin), 3 the twin could not "
+    "be reached, 4 the twin refused a request."
+)
 
 
 _INVENTORY_HELP = """Turn a real cluster's Nodes into an inventory file for --nodes.
@@ -68,25 +75,34 @@ than its ledger allows. Each line: reason, node, active or resolved, message.
 
 _CHECK_EPILOG = (
     "Exit codes: 0 none recorded, 1 violations recorded (active or resolved), 2 bad input "
-    "(an unreadable kubeconfig), 3 the twin could not be reached."
+    "(an unreadable kubeconfig, or the server is not a twin), 3 the twin could not be reached."
 )
 
 
 _GIT_SET_HELP = """Switch the twin's GitRepository to another directory or git ref: the "merge".
 
-A directory sets spec.url to file://DIR; a hex commit sets spec.ref.commit, anything else
-spec.ref.branch (of the local git repository at spec.url). A reconcile is requested, so the
+A directory (it must hold a Flux tree) sets spec.url to file://DIR; a hex commit sets
+spec.ref.commit, anything else spec.ref.branch (it must exist in the local git repository at
+spec.url). Only a twin (a server answering /twin/v1) is changed. A reconcile is requested, so the
 new revision shows in status.artifact.revision and Kustomizations that are not suspended
 apply it.
 """
-_GIT_SET_EPILOG = "Exit codes: 0 switched, 1 the twin refused or could not be reached."
+_GIT_SET_EPILOG = (
+    "Exit codes: 0 switched, 2 bad input (no such directory, not a Flux tree, a ref that does "
+    "not exist, or the server is not a twin), 3 the twin could not be reached, 4 the twin "
+    "refused the change."
+)
 _WAIT_HELP = """Wait until a twin's Flux has settled: every GitRepository, Kustomization and
 HelmRelease Ready at its generation with no reconcile request pending, and every Kustomization
 at its source's current revision (so it waits for a merge made by git-set).
 
-Suspended ones are skipped. Prints what is still not Ready when --timeout passes.
+Suspended ones are skipped. Shows what is not Ready while it waits, and prints it when
+--timeout passes. A missing kubeconfig is an error at once, unless --wait-for-kubeconfig.
 """
-_WAIT_EPILOG = "Exit codes: 0 all Ready, 1 timed out, 2 bad input, 3 the twin could not be reached."
+_WAIT_EPILOG = (
+    "Exit codes: 0 all Ready, 2 bad input (a missing or unreadable kubeconfig), 3 the twin "
+    "could not be reached, 5 timed out."
+)
 
 
 def _codes(text: str) -> tuple[int, ...]:
@@ -211,6 +227,14 @@ def register(app: typer.Typer) -> None:
                 "them healthy."
             ),
         ] = False,
+        kubernetes_version: Annotated[
+            str,
+            typer.Option(
+                "--kubernetes-version",
+                metavar="1.N[.P]",
+                help="The release the API server and the kubelets report.",
+            ),
+        ] = "1.37",
     ) -> None:
         from gpushift import twin as t
         from gpushift.render import write_example
@@ -254,6 +278,7 @@ def register(app: typer.Typer) -> None:
                 node_faults=tuple(node_fault or ()),
                 operator_delay=operator_delay,
                 strict_health=strict_health,
+                kubernetes_version=t.parse_kubernetes_version(kubernetes_version),
             )
         )
 
@@ -273,73 +298,96 @@ def register(app: typer.Typer) -> None:
             sys.stdout.write(text)
 
     @twin.command("check-invariants", help=_CHECK_HELP, epilog=_CHECK_EPILOG)
-    def check_invariants(
-        kubeconfig: Annotated[Path, typer.Option(help="Kubeconfig of a running twin.")],
-    ) -> None:
+    def check_invariants(kubeconfig: _a.Kubeconfig = None, context: _a.Context = None) -> None:
+        from gpushift import kube
+        from gpushift.twin import require_twin
         from gpushift.twin.cluster import fetch_violations
 
-        try:
-            record = fetch_violations(kubeconfig)
-        except OSError as err:
-            print(f"gpushift: error: cannot reach the twin: {err}", file=sys.stderr)
-            raise typer.Exit(3) from None
+        with _a.cluster_errors(), kube.connect(kubeconfig=kubeconfig, context=context) as client:
+            require_twin(client)
+            try:
+                record = fetch_violations(client)
+            except kube.KubeError as err:
+                if err.code != 404:
+                    raise
+                _a.fail(_a.BAD_INPUT, "this twin runs no cluster (serve it with --nodes)")
         items = record.get("items") or []
         for v in items:
             state = "active" if v.get("active") else f"resolved {v.get('resolved')}"
             print(f"{v.get('reason')}\t{v.get('node')}\t{state}\t{v.get('message')}")
         if not items:
             print("no invariant violations recorded")
-        raise typer.Exit(1 if items else 0)
+        raise typer.Exit(_a.FINDINGS if items else _a.OK)
 
     @twin.command("git-set", help=_GIT_SET_HELP, epilog=_GIT_SET_EPILOG)
     def git_set(
         target: Annotated[str, typer.Argument(help="A directory, or a git commit or branch.")],
-        kubeconfig: Annotated[Path, typer.Option(help="Kubeconfig of a running twin.")],
+        kubeconfig: _a.Kubeconfig = None,
+        context: _a.Context = None,
         name: Annotated[str, typer.Option(help="GitRepository name.")] = "flux-system",
-        namespace: Annotated[str, typer.Option(help="GitRepository namespace.")] = "flux-system",
+        namespace: Annotated[
+            str, typer.Option("--namespace", "-n", help="GitRepository namespace.")
+        ] = "flux-system",
     ) -> None:
         from gpushift import kube
+        from gpushift.twin import require_twin
         from gpushift.twin.flux import git_set as switch
 
-        try:
-            with kube.connect(kubeconfig=kubeconfig) as client:
-                print(switch(client, target, name=name, namespace=namespace))
-        except kube.KubeError as err:
-            print(f"gpushift: error: {err}", file=sys.stderr)
-            raise typer.Exit(1) from None
+        with _a.cluster_errors(), kube.connect(kubeconfig=kubeconfig, context=context) as client:
+            require_twin(client)
+            print(switch(client, target, name=name, namespace=namespace))
 
     @twin.command("wait-ready", help=_WAIT_HELP, epilog=_WAIT_EPILOG)
     def wait_ready(
-        kubeconfig: Annotated[Path, typer.Option(help="Kubeconfig of a running twin.")],
+        kubeconfig: _a.Kubeconfig = None,
+        context: _a.Context = None,
         timeout: Annotated[float, typer.Option(help="Wall seconds to wait.")] = 300.0,
+        wait_for_kubeconfig: Annotated[
+            bool,
+            typer.Option(
+                "--wait-for-kubeconfig",
+                help="Wait (within --timeout) for the kubeconfig to appear, as it does once a "
+                "`twin serve` started in the background listens.",
+            ),
+        ] = False,
     ) -> None:
         import time
+
+        # The deadline counts from the start: importing the twin's Flux room is not free.
+        deadline = time.monotonic() + timeout
 
         from gpushift import kube
         from gpushift.twin.flux import wait_ready as wait
 
-        # Scripts start `twin serve` in the background and wait at once: the kubeconfig
-        # appears once the server listens, so its absence is waited out too.
-        deadline = time.monotonic() + timeout
-        while not kubeconfig.exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        try:
-            with kube.connect(kubeconfig=kubeconfig) as client:
-                pending = wait(client, timeout=max(deadline - time.monotonic(), 0.0))
-        except kube.KubeError as err:
-            print(f"gpushift: error: cannot reach the twin: {err}", file=sys.stderr)
-            raise typer.Exit(3) from None
+        paths = kube.kubeconfig_paths(kubeconfig)
+        with _progress("waiting for the kubeconfig") as show:
+            while wait_for_kubeconfig and not any(p.exists() for p in paths):
+                if time.monotonic() >= deadline:
+                    _a.fail(
+                        _a.TIMED_OUT,
+                        f"no kubeconfig at {', '.join(map(str, paths))} after {timeout:g}s",
+                    )
+                show([f"no kubeconfig yet at {', '.join(map(str, paths))}"])
+                time.sleep(min(0.2, max(deadline - time.monotonic(), 0.0)))
+        with (
+            _a.cluster_errors(),
+            kube.connect(kubeconfig=kubeconfig, context=context, deadline=deadline) as client,
+            _progress("waiting for Flux") as show,
+        ):
+            pending = wait(client, timeout=max(deadline - time.monotonic(), 0.0), on_pending=show)
         for line in pending:
             print(line)
         if pending:
-            raise typer.Exit(1)
+            _a.fail(_a.TIMED_OUT, f"not Ready after {timeout:g}s ({len(pending)} pending)")
         print("all Kustomizations and HelmReleases are Ready")
 
     @twin.command("export", help=_EXPORT_HELP, epilog=_EXPORT_EPILOG)
     def export(
-        kubeconfig: Annotated[
-            Path | None, typer.Option(help="Kubeconfig of a running twin.")
-        ] = None,
+        running: Annotated[
+            bool, typer.Option("--twin", help="Read the running twin of the kubeconfig.")
+        ] = False,
+        kubeconfig: _a.Kubeconfig = None,
+        context: _a.Context = None,
         state: Annotated[Path | None, typer.Option(help="A saved state file instead.")] = None,
         out: Annotated[
             Path | None, typer.Option("--out", "-o", help="File to write (default: stdout).")
@@ -347,15 +395,53 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         import json
 
-        from gpushift import kube
         from gpushift import twin as t
 
-        try:
-            doc = t.export(kubeconfig=kubeconfig, state=state)
-        except kube.KubeError as err:
-            print(f"gpushift: error: {err}", file=sys.stderr)
-            raise typer.Exit(1) from None
+        if state is not None and (running or kubeconfig is not None or context is not None):
+            raise UsageError("give --twin (a running twin) or --state FILE, not both")
+        if state is None and not running and kubeconfig is None:
+            raise UsageError("give --twin (a running twin) or --state FILE")
+        with _a.cluster_errors():
+            doc = t.export(
+                state=state,
+                access=None if state is not None else _a.access(kubeconfig, context),
+            )
         if out is None:
             sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         else:
             t.write_list(out, doc)
+
+
+@contextlib.contextmanager
+def _progress(title: str) -> Iterator[Callable[[list[str]], None]]:
+    """A ``show(pending)`` for a wait: a live rich panel on a terminal, else one stderr line
+    each time what is pending changes."""
+    if sys.stderr.isatty():
+        from rich.console import Console
+        from rich.live import Live
+        from rich.text import Text
+
+        with Live(
+            Text(title), console=Console(stderr=True), transient=True, refresh_per_second=4
+        ) as live:
+
+            def show_live(pending: list[str]) -> None:
+                shown = pending[:15] + (
+                    [f"… and {len(pending) - 15} more"] if len(pending) > 15 else []
+                )
+                live.update(Text("\n".join([f"{title}: {len(pending)} not Ready", *shown])))
+
+            yield show_live
+        return
+    last: list[list[str]] = [[]]
+
+    def show_plain(pending: list[str]) -> None:
+        if pending != last[0]:
+            last[0] = list(pending)
+            print(
+                f"{title}: {len(pending)} not Ready: {'; '.join(pending[:3])}"
+                + (" …" if len(pending) > 3 else ""),
+                file=sys.stderr,
+            )
+
+    yield show_plain

@@ -47,6 +47,21 @@ def card_of(device: str) -> int | None:
     return int(minor) if head == "gpu" and minor.isdigit() else None
 
 
+def _allocated_node(alloc: dict[str, Any]) -> str | None:
+    """The node an allocation's ``nodeSelector`` pins (``metadata.name In [node]``), if one."""
+    terms = (alloc.get("nodeSelector") or {}).get("nodeSelectorTerms") or []
+    for term in terms if isinstance(terms, list) else []:
+        for req in (term or {}).get("matchFields") or []:
+            values = req.get("values") or []
+            if (
+                req.get("key") == "metadata.name"
+                and req.get("operator") == "In"
+                and len(values) == 1
+            ):
+                return str(values[0])
+    return None
+
+
 def dra_tenants(
     outcome: Outcome, pools: dict[tuple[str, str], str]
 ) -> dict[tuple[str, int], list[DraTenant]]:
@@ -67,10 +82,14 @@ def dra_tenants(
         ns = meta.get("namespace", "")
         name = f"{ns}/{meta.get('name', '')}"
         pods = [f"{ns}/{r.get('name', '')}" for r in status.get("reservedFor") or ()]
+        pinned = _allocated_node(alloc)
         for r in (alloc.get("devices") or {}).get("results") or ():
-            if r.get("driver") != NVIDIA_DRIVER:
+            # KEP-5018: admin access (a monitor watching every card) is not an allocation.
+            if r.get("driver") != NVIDIA_DRIVER or r.get("adminAccess") is True:
                 continue
-            node = pools.get((NVIDIA_DRIVER, str(r.get("pool"))))
+            # The slice may be gone (the driver was removed without draining): the claim
+            # still holds the card, on the node its allocation is pinned to.
+            node = pools.get((NVIDIA_DRIVER, str(r.get("pool")))) or pinned
             device = str(r.get("device", ""))
             card = cards[device] if device in cards else cards.setdefault(device, card_of(device))
             if node is None or card is None:

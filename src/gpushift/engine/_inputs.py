@@ -14,9 +14,9 @@ from typing import Any
 
 import orjson
 
-from gpushift import _quantity, _yaml
+from gpushift import _quantity, _sharing, _yaml
 from gpushift._errors import InputError
-from gpushift.engine import _filters, _requests, _workloads
+from gpushift.engine import _filters, _ledger, _requests, _workloads
 
 #: Kinds simulate reads; everything else is listed once and ignored.
 KNOWN_KINDS = frozenset(
@@ -32,6 +32,7 @@ KNOWN_KINDS = frozenset(
         "ResourceClaim",
         "ResourceClaimTemplate",
         "PriorityClass",
+        "Namespace",
     }
 )
 
@@ -60,6 +61,7 @@ class Inputs:
     claims: list[dict[str, Any]] = field(default_factory=list)
     templates: list[dict[str, Any]] = field(default_factory=list)
     priority_classes: list[dict[str, Any]] = field(default_factory=list)
+    namespaces: list[dict[str, Any]] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
     origins: dict[int, Origin] = field(default_factory=dict)
     #: ``repr`` of pod specs that passed every check; pods from one template share a spec.
@@ -188,18 +190,39 @@ _REQUEST_FIELDS = (
 )
 
 
+def field_path(keys: Sequence[str | int], *, maps: int = 0) -> str:
+    """``keys`` as kube-apiserver writes a field path: ``spec.containers[0].resources.requests
+    [nvidia.com/gpu]``; the last ``maps`` keys are map keys."""
+    out = ""
+    for i, k in enumerate(keys):
+        if isinstance(k, int) or i >= len(keys) - maps:
+            out += f"[{k}]"
+        else:
+            out += f".{k}" if out else str(k)
+    return out
+
+
 def _check_quantity(
     inputs: Inputs, obj: dict[str, Any], raw: Any, keys: Sequence[str | int]
 ) -> None:
     if isinstance(raw, str | int) and not isinstance(raw, bool) and raw in _VALID_QUANTITIES:
         return
     try:
-        _quantity.parse(raw)
-        if isinstance(raw, str | int):
-            _VALID_QUANTITIES.add(raw)
+        value = _quantity.parse(raw)
     except InputError as err:
         where = ".".join(map(str, keys))
         raise inputs.error(obj, f"invalid quantity at {where}: {err.message}", keys) from None
+    if value < 0:
+        # k8s.io/apimachinery validation ValidateNonnegativeQuantity (resource lists, node
+        # capacity and allocatable, device capacity) as kube-apiserver words it.
+        raise inputs.error(
+            obj,
+            f'{field_path(keys, maps=1)}: Invalid value: "{str(raw).strip()}": '
+            "must be greater than or equal to 0",
+            keys,
+        )
+    if isinstance(raw, str | int):
+        _VALID_QUANTITIES.add(raw)
 
 
 def _check_pod_spec(inputs: Inputs, obj: dict[str, Any], *, prefix: tuple[str | int, ...]) -> None:
@@ -221,7 +244,18 @@ def _check_pod_spec(inputs: Inputs, obj: dict[str, Any], *, prefix: tuple[str | 
             res = c.get("resources") or {}
             for part in ("requests", "limits"):
                 for rname, raw in (res.get(part) or {}).items():
-                    _check_quantity(inputs, obj, raw, [*prefix, group, i, "resources", part, rname])
+                    keys = [*prefix, group, i, "resources", part, rname]
+                    _check_quantity(inputs, obj, raw, keys)
+                    if (
+                        rname in _ledger.GPU_RESOURCES
+                        and _quantity.parse(raw) > _sharing.MAX_UNITS_PER_NODE
+                    ):
+                        raise inputs.error(
+                            obj,
+                            f"{field_path(keys, maps=1)}: {str(raw).strip()} is more than any "
+                            f"node can give (at most {_sharing.MAX_UNITS_PER_NODE})",
+                            keys,
+                        )
 
 
 def _check_claim_spec(
@@ -343,9 +377,36 @@ def _check(inputs: Inputs, obj: dict[str, Any]) -> None:
             raise inputs.error(obj, "missing required field 'value'")
     elif kind == "Node":
         _shapes(inputs, obj, [], (("spec.taints", list), ("status.allocatable", dict)))
-        alloc = (obj.get("status") or {}).get("allocatable") or {}
-        for rname, raw in alloc.items():
-            _check_quantity(inputs, obj, raw, ["status", "allocatable", rname])
+        status = obj.get("status") or {}
+        for part in ("capacity", "allocatable"):
+            for rname, raw in (status.get(part) or {}).items():
+                _check_quantity(inputs, obj, raw, ["status", part, rname])
+        _check_gpu_node(inputs, obj)
+
+
+def _check_gpu_node(inputs: Inputs, obj: dict[str, Any]) -> None:
+    """GPU labels and counts within what a node can hold, so no ledger grows per unit."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    for key, high in (
+        (_ledger.GPU_COUNT_LABEL, _sharing.MAX_GPUS_PER_NODE),
+        (_ledger.GPU_REPLICAS_LABEL, _sharing.MAX_REPLICAS_PER_CARD),
+    ):
+        try:
+            _sharing.label_count(labels.get(key), key=key, high=high)
+        except ValueError as err:
+            raise inputs.error(obj, str(err), ["metadata", "labels", key]) from None
+    alloc = (obj.get("status") or {}).get("allocatable") or {}
+    for rname in _ledger.GPU_RESOURCES:
+        raw = alloc.get(rname)
+        if raw is not None and _quantity.parse(raw) > _sharing.MAX_UNITS_PER_NODE:
+            raise inputs.error(
+                obj,
+                f"status.allocatable[{rname}]: {str(raw).strip()} is more units than a node "
+                f"can advertise (at most {_sharing.MAX_UNITS_PER_NODE}: "
+                f"{_sharing.MAX_GPUS_PER_NODE} cards of {_sharing.MAX_REPLICAS_PER_CARD} "
+                "replicas)",
+                ["status", "allocatable", rname],
+            )
 
 
 def _check_cel(inputs: Inputs) -> None:
@@ -377,6 +438,38 @@ def _check_cel(inputs: Inputs) -> None:
                 check(obj, req["exactly"].get("selectors"), [*base, "exactly", "selectors"])
             for j, sub in enumerate(req.get("firstAvailable") or []):
                 check(obj, sub.get("selectors"), [*base, "firstAvailable", j, "selectors"])
+
+
+#: resource.DRAAdminNamespaceLabelKey (pkg/apis/resource/types.go).
+ADMIN_NAMESPACE_LABEL = "resource.kubernetes.io/admin-access"
+
+
+def _check_admin_access(inputs: Inputs) -> None:
+    # pkg/registry/resource/utils.go AuthorizedForAdmin: kube-apiserver refuses admin access
+    # outside a namespace labelled for it. Only a Namespace in the input can say; without
+    # one, the claim is taken as the cluster stored it.
+    labelled = {
+        _meta_name(n): ((n.get("metadata") or {}).get("labels") or {}).get(ADMIN_NAMESPACE_LABEL)
+        == "true"
+        for n in inputs.namespaces
+    }
+    for obj in [*inputs.claims, *inputs.templates]:
+        ns = str((obj.get("metadata") or {}).get("namespace") or "default")
+        if labelled.get(ns, True):
+            continue
+        prefix: list[str | int] = ["spec"] if obj["kind"] == "ResourceClaim" else ["spec", "spec"]
+        spec: Any = obj
+        for k in prefix:
+            spec = spec[k]
+        for i, req in enumerate((spec.get("devices") or {}).get("requests") or []):
+            if (req.get("exactly") or {}).get("adminAccess") is True:
+                keys = [*prefix, "devices", "requests", i, "adminAccess"]
+                raise inputs.error(
+                    obj,
+                    f"{field_path(keys)}: Forbidden: admin access to devices requires the "
+                    f"`{ADMIN_NAMESPACE_LABEL}: true` label on the containing namespace",
+                    [*prefix, "devices", "requests", i],
+                )
 
 
 def _check_class_refs(inputs: Inputs) -> None:
@@ -442,12 +535,42 @@ def _add(inputs: Inputs, obj: dict[str, Any], origin: Origin, workloads: list[An
         "ResourceClaim": inputs.claims,
         "ResourceClaimTemplate": inputs.templates,
         "PriorityClass": inputs.priority_classes,
+        "Namespace": inputs.namespaces,
     }[kind]
     target.append(obj)
 
 
+def _keys(obj: dict[str, Any]) -> list[object]:
+    """How owner references can name ``obj``: its uid, and kind/namespace/name."""
+    meta = obj.get("metadata") or {}
+    out: list[object] = [(obj.get("kind"), meta.get("namespace") or "default", meta.get("name"))]
+    if meta.get("uid"):
+        out.append(str(meta["uid"]))
+    return out
+
+
+def _parents(obj: dict[str, Any]) -> list[object]:
+    """The controllers ``obj``'s ownerReferences name, in the forms of :func:`_keys`."""
+    meta = obj.get("metadata") or {}
+    out: list[object] = []
+    refs = meta.get("ownerReferences")
+    for ref in refs if isinstance(refs, list) else []:
+        if not isinstance(ref, dict):
+            continue
+        out.append((ref.get("kind"), meta.get("namespace") or "default", ref.get("name")))
+        if ref.get("uid"):
+            out.append(str(ref["uid"]))
+    return out
+
+
 def _finish(inputs: Inputs, workloads: list[dict[str, Any]]) -> Inputs:
+    # A cluster dump holds controllers with their ReplicaSets and pods: a controller whose
+    # children are in the input already has its pods there (or in a child that is expanded
+    # in its place), so only controllers without children are expanded from their template.
+    parented = {key for obj in [*inputs.pods, *workloads] for key in _parents(obj)}
     for w in workloads:
+        if any(key in parented for key in _keys(w)):
+            continue
         kind = w["kind"]
         if kind == "Deployment":
             pods = _workloads.deployment_pods(w)
@@ -462,6 +585,7 @@ def _finish(inputs: Inputs, workloads: list[dict[str, Any]]) -> Inputs:
             inputs.origins[id(p)] = Origin(origin.path, origin.index, origin.prefix, origin.line)
             inputs.pods.append(p)
     _check_class_refs(inputs)
+    _check_admin_access(inputs)
     _check_cel(inputs)
     for p in inputs.pods:
         meta = p.setdefault("metadata", {})
@@ -480,13 +604,18 @@ def load(paths: Iterable[str | os.PathLike[str]]) -> Inputs:
     """Read every YAML/JSON file under ``paths`` (multi-document files, Lists, directories).
 
     Raises InputError (file, line, object) for unparsable YAML, a missing required field, an
-    invalid quantity, or a claim naming a DeviceClass that is not in the input.
+    invalid quantity, a claim naming a DeviceClass that is not in the input, or paths that
+    hold no Kubernetes object at all.
     """
+    paths = list(paths)
     inputs = Inputs()
     workloads: list[dict[str, Any]] = []
     for f in _yaml.find_files(paths):
         for doc in _read(f):
             _add_document(inputs, doc, workloads)
+    if not (inputs.origins or inputs.unknown):
+        shown = ", ".join(os.fspath(p) for p in paths)
+        raise InputError("no Kubernetes objects (documents with apiVersion and kind)", path=shown)
     return _finish(inputs, workloads)
 
 

@@ -16,7 +16,10 @@ hazards can be judged per card:
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
+
+from gpushift import _sharing
 
 GPU_RESOURCE = "nvidia.com/gpu"
 #: Names the device plugin advertises for full GPUs (``renameByDefault`` adds ``.shared``).
@@ -54,22 +57,33 @@ class CardLedger:
         return self.units - len(self.tenants)
 
 
-def _int_label(labels: dict[str, str], key: str) -> int | None:
-    raw = labels.get(key)
+def _int_label(labels: dict[str, str], key: str, high: int) -> int | None:
+    # The input reader refuses bad labels with their place; here they only must not grow
+    # a ledger (objects built in memory skip the reader).
     try:
-        return int(raw) if raw is not None else None
+        return _sharing.label_count(labels.get(key), key=key, high=high)
     except ValueError:
         return None
 
 
 def card_layout(*, allocatable: int, labels: dict[str, str], dra_cards: int) -> tuple[int, int]:
-    """``(cards, replicas)`` for a node advertising ``allocatable`` units (see module doc)."""
-    cards = _int_label(labels, GPU_COUNT_LABEL) or dra_cards or allocatable
+    """``(cards, replicas)`` for a node advertising ``allocatable`` units (see module doc).
+
+    Without a count label or DRA devices, one card per unit is assumed, up to the most cards
+    a node holds (``_sharing.MAX_GPUS_PER_NODE``): the ledger never grows per unit.
+    """
+    cards = (
+        _int_label(labels, GPU_COUNT_LABEL, _sharing.MAX_GPUS_PER_NODE)
+        or min(dra_cards, _sharing.MAX_GPUS_PER_NODE)
+        or min(allocatable, _sharing.MAX_GPUS_PER_NODE)
+    )
     if cards <= 0:
         return 0, 0
-    replicas = _int_label(labels, GPU_REPLICAS_LABEL) or 0
+    replicas = _int_label(labels, GPU_REPLICAS_LABEL, _sharing.MAX_REPLICAS_PER_CARD) or 0
     if replicas <= 0:
-        replicas = max(allocatable // cards, 1)
+        # Rounded up only where the card count was capped, so every advertised unit has a card.
+        capped = allocatable > cards == _sharing.MAX_GPUS_PER_NODE
+        replicas = max(-(-allocatable // cards) if capped else allocatable // cards, 1)
     return cards, replicas
 
 
@@ -95,11 +109,23 @@ class GpuLedger:
         their replica count are used only when every card is full (pre-bound pods).
         """
         picked: list[int] = []
+        if not self.cards:
+            return picked
+        # At most one unit past the node's total: enough to show an over-commit, never a
+        # ledger that grows with an unbounded request.
+        count = min(count, sum(max(c.units, 0) for c in self.cards) + 1)
+        by_index = {c.index: c for c in self.cards}
+        open_heap = [(len(c.tenants), c.index) for c in self.cards if c.free > 0]
+        full_heap = [(len(c.tenants), c.index) for c in self.cards if c.free <= 0]
+        heapq.heapify(open_heap)
+        heapq.heapify(full_heap)
+        tenant = Tenant(pod, container)
         for _ in range(count):
-            if not self.cards:
-                break
-            open_cards = [c for c in self.cards if c.free > 0] or self.cards
-            card = min(open_cards, key=lambda c: (len(c.tenants), c.index))
-            card.tenants.append(Tenant(pod, container))
-            picked.append(card.index)
+            # Once every card is full, all of them compete again, fewest tenants first.
+            heap = open_heap or full_heap
+            used, index = heapq.heappop(heap)
+            card = by_index[index]
+            card.tenants.append(tenant)
+            picked.append(index)
+            heapq.heappush(open_heap if card.free > 0 else full_heap, (used + 1, index))
         return picked

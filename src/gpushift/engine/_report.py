@@ -207,9 +207,20 @@ def events(sim: Simulation) -> list[Event]:
     return out
 
 
-def as_list(sim: Simulation) -> KubeList:
-    """A ``v1`` List of the pods, every ResourceClaim (generated ones too) and hazard Events."""
-    items: list[Any] = [_pod_object(p) for p in sim.outcome.pods]
+def as_list(sim: Simulation, *, everything: bool = False) -> KubeList:
+    """A ``v1`` List of the pods, every ResourceClaim (generated ones too) and hazard Events.
+
+    With ``everything``, the cluster the pods were placed on comes first (Nodes,
+    ResourceSlices, DeviceClasses, PriorityClasses) and Events are left out, so the List is
+    an input that ``simulate`` reads back to the same placements: pods bound, claims
+    allocated.
+    """
+    items: list[Any] = []
+    if everything:
+        i = sim.inputs
+        items += [*i.nodes, *i.slices, *i.classes, *i.priority_classes]
+    items += [_pod_object(p) for p in sim.outcome.pods]
     items += sim.outcome.claims
-    items += events(sim)
+    if not everything:
+        items += events(sim)
     return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}

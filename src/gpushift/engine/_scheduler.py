@@ -382,6 +382,22 @@ class Scheduler:
                 pod.claims.append((pc_name, cast(ResourceClaim, claim)))
             elif pc.get("resourceClaimTemplateName"):
                 tname = str(pc["resourceClaimTemplateName"])
+                # The resourceclaim controller looks for the claim it already generated
+                # (pod.status.resourceClaimStatuses) before creating one from the template.
+                made = next(
+                    (
+                        self.claims_by_key.get((pod.namespace, str(st.get("resourceClaimName"))))
+                        for st in (pod.obj.get("status") or {}).get("resourceClaimStatuses") or []
+                        if isinstance(st, dict) and st.get("name") == pc_name
+                    ),
+                    None,
+                )
+                if made is not None:
+                    pod.claims.append((pc_name, cast(ResourceClaim, made)))
+                    statuses.append(
+                        {"name": pc_name, "resourceClaimName": made["metadata"]["name"]}
+                    )
+                    continue
                 template = self.templates.get((pod.namespace, tname))
                 if template is None:
                     pod.prefilter = f'resourceclaimtemplate "{tname}" not found'
@@ -817,8 +833,18 @@ class Scheduler:
             self._assign_cards(pod, node)
         claims = [c for _, c in pod.claims]
         if bridge is not None:
-            claims.append(cast(ResourceClaim, bridge.claim))
-            self.claims.append(bridge.claim)
+            # A pod read back from a dump names the claim made for it already
+            # (status.extendedResourceClaimStatus): that claim, allocated, is the pod's.
+            named = ((pod.obj.get("status") or {}).get("extendedResourceClaimStatus") or {}).get(
+                "resourceClaimName"
+            )
+            made = self.claims_by_key.get((pod.namespace, str(named))) if named else None
+            if made is not None:
+                bridge = _bridging.BridgeClaim(made, bridge.mappings)
+                claims.append(cast(ResourceClaim, made))
+            else:
+                claims.append(cast(ResourceClaim, bridge.claim))
+                self.claims.append(bridge.claim)
             pod.bridge = bridge
             pod.obj.setdefault("status", {})["extendedResourceClaimStatus"] = (
                 _bridging.status_entry(bridge)
@@ -834,9 +860,10 @@ class Scheduler:
                 if _bridging.FINALIZER not in finalizers:
                     finalizers.append(_bridging.FINALIZER)
             reserved = status.setdefault("reservedFor", [])
-            reserved.append(
-                {"resource": "pods", "name": pod.name, "uid": pod.obj["metadata"]["uid"]}
-            )
+            uid = pod.obj["metadata"]["uid"]
+            # A claim read back from a dump is already reserved for its pod: reserve once.
+            if not any(r.get("uid") == uid for r in reserved if isinstance(r, dict)):
+                reserved.append({"resource": "pods", "name": pod.name, "uid": uid})
         spec = pod.obj["spec"]
         spec["nodeName"] = node.name
         status = pod.obj.setdefault("status", {})

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from gpushift.kube._client import (
     RETRYABLE,
+    UNREACHABLE,
     Kube,
     KubeError,
     PatchKind,
@@ -16,9 +17,12 @@ from gpushift.kube._client import (
     connect,
     export_all,
 )
+from gpushift.kube._config import Access, kubeconfig_paths, merge_kubeconfigs
 
 __all__ = [
     "RETRYABLE",
+    "UNREACHABLE",
+    "Access",
     "Kube",
     "KubeError",
     "PatchKind",
@@ -26,4 +30,6 @@ __all__ = [
     "ResourceRef",
     "connect",
     "export_all",
+    "kubeconfig_paths",
+    "merge_kubeconfigs",
 ]

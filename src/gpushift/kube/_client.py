@@ -13,6 +13,7 @@ import contextlib
 import functools
 import json
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -21,7 +22,6 @@ from typing import Any, Literal, TypeVar
 
 import httpx2
 import lightkube
-import yaml
 from lightkube import generic_resource
 from lightkube.config.kubeconfig import KubeConfig
 from lightkube.core.exceptions import ConfigError
@@ -52,11 +52,16 @@ _CASCADE = {
 }
 
 
+#: ``KubeError.reason`` when the server could not be reached at all (the CLI's exit 3).
+UNREACHABLE = "Unreachable"
+
+
 class KubeError(Exception):
     """A request the cluster refused or that could not be completed.
 
     ``code`` is the HTTP status (0 when the server was unreachable), ``reason`` the Status
-    reason (``NotFound``, ``Conflict``, ``AlreadyExists``, …), ``message`` the server's words.
+    reason (``NotFound``, ``Conflict``, ``AlreadyExists``, …, or :data:`UNREACHABLE`),
+    ``message`` the server's words.
     """
 
     def __init__(self, message: str, *, code: int = 0, reason: str = "") -> None:
@@ -167,8 +172,10 @@ class Kube:
         backoff: float = 0.2,
         max_backoff: float = 10.0,
         sleep: Callable[[float], None] = time.sleep,
+        deadline: float | None = None,
     ) -> None:
         self.client = client
+        self.deadline = deadline
         self.field_manager = field_manager
         self.retries = retries
         self.backoff = backoff
@@ -207,10 +214,17 @@ class Kube:
                 why = f"{code} {err.status.reason or ''}".strip()
             except httpx2.TransportError as err:
                 if attempt == self.retries:
-                    raise KubeError(f"{what}: cannot reach the API server: {err}") from None
+                    raise KubeError(
+                        f"{what}: cannot reach the API server: {err}", reason=UNREACHABLE
+                    ) from None
                 wait, why = None, type(err).__name__
             wait = delay if wait is None else wait
             delay = min(delay * 2, self.max_backoff)
+            if self.deadline is not None and time.monotonic() + wait >= self.deadline:
+                raise KubeError(
+                    f"{what}: no answer from the API server before the deadline ({why})",
+                    reason=UNREACHABLE,
+                )
             log.warning(
                 "%s: %s, retrying in %.1fs (%d/%d)", what, why, wait, attempt + 1, self.retries
             )
@@ -237,6 +251,32 @@ class Kube:
         log.info("%s %s%s", verb, who, f" ({extra})" if extra else "")
 
     # --- reads -------------------------------------------------------------------------------
+
+    def get_path(self, path: str) -> Obj:
+        """GET a non-resource path (``/version``, ``/twin/v1``) as JSON, retried like every verb.
+
+        Raises:
+            KubeError: the server answered an error status, or not with a JSON object.
+        """
+        # lightkube serves resources only; its httpx client carries the auth and base URL.
+        http: Any = self.client._client._client
+
+        def fetch() -> Obj:
+            response = http.get(path)
+            if response.status_code >= 400:
+                reason = "NotFound" if response.status_code == 404 else ""
+                raise KubeError(
+                    f"GET {path}: {response.status_code}", code=response.status_code, reason=reason
+                )
+            try:
+                body = response.json()
+            except ValueError:
+                body = None
+            if not isinstance(body, dict):
+                raise KubeError(f"GET {path}: not a JSON object", code=response.status_code)
+            return body
+
+        return self._call(f"GET {path}", fetch)
 
     def get(self, ref: ResourceRef, *, name: str, namespace: str | None = None) -> Obj:
         """One object.
@@ -368,37 +408,6 @@ class Kube:
             return items, version
 
         return self._call(f"list {ref.qualified}", read)
-
-    def get_path(self, path: str) -> Obj:
-        """GET a non-resource path (``/version``, ``/apis/resource.k8s.io``) as JSON.
-
-        Raises:
-            KubeError: the server refused (NotFound for a group it does not serve).
-        """
-        http = self.client._client._client  # lightkube's httpx client: auth and base URL
-        delay = self.backoff
-        for attempt in range(self.retries + 1):
-            self.attempts += 1
-            try:
-                resp = http.get(path)
-            except httpx2.TransportError as err:
-                if attempt == self.retries:
-                    raise KubeError(f"get {path}: cannot reach the API server: {err}") from None
-                wait = delay
-            else:
-                if resp.status_code < 400:
-                    out: Obj = resp.json()
-                    return out
-                if resp.status_code not in RETRYABLE or attempt == self.retries:
-                    reason = "NotFound" if resp.status_code == 404 else ""
-                    raise KubeError(
-                        f"GET {path}: {resp.status_code}", code=resp.status_code, reason=reason
-                    )
-                header = resp.headers.get("Retry-After")
-                wait = float(header) if header and header.isdigit() else delay
-            delay = min(delay * 2, self.max_backoff)
-            self._sleep(wait)
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def wait(
         self,
@@ -662,25 +671,48 @@ def connect(
     *,
     kubeconfig: Path | None = None,
     context: str | None = None,
+    namespace: str | None = None,
     field_manager: str = "gpushift",
     timeout: float = 30.0,
     retries: int = 6,
+    deadline: float | None = None,
 ) -> Kube:
-    """A client for the cluster of a kubeconfig (default: ``$KUBECONFIG`` or ~/.kube/config).
+    """A client for the cluster of a kubeconfig: ``kubeconfig`` if given (it must exist), else
+    the files of ``$KUBECONFIG`` merged as kubectl merges them, else ~/.kube/config.
 
-    Raises InputError (exit 2) when the kubeconfig is missing or unreadable, and KubeError
-    when the context does not exist.
+    ``context`` picks a context (default: the current one), ``namespace`` the default
+    namespace (default: the context's). ``deadline`` (a ``time.monotonic()`` instant) bounds
+    every request and retry, so a caller's ``--timeout`` holds against an unreachable server.
+
+    Raises InputError (exit 2) when no kubeconfig exists, one is unreadable, or the context
+    does not exist.
     """
+    from gpushift.kube._config import kubeconfig_paths, merge_kubeconfigs
+
+    paths = kubeconfig_paths(kubeconfig)
+    merged = merge_kubeconfigs(paths, explicit=kubeconfig is not None)
+    where = str(paths[0]) if len(paths) == 1 else os.pathsep.join(str(p) for p in paths)
+    if context is None and not merged.get("current-context"):
+        raise InputError("no current context in the kubeconfig (give --context)", path=where)
     try:
-        config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
-    except (ConfigError, OSError, ValueError, yaml.YAMLError) as err:
-        raise InputError(f"cannot load kubeconfig: {err}", path=str(kubeconfig or "")) from None
-    single = config.get(context_name=context)
+        config = KubeConfig.from_dict(merged, fname=paths[0])
+        if context is not None and context not in config.contexts:
+            raise InputError(f"context {context!r} does not exist", path=where)
+        single = config.get(context_name=context)
+    except (ConfigError, ValueError, KeyError, TypeError) as err:
+        raise InputError(f"cannot load kubeconfig: {err}", path=where) from None
     if single is None:
-        raise KubeError(f"no context {context!r} in the kubeconfig")
-    client = lightkube.Client(single, field_manager=field_manager, timeout=httpx2.Timeout(timeout))
+        raise InputError("no current context (give --context)", path=where)
+    if deadline is not None:
+        timeout = max(min(timeout, deadline - time.monotonic()), 0.05)
+    client = lightkube.Client(
+        single,
+        namespace=namespace,
+        field_manager=field_manager,
+        timeout=httpx2.Timeout(timeout),
+    )
     log.debug("connected to %s", single.cluster.server)
-    return Kube(client, field_manager=field_manager, retries=retries)
+    return Kube(client, field_manager=field_manager, retries=retries, deadline=deadline)
 
 
 def export_all(kube: Kube) -> Obj:

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from gpushift import _quantity
+from gpushift import _quantity, _sharing
 from gpushift._errors import InputError
 from gpushift._sharing import Allocator, SharingMode, sharing_problem
 
@@ -40,7 +40,7 @@ class ConsumerStyle(StrEnum):
 
 
 #: ``gpushift._sharing.Sharing`` as the config model validates it.
-Sharing = SharingMode | Annotated[int, Field(ge=1)]
+Sharing = SharingMode | Annotated[int, Field(ge=1, le=_sharing.INT64_MAX)]
 
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 #: Folder and Kustomization names the renderer uses itself; consumers cannot take them.

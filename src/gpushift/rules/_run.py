@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpushift._errors import InputError
 from gpushift.gitops import Repo, Summary, load_repo, summarize
 from gpushift.reports import Finding, Severity, format_json, format_sarif, format_text
 from gpushift.rules import (
@@ -142,9 +143,13 @@ def run_check(paths: Sequence[str | Path], *, base: str | None = None) -> Report
     """Load the repository under ``paths``, run every rule and summarise it.
 
     ``base`` is a git revision: ResourceClaimTemplates are compared with that revision's tree.
-    Raises InputError for a missing path or an unusable revision.
+    Raises InputError for a missing path, paths that hold no Kubernetes object, or an
+    unusable revision.
     """
     repo = load_repo(paths)
+    if not repo.objects and not repo.errors:
+        shown = ", ".join(str(p) for p in paths)
+        raise InputError("no Kubernetes objects (documents with apiVersion and kind)", path=shown)
     base_repo = None
     if base is not None:
         with tree_at(paths, rev=base) as old_paths:

@@ -17,8 +17,10 @@ callers::
 from __future__ import annotations
 
 from gpushift.twin._export import export
+from gpushift.twin._guard import require_twin
 from gpushift.twin._serve import ServeOptions, serve
 from gpushift.twin.apiserver import (
+    DEFAULT_KUBERNETES_VERSION,
     ApiError,
     Certificate,
     Event,
@@ -36,6 +38,7 @@ from gpushift.twin.apiserver import (
     load,
     new_store,
     new_token,
+    parse_kubernetes_version,
     run_twin,
     save,
     self_signed,
@@ -45,6 +48,7 @@ from gpushift.twin.apiserver import (
 )
 
 __all__ = [
+    "DEFAULT_KUBERNETES_VERSION",
     "ApiError",
     "Certificate",
     "Event",
@@ -64,6 +68,8 @@ __all__ = [
     "load",
     "new_store",
     "new_token",
+    "parse_kubernetes_version",
+    "require_twin",
     "run_twin",
     "save",
     "self_signed",

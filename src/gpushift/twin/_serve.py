@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from gpushift._errors import InputError, UsageError
 from gpushift.twin.apiserver import (
+    DEFAULT_KUBERNETES_VERSION,
     Certificate,
     FaultConfig,
     Faults,
@@ -74,6 +75,8 @@ class ServeOptions:
     # Fail health checks on what the twin does not model instead of assuming them healthy.
     strict_health: bool = False
     operator_delay: float = 10.0
+    #: The release the API server and the kubelets report (``1.N.P``).
+    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
 
 
 def check(options: ServeOptions) -> None:
@@ -114,7 +117,11 @@ def serve(options: ServeOptions) -> None:
     token = new_token()
     certificate = self_signed([options.host]) if options.tls else None
     server = TwinServer(
-        store, token=token, faults=Faults(options.faults), access_log=options.access_log
+        store,
+        token=token,
+        faults=Faults(options.faults),
+        access_log=options.access_log,
+        kubernetes_version=options.kubernetes_version,
     )
     cluster = _cluster(store, options, token)
     if cluster is not None:
@@ -161,6 +168,7 @@ def _cluster(store: Store, options: ServeOptions, token: str) -> Cluster | None:
         time_scale=options.time_scale,
         delays=options.delays,
         node_faults=faulted,
+        kubernetes_version=options.kubernetes_version,
     )
     cluster.token = token
     return cluster

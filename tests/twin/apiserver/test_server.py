@@ -58,7 +58,7 @@ def call(
 def test_version_names_the_release_served(twin: Twin) -> None:
     status, _, body = call(twin, "GET", "/version")
     assert status == 200
-    assert (body["major"], body["minor"], body["gitVersion"]) == ("1", "34", "v1.34.0")
+    assert (body["major"], body["minor"], body["gitVersion"]) == ("1", "37", "v1.37.0")
 
 
 def test_aggregated_discovery_when_asked_as_kubectl_asks(twin: Twin) -> None:

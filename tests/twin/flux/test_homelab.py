@@ -49,7 +49,7 @@ def test_example_converges_to_time_slicing(homelab: Env) -> None:
     llm = [p for p in _running(homelab, "ai") if p["metadata"]["name"].startswith("llama-nvidia")]
     assert len(llm) == 1
     limits = llm[0]["spec"]["containers"][0]["resources"]["limits"]
-    assert limits == {"nvidia.com/gpu": 1}
+    assert limits == {"nvidia.com/gpu": "1"}  # a Quantity, served as its canonical string
     # llmkube renders its Deployment with strategy Recreate.
     assert homelab.get("Deployment", "llama-nvidia", "ai")["spec"]["strategy"] == {
         "type": "Recreate"

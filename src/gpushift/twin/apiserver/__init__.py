@@ -19,6 +19,12 @@ from gpushift.twin.apiserver._auth import (
     self_signed,
     write_kubeconfig,
 )
+from gpushift.twin.apiserver._discovery import (
+    DEFAULT_KUBERNETES_VERSION,
+    TWIN_MARKER,
+    TWIN_MARKER_PATH,
+    parse_kubernetes_version,
+)
 from gpushift.twin.apiserver._faults import FaultConfig, Faults
 from gpushift.twin.apiserver._names import name_errors
 from gpushift.twin.apiserver._ops import server_side_apply
@@ -38,6 +44,9 @@ from gpushift.twin.apiserver._tables import human_duration, printer_columns, to_
 from gpushift.twin.apiserver._watch import Event, Watcher
 
 __all__ = [
+    "DEFAULT_KUBERNETES_VERSION",
+    "TWIN_MARKER",
+    "TWIN_MARKER_PATH",
     "ApiError",
     "Certificate",
     "Event",
@@ -61,6 +70,7 @@ __all__ = [
     "new_store",
     "new_token",
     "parse_fields",
+    "parse_kubernetes_version",
     "parse_labels",
     "printer_columns",
     "rfc3339",

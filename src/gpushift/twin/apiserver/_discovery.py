@@ -8,27 +8,60 @@ and k8s.io/api/apidiscovery/v2.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable
 
+from gpushift._errors import UsageError
 from gpushift._kinds import Kind
 from gpushift._obj import Obj
 
-#: The Kubernetes release the twin answers as (resource.k8s.io/v1 is served from 1.34).
-VERSION: Obj = {
-    "major": "1",
-    "minor": "34",
-    "emulationMajor": "1",
-    "emulationMinor": "34",
-    "minCompatibilityMajor": "1",
-    "minCompatibilityMinor": "33",
-    "gitVersion": "v1.34.0",
-    "gitCommit": "0000000000000000000000000000000000000000",
-    "gitTreeState": "clean",
-    "buildDate": "2025-08-27T00:00:00Z",
-    "goVersion": "go1.24.6",
-    "compiler": "gc",
-    "platform": "linux/amd64",
-}
+#: The Kubernetes release the twin answers as, by default: the release the move targets
+#: (DRA extended-resource bridging is GA in 1.37). API server and kubelets report the same.
+DEFAULT_KUBERNETES_VERSION = "1.37.0"
+_RELEASE = re.compile(r"^v?1\.(?P<minor>[0-9]{1,3})(?:\.(?P<patch>[0-9]{1,3}))?$")
+
+
+def parse_kubernetes_version(text: str) -> str:
+    """``1.N.P`` from ``1.N``, ``1.N.P`` or ``v1.N.P``; resource.k8s.io/v1 needs 1.34 or later.
+
+    Raises ``UsageError`` for anything else.
+    """
+    m = _RELEASE.match(text.strip())
+    if m is None or int(m.group("minor")) < 34:
+        raise UsageError(
+            f"--kubernetes-version: want 1.N or 1.N.P with N >= 34 (resource.k8s.io/v1), "
+            f"got {text!r}"
+        )
+    return f"1.{int(m.group('minor'))}.{int(m.group('patch') or 0)}"
+
+
+def version_info(version: str = DEFAULT_KUBERNETES_VERSION) -> Obj:
+    """The ``/version`` body of a release (k8s.io/apimachinery/pkg/version.Info)."""
+    minor = version.split(".")[1]
+    return {
+        "major": "1",
+        "minor": minor,
+        "emulationMajor": "1",
+        "emulationMinor": minor,
+        "minCompatibilityMajor": "1",
+        "minCompatibilityMinor": str(int(minor) - 1),
+        "gitVersion": f"v{version}",
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2026-08-26T00:00:00Z",
+        "goVersion": "go1.25.0",
+        "compiler": "gc",
+        "platform": "linux/amd64",
+    }
+
+
+VERSION: Obj = version_info()
+
+#: Served at ``/twin/v1`` by every twin and by no Kubernetes API server: the twin-only
+#: commands (``twin git-set``, ``twin check-invariants``, ``twin export``) read it first and
+#: refuse a server that does not answer it.
+TWIN_MARKER_PATH = "/twin/v1"
+TWIN_MARKER: Obj = {"kind": "TwinInfo", "apiVersion": "twin.gpushift.dev/v1", "twin": True}
 
 AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]

@@ -114,8 +114,10 @@ class TwinServer:
         faults: Faults | None = None,
         bookmark_interval: float = 5.0,
         access_log: bool = False,
+        kubernetes_version: str = _discovery.DEFAULT_KUBERNETES_VERSION,
     ) -> None:
         self.store = store
+        self.version = _discovery.version_info(kubernetes_version)
         self.token = token
         self.faults = faults or Faults()
         self.bookmark_interval = bookmark_interval
@@ -217,7 +219,9 @@ class TwinServer:
         if path in _HEALTH:
             return web.Response(text="ok")
         if head == "version" and len(segs) == 1:
-            return _json(_discovery.VERSION)
+            return _json(self.version)
+        if path.rstrip("/") == _discovery.TWIN_MARKER_PATH:
+            return _json(_discovery.TWIN_MARKER)
         if head == "openapi":
             return self._openapi(request, segs)
         if head == "api":

@@ -26,6 +26,7 @@ from gpushift._kinds import Kind, builtin_kinds
 from gpushift._obj import Obj
 from gpushift.twin.apiserver import _apply, _gc, _validation
 from gpushift.twin.apiserver._names import name_errors
+from gpushift.twin.apiserver._quantities import canonicalize
 from gpushift.twin.apiserver._selectors import LabelSelector, match_labels
 from gpushift.twin.apiserver._status import (
     MODIFIED,
@@ -488,6 +489,10 @@ class Store:
                     "",
                     [("metadata.name", "Required value", "name or generateName is required")],
                 )
+        if kind.namespaced and kind.group == "resource.k8s.io":
+            _validation.check_admin_access(
+                kind, {**obj, "metadata": meta}, self._data[("", "namespaces")][("", ns)].obj
+            )
         problems = name_errors(kind.group, kind.kind, str(name))
         if problems:
             value = f'Invalid value: "{name}"'
@@ -563,7 +568,7 @@ class Store:
         rv = self._next_rv()
         meta = dict(new["metadata"])
         meta["resourceVersion"] = str(rv)
-        new = {**new, "metadata": meta}
+        new = canonicalize(kind.group, kind.plural, {**new, "metadata": meta})
         key = (kind.group, kind.plural)
         skey = (meta.get("namespace") or "", meta["name"])
         raw = encode(new)

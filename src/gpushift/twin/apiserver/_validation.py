@@ -59,3 +59,47 @@ def check_update(kind: Kind, old: Obj, new: Obj) -> None:
 
 def _immutable(kind: Kind, name: str, field: str, value: Any) -> ApiError:
     return invalid(kind, name, [(field, f"Invalid value: {_value(value)}", "field is immutable")])
+
+
+#: resource.DRAAdminNamespaceLabelKey (pkg/apis/resource/types.go).
+ADMIN_NAMESPACE_LABEL = "resource.kubernetes.io/admin-access"
+ADMIN_ACCESS_FORBIDDEN = (
+    "admin access to devices requires the `resource.kubernetes.io/admin-access: true` label "
+    "on the containing namespace"
+)
+
+
+def admin_access_path(kind: Kind, obj: Obj) -> str | None:
+    """The field path of the first request asking for admin access, or None.
+
+    Mirrors pkg/registry/resource/utils.go AuthorizedForAdmin: only ``exactly`` carries it.
+    """
+    if (kind.group, kind.plural) == ("resource.k8s.io", "resourceclaims"):
+        spec, prefix = obj.get("spec"), "spec"
+    elif (kind.group, kind.plural) == ("resource.k8s.io", "resourceclaimtemplates"):
+        spec, prefix = (obj.get("spec") or {}).get("spec"), "spec.spec"
+    else:
+        return None
+    requests = (
+        ((spec or {}).get("devices") or {}).get("requests") if isinstance(spec, dict) else None
+    )
+    for i, req in enumerate(requests if isinstance(requests, list) else []):
+        exactly = req.get("exactly") if isinstance(req, dict) else None
+        if isinstance(exactly, dict) and exactly.get("adminAccess") is True:
+            return f"{prefix}.devices.requests[{i}].adminAccess"
+    return None
+
+
+def check_admin_access(kind: Kind, obj: Obj, namespace: Obj) -> None:
+    """Refuse admin access to devices outside a namespace labelled for it (KEP-5018).
+
+    Raises:
+        ApiError: 422 Invalid with kube-apiserver's Forbidden cause.
+    """
+    path = admin_access_path(kind, obj)
+    if path is None:
+        return
+    labels = (namespace.get("metadata") or {}).get("labels") or {}
+    if labels.get(ADMIN_NAMESPACE_LABEL) != "true":
+        name = str((obj.get("metadata") or {}).get("name", ""))
+        raise invalid(kind, name, [(path, "Forbidden", ADMIN_ACCESS_FORBIDDEN)])

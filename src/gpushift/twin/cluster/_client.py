@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from gpushift._errors import InputError
+from gpushift.kube import Kube
 
 
 def _kubeconfig(path: Path) -> tuple[str, str | None, bytes | None]:
@@ -36,13 +37,16 @@ def _kubeconfig(path: Path) -> tuple[str, str | None, bytes | None]:
     return str(server), user.get("token"), base64.b64decode(ca) if ca else None
 
 
-def fetch_violations(kubeconfig: Path) -> dict[str, Any]:
-    """The twin's ``/twin/v1/violations`` record.
+def fetch_violations(kubeconfig: Path | Kube) -> dict[str, Any]:
+    """The twin's ``/twin/v1/violations`` record, through a connected client or a kubeconfig.
 
     Raises:
         InputError: the kubeconfig cannot be read or names no server.
         OSError: the twin cannot be reached (URLError is an OSError).
+        KubeError: the client's request failed.
     """
+    if isinstance(kubeconfig, Kube):
+        return kubeconfig.get_path("/twin/v1/violations")
     server, token, ca = _kubeconfig(kubeconfig)
     context = ssl.create_default_context(cadata=ca.decode()) if ca else None
     headers = {"Authorization": f"Bearer {token}"} if token else {}

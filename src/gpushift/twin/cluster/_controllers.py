@@ -17,7 +17,15 @@ from pathlib import Path
 from aiohttp import web
 
 from gpushift._obj import Obj
-from gpushift.twin.apiserver import ApiError, Event, Store, Twin, new_store, run_twin
+from gpushift.twin.apiserver import (
+    DEFAULT_KUBERNETES_VERSION,
+    ApiError,
+    Event,
+    Store,
+    Twin,
+    new_store,
+    run_twin,
+)
 from gpushift.twin.cluster import _claims, _cronjobs, _volumes, _workloads
 from gpushift.twin.cluster._clock import VirtualClock
 from gpushift.twin.cluster._context import Context, Delays
@@ -62,9 +70,11 @@ class Cluster(AgentThread):
         events: bool = True,
         clock: VirtualClock | None = None,
         node_faults: dict[str, str] | None = None,
+        kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
     ) -> None:
         super().__init__(store, thread_name="gpushift-cluster")
         self.inventory = inventory
+        self.kubelet_version = f"v{kubernetes_version}"
         self.clock = clock or VirtualClock(time_scale=time_scale)
         # Object timestamps come from cluster time, like the agents' timers.
         store.clock = self.clock.now
@@ -84,7 +94,9 @@ class Cluster(AgentThread):
         existing = {n["metadata"]["name"] for n in self.ctx.list(self.ctx.kinds.node)}
         for i, spec in enumerate(self.inventory.nodes):
             if spec.name not in existing:
-                body = node_object(spec, index=i, now=self.ctx.stamp())
+                body = node_object(
+                    spec, index=i, now=self.ctx.stamp(), kubelet_version=self.kubelet_version
+                )
                 status: Obj = body.pop("status")
 
                 def with_status(cur: Obj, status: Obj = status) -> Obj:

@@ -6,9 +6,10 @@ import uuid
 
 from gpushift import _quantity
 from gpushift._obj import Obj
+from gpushift.twin.apiserver import DEFAULT_KUBERNETES_VERSION
 from gpushift.twin.cluster._inventory import NodeSpec
 
-KUBELET_VERSION = "v1.36.0"
+KUBELET_VERSION = f"v{DEFAULT_KUBERNETES_VERSION}"
 #: Labels NFD and the GPU Operator put on a node with an NVIDIA PCI device
 #: (NVIDIA/gpu-operator controllers/state_manager.go ``commonGPULabelKey``).
 NFD_NVIDIA = "feature.node.kubernetes.io/pci-10de.present"
@@ -47,7 +48,9 @@ def _conditions(now: str) -> list[Obj]:
     ]
 
 
-def node_object(spec: NodeSpec, *, index: int, now: str) -> Obj:
+def node_object(
+    spec: NodeSpec, *, index: int, now: str, kubelet_version: str = KUBELET_VERSION
+) -> Obj:
     """The Node the kubelet of ``spec`` registers, Ready, with no device-plugin resources."""
     labels = {
         "beta.kubernetes.io/arch": "amd64",
@@ -111,8 +114,8 @@ def node_object(spec: NodeSpec, *, index: int, now: str) -> Obj:
                 "kernelVersion": "6.12.18",
                 "osImage": "Ubuntu 24.04.2 LTS",
                 "containerRuntimeVersion": "containerd://2.0.5",
-                "kubeletVersion": KUBELET_VERSION,
-                "kubeProxyVersion": KUBELET_VERSION,
+                "kubeletVersion": kubelet_version,
+                "kubeProxyVersion": kubelet_version,
                 "operatingSystem": "linux",
                 "architecture": "amd64",
             },

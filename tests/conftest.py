@@ -1,0 +1,46 @@
+"""Suite-wide: the shared fixtures, which live beside the checkout, not in it.
+
+Tests that read ``../shared/fixtures`` (relative to the repository root) cannot run from a
+fresh clone alone. When that directory is missing their modules are left out of collection
+and the run ends with one line saying where the fixtures are expected, instead of a
+collection error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = (ROOT / ".." / "shared" / "fixtures").resolve()
+_MARKERS = ('"shared" / "fixtures"', "shared/fixtures")
+_left_out: list[str] = []
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Leave out a test module that reads the shared fixtures when they are missing."""
+    if (
+        FIXTURES.is_dir()
+        or collection_path.suffix != ".py"
+        or collection_path.name == "conftest.py"
+    ):
+        return None
+    try:
+        text = collection_path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    # Modules that already skip their fixture tests themselves keep their other tests.
+    if any(marker in text for marker in _MARKERS) and "skipif(not " not in text:
+        _left_out.append(str(collection_path.relative_to(ROOT)))
+        return True
+    return None
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say which modules were left out and where their fixtures are expected."""
+    if _left_out:
+        terminalreporter.write_line(
+            f"{len(_left_out)} test modules need the shared fixtures, expected at {FIXTURES} "
+            f"(a 'shared' directory beside the checkout); left out: {', '.join(sorted(_left_out))}"
+        )
