@@ -126,11 +126,10 @@ def part_time(*, time_scale: float, timeout: float) -> None:
 def write_scale_repo(directory: Path, *, nodes: int, consumers: int) -> tuple[Path, Path, Path]:
     """The homelab config with ``nodes`` GPU nodes and ``consumers`` Deployments, rendered for
     time-slicing (the repository) and for DRA (the merge target), plus the inventory."""
+    from gpushift._sharing import Allocator, parse_sharing
     from gpushift.render import (
-        Allocator,
         example_text,
         parse_config,
-        parse_sharing,
         render_tree,
         with_overrides,
         write_tree,

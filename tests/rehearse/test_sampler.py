@@ -8,6 +8,7 @@ seven GPU consumers (six media apps and one llmkube model), no DRA driver.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -75,7 +76,13 @@ def test_sampler_follows_a_consumer_down_and_up(twin: TwinProcess) -> None:
 def test_card_map_puts_every_consumer_on_a_time_sliced_card(twin: TwinProcess) -> None:
     with Sampler(twin.kubeconfig) as sampler:
         assert sampler.wait_for(lambda s: _homelab(s, pods=7), timeout=60) is not None
+    # Under the device plugin the map comes from dcgm-exporter's series, which follow the pods
+    # by one scrape: read until every card shows.
+    deadline = time.monotonic() + 60
     cards = read_map(twin.kubeconfig)
+    while len(cards) < len(NODES) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        cards = read_map(twin.kubeconfig)
     assert [(c.node, c.index, c.ledger) for c in cards] == [(n, 0, "device plugin") for n in NODES]
     tenants = sorted(
         t.split("/")[0] + "/" + t.split("/")[1].rsplit("-", 2)[0] for c in cards for t in c.tenants
