@@ -357,18 +357,17 @@ def register(app: typer.Typer) -> None:
         deadline = time.monotonic() + timeout
 
         from gpushift import kube
+        from gpushift.twin.flux import wait_for_kubeconfig as appear
         from gpushift.twin.flux import wait_ready as wait
 
         paths = kube.kubeconfig_paths(kubeconfig)
-        with _progress("waiting for the kubeconfig") as show:
-            while wait_for_kubeconfig and not any(p.exists() for p in paths):
-                if time.monotonic() >= deadline:
+        if wait_for_kubeconfig:
+            with _progress("waiting for the kubeconfig") as show:
+                if not appear(paths, deadline=deadline, on_pending=show):
                     _a.fail(
                         _a.TIMED_OUT,
                         f"no kubeconfig at {', '.join(map(str, paths))} after {timeout:g}s",
                     )
-                show([f"no kubeconfig yet at {', '.join(map(str, paths))}"])
-                time.sleep(min(0.2, max(deadline - time.monotonic(), 0.0)))
         with (
             _a.cluster_errors(),
             kube.connect(kubeconfig=kubeconfig, context=context, deadline=deadline) as client,

@@ -13,7 +13,7 @@ on the cluster's virtual clock::
 
 from __future__ import annotations
 
-from gpushift.twin.flux._control import git_set, not_ready, wait_ready
+from gpushift.twin.flux._control import git_set, not_ready, wait_for_kubeconfig, wait_ready
 from gpushift.twin.flux._crds import crd
 from gpushift.twin.flux._crds import install as install_crds
 from gpushift.twin.flux._runner import Flux, bootstrap, run_gitops
@@ -31,5 +31,6 @@ __all__ = [
     "read_vars",
     "run_gitops",
     "start_flux",
+    "wait_for_kubeconfig",
     "wait_ready",
 ]

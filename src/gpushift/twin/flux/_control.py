@@ -144,6 +144,24 @@ def not_ready(kube: Kube) -> list[str]:
     return out
 
 
+def wait_for_kubeconfig(
+    paths: list[Path],
+    *,
+    deadline: float,
+    on_pending: Callable[[list[str]], None] | None = None,
+) -> bool:
+    """Wait until one of ``paths`` exists (a ``twin serve`` started in the background writes
+    its kubeconfig once it listens), until the monotonic ``deadline``; False when it passed.
+    ``on_pending`` is told what is missing at each check."""
+    while not any(p.exists() for p in paths):
+        if time.monotonic() >= deadline:
+            return False
+        if on_pending is not None:
+            on_pending([f"no kubeconfig yet at {', '.join(map(str, paths))}"])
+        time.sleep(min(0.2, max(deadline - time.monotonic(), 0.0)))
+    return True
+
+
 def wait_ready(
     kube: Kube,
     *,
