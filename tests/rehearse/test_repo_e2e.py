@@ -56,3 +56,39 @@ def test_partial_fixture_migrated_both_directions_with_zero_violations(tmp_path:
     assert last.allocatable == tuple((n, 5) for n in NODES)
     assert last.slices == tuple((n, 0) for n in NODES)
     assert last.gpu_pods_running == CONSUMERS
+
+
+FULL = FIXTURES / "full/LukeEvansTech__talos-cluster"
+#: Three L4 nodes shaped like the cluster: it runs a generic device plugin for /dev/net/tun,
+#: which its download apps ask for (kernel.org/tun), so they schedule and Flux settles.
+FULL_NODES = """\
+nodes:
+- name: gpu-node
+  count: 3
+  gpus:
+  - product: NVIDIA L4
+  resources:
+    kernel.org/tun: "1000"
+"""
+
+
+def test_full_fixture_migrated_both_directions_with_zero_violations(tmp_path: Path) -> None:
+    # The whole repository from its own root (kubernetes/flux/cluster/ks.yaml), about 246
+    # Kustomizations; a few minutes of wall time.
+    if not FULL.is_dir():
+        pytest.skip("fixture repository not present")
+    after = _migrated(FULL, tmp_path)
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(FULL_NODES, encoding="utf-8")
+    result = rehearse(
+        RehearseOptions(example=None, repo=FULL, target=str(after), nodes=nodes, time_scale=100)
+    )
+    assert result.violations == ()
+    assert [(r.to, r.result) for r in result.runs] == [("dra", "done"), ("device-plugin", "done")]
+    assert result.exit_code == 0
+    first, last = result.samples[0], result.samples[-1]
+    assert first.allocatable == tuple((n, 5) for n in NODES)
+    assert last.allocatable == tuple((n, 5) for n in NODES)
+    # The five media apps with nvidia.com/gpu and llama-nvidia at least; the same back.
+    assert first.gpu_pods_running >= CONSUMERS
+    assert last.gpu_pods_running == first.gpu_pods_running
