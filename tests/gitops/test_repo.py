@@ -140,6 +140,50 @@ def test_path_below_the_checked_directory(tmp_path: Path) -> None:
     assert r.workloads[0].active and r.workloads[0].origin.kustomization == k.ref
 
 
+def test_kustomization_of_another_repository_points_at_nothing_here(tmp_path: Path) -> None:
+    # A fleet repository synced with `path: ./kubernetes` (LukeEvansTech/talos-cluster's
+    # apc-fleet): that path is in the fleet repository, so it neither covers this tree's root
+    # nor deploys anything from here.
+    fleet = """
+    apiVersion: source.toolkit.fluxcd.io/v1
+    kind: GitRepository
+    metadata: {name: fleet, namespace: ops}
+    spec: {interval: 1h, url: "https://example.org/fleet.git", ref: {branch: main}}
+    """
+    write(
+        tmp_path,
+        {
+            "kubernetes/flux/cluster/ks.yaml": ks("cluster-apps", "./kubernetes/apps"),
+            "kubernetes/apps/ops/kustomization.yaml": kustomization("./fleet/ks.yaml"),
+            "kubernetes/apps/ops/fleet/ks.yaml": ks(
+                "fleet-sync",
+                "./kubernetes/apps/ops/fleet/app",
+                namespace="ops",
+                targetNamespace="ops",
+            ),
+            "kubernetes/apps/ops/fleet/app/kustomization.yaml": kustomization(
+                "./gitrepository.yaml", "./sync.yaml"
+            ),
+            "kubernetes/apps/ops/fleet/app/gitrepository.yaml": fleet,
+            "kubernetes/apps/ops/fleet/app/sync.yaml": ks(
+                "fleet",
+                "./kubernetes",
+                namespace="ops",
+                sourceRef={"kind": "GitRepository", "name": "fleet"},
+            ),
+            "kubernetes/apps/ml/kustomization.yaml": kustomization("./app/ks.yaml"),
+            "kubernetes/apps/ml/app/ks.yaml": ks("app", "./kubernetes/apps/ml/app/app"),
+            "kubernetes/apps/ml/app/app/pod.yaml": POD.format(name="p", ns="ml"),
+        },
+    )
+    r = load_repo([tmp_path])
+    by_name = {k.name: k for k in r.kustomizations}
+    assert set(by_name) == {"cluster-apps", "fleet-sync", "fleet", "app"}
+    assert all(k.active for k in by_name.values())
+    assert by_name["fleet"].directory is None
+    assert {w.name: w.active for w in r.workloads} == {"p": True}
+
+
 def test_flux_generated_kustomization_stops_at_nested_kustomization(tmp_path: Path) -> None:
     write(
         tmp_path,

@@ -600,3 +600,50 @@ def test_a_bridged_consumer_pending_on_shares_names_the_remedies() -> None:
     )
     claim["status"]["allocation"]["devices"]["results"][0]["shareID"] = "u1"
     assert cond.check(_view([*base, claim])) == (True, "consumers Running")
+
+
+def test_a_consumer_pending_before_the_move_is_reported_not_waited_for() -> None:
+    from gpushift.runbook import WorkloadsUp
+
+    pending = _pod("media", "jellyfin-1-x", ("ReplicaSet", "jellyfin-1"), phase="Pending")
+    objs = [
+        *_cluster(),
+        # tdarr wants 3 and runs 1 before the move (tdarr-0 from _cluster; tdarr-1 Pending).
+        _pod("media", "tdarr-1", ("StatefulSet", "tdarr"), phase="Pending"),
+        # jellyfin never got its GPU: Pending before the move.
+        _workload("Deployment", "media", "jellyfin", hr="plex"),
+        _rs("media", "jellyfin-1", "jellyfin"),
+        pending,
+    ]
+    the_plan = plan(_view(objs), OPTIONS, Context(token="T"))
+    running = {c.workload.key: c.running for c in the_plan.consumers}
+    assert running["Deployment/media/jellyfin"] == 0
+    assert running["StatefulSet/media/tdarr"] == 1
+    resume = next(s for s in the_plan.steps if s.name == "resume")
+    (up,) = [w.condition for w in resume.waits if isinstance(w.condition, WorkloadsUp)]
+    assert {w.key: n for w, n in up.consumers} == {
+        "Deployment/media/plex": 1,
+        "StatefulSet/media/tdarr": 1,
+        "DaemonSet/media/encoder": 1,
+        "CronJob/media/nightly": 1,
+    }
+    assert resume.note == (
+        "not waited for, no pod Running before the move: Deployment/media/jellyfin"
+    )
+    # It is still given back its replicas: reported, not left stopped.
+    assert ("Deployment/media/jellyfin", "spec.replicas") in {
+        (c.obj.key, c.field) for c in resume.changes
+    }
+
+
+def test_resume_waits_without_a_recorded_running_count_wait_for_the_replicas() -> None:
+    from gpushift.runbook import resume_waits
+
+    ref = ObjectRef("apps/v1", "StatefulSet", "media", "tdarr")
+    old = Consumer(workload=ref)
+    assert resume_waits([old], {ref.key: 3}) == (((ref, 3),), ())
+    assert resume_waits([Consumer(workload=ref, running=2)], {ref.key: 3}) == (((ref, 2),), ())
+    assert resume_waits([Consumer(workload=ref, running=5)], {}) == (((ref, 1),), ())
+    idle = Consumer(workload=ref, running=0)
+    assert resume_waits([idle], {ref.key: 3}) == ((), (idle,))
+    assert Consumer.from_json(old.to_json()).running is None

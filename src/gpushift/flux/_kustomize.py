@@ -476,4 +476,12 @@ def apply_patch(obj: dict[str, Any], patch: Any) -> dict[str, Any]:
             return obj
         return result if isinstance(result, dict) else obj
     merged = _merge(obj, {k: v for k, v in patch.items() if k not in ("apiVersion", "kind")})
-    return merged if isinstance(merged, dict) else obj
+    if not isinstance(merged, dict):
+        return obj
+    # kustomize's PatchTransformer sets the patch's name and namespace to the target's (the
+    # `name: _` of patches selected by `target`), unless allowNameChange.
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and isinstance(merged.get("metadata"), dict):
+        kept = {k: meta[k] for k in ("name", "namespace") if k in meta}
+        merged["metadata"] = {**merged["metadata"], **kept}
+    return merged

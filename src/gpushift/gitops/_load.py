@@ -136,6 +136,8 @@ class _State:
     argo_dirs: dict[str, tuple[bool, str | None]] = field(default_factory=dict)
     #: Files ApplicationSet git file generators read: parameters, not manifests or Talos.
     parameter_files: set[str] = field(default_factory=set)
+    #: The sources of other repositories the tree defines (see ``_foreign_sources``).
+    foreign: frozenset[tuple[str, str]] = frozenset()
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -195,7 +197,7 @@ def _load(paths: Sequence[str | Path]) -> Repo:
             return None
 
     builder = KustomizeBuilder(tree, read_text=read_text)
-    state = _State(root, tree, builder, errors, real)
+    state = _State(root, tree, builder, errors, real, foreign=_foreign_sources(tree))
     _index_data_objects(state)
     _walk_units(state)
     state.errors[:] = _mark_unused(tree, builder, state.errors)
@@ -249,12 +251,40 @@ def _index_data_objects(state: _State) -> None:
                     state.data_objects.setdefault(key, []).append(Item(d, d.data))
 
 
+_SOURCE_KINDS = frozenset({"GitRepository", "OCIRepository", "Bucket"})
+#: The source `flux bootstrap` (and the cluster templates) sync this repository from.
+_OWN_SOURCE = "flux-system"
+
+
+def _foreign_sources(tree: Tree) -> frozenset[tuple[str, str]]:
+    """(kind, name) of the Flux sources the tree defines for other repositories: every
+    GitRepository, OCIRepository or Bucket but ``flux-system``."""
+    return frozenset(
+        (str(d.data.get("kind")), str(_dict(d.data.get("metadata")).get("name")))
+        for docs in tree.docs.values()
+        for d in docs
+        if d.data.get("kind") in _SOURCE_KINDS
+        and str(d.data.get("apiVersion", "")).startswith("source.toolkit.fluxcd.io/")
+        and _dict(d.data.get("metadata")).get("name") != _OWN_SOURCE
+    )
+
+
+def _reads_foreign_source(data: Mapping[str, Any], foreign: frozenset[tuple[str, str]]) -> bool:
+    """A Kustomization whose ``sourceRef`` is another repository the tree defines: its
+    ``path`` is a path in that repository, not in this tree."""
+    ref = _dict(_dict(data.get("spec")).get("sourceRef"))
+    return (str(ref.get("kind", "GitRepository")), str(ref.get("name"))) in foreign
+
+
 def _ks_paths(state: _State) -> dict[str, list[tuple[Doc, dict[str, Any]]]]:
-    """Directories that Flux Kustomizations point at, with the Kustomization documents."""
+    """Directories that Flux Kustomizations point at, with the Kustomization documents.
+
+    Kustomizations that read another repository (a fleet repository's ``path: ./kubernetes``)
+    point at nothing here."""
     out: dict[str, list[tuple[Doc, dict[str, Any]]]] = {}
     for docs in state.tree.docs.values():
         for d in docs:
-            if _is_flux_ks(d.data):
+            if _is_flux_ks(d.data) and not _reads_foreign_source(d.data, state.foreign):
                 path = _dict(d.data.get("spec")).get("path")
                 directory = _resolve_path(state, str(path or "."))
                 if directory is not None:
@@ -662,7 +692,9 @@ def _flux_kustomization(state: _State, obj: Manifest) -> FluxKustomization:
         name=obj.name,
         namespace=namespace,
         path=path,
-        directory=_resolve_path(state, path),
+        directory=(
+            None if _reads_foreign_source(obj.body, state.foreign) else _resolve_path(state, path)
+        ),
         depends_on=tuple(
             DependsOn(str(d["name"]), str(d.get("namespace") or namespace))
             for d in spec.get("dependsOn") or []

@@ -35,7 +35,7 @@ from gpushift.runbook._model import (
     Step,
     Wait,
 )
-from gpushift.runbook._planner import Context, facts, plan, plan_step, preflight
+from gpushift.runbook._planner import Context, facts, plan, plan_step, preflight, resume_waits
 from gpushift.runbook._snapshot import Judge, Snapshotter, judge, snapshot_of
 from gpushift.runbook._view import View
 
@@ -79,5 +79,6 @@ __all__ = [
     "plan_lines",
     "plan_step",
     "preflight",
+    "resume_waits",
     "snapshot_of",
 ]

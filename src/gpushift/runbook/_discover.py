@@ -230,6 +230,9 @@ def discover(view: View, *, apps: ObjectRef | None) -> tuple[list[Consumer], lis
             workload, {"operator": operator, "pods": [], "resources": set()}
         )
         entry["pods"].append(pod_key(pod))
+        entry["running"] = entry.get("running", 0) + (
+            (pod.get("status") or {}).get("phase") == "Running"
+        )
         entry["resources"].update(gpu_resources(pod))
         entry["claims"] = entry.get("claims", False) or bool(
             (pod.get("spec") or {}).get("resourceClaims")
@@ -250,6 +253,7 @@ def discover(view: View, *, apps: ObjectRef | None) -> tuple[list[Consumer], lis
                 # pods get their GPU through bridging.
                 bridged=op is not None and GPU_RESOURCE in resources,
                 resources=resources,
+                running=int(entry["running"]),
             )
         )
     return consumers, loose

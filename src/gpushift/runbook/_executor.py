@@ -528,6 +528,8 @@ class Executor:
         self.journal: Journal | None = None
         self.lock: Lock | None = None
         self.steps: list[Obj] = []
+        #: Facts a step reports instead of waiting (its plan's note), by step name.
+        self.notes: dict[str, str] = {}
 
     # --- entry -------------------------------------------------------------------------------
 
@@ -683,8 +685,13 @@ class Executor:
             seconds = time.monotonic() - started
             journal.finish_step(name, result, seconds, now_rfc3339())
             self._persist()
-            self.emit(_event("step-finish", name, seconds=round(seconds, 3), result=result))
-            self.steps.append({"name": name, "seconds": round(seconds, 3), "result": result})
+            extra = {"note": self.notes[name]} if self.notes.get(name) else {}
+            self.emit(
+                _event("step-finish", name, seconds=round(seconds, 3), result=result, **extra)
+            )
+            self.steps.append(
+                {"name": name, "seconds": round(seconds, 3), "result": result, **extra}
+            )
         healthy = journal.data.get("healthy", True)
         journal.state = "done" if healthy else "unhealthy"
         outcome.result = journal.state
@@ -741,6 +748,8 @@ class Executor:
         step = plan_step(name, self.cache.view(), self.options, self._context())
         if step.skip and not step.actions:
             return "skipped"
+        if name in ("resume", "resume-bridged") and step.note:
+            self.notes[name] = step.note
         self._actions(step)
         return "done"
 

@@ -244,7 +244,9 @@ class Consumer:
     ``scale`` is the object and field holding the replica count (the workload itself, or the
     operator resource that owns it); ``flux`` the owning HelmRelease/Kustomization, innermost
     first; ``bridged`` a consumer that can only ask for ``nvidia.com/gpu`` (served under DRA
-    through extended-resource bridging, resumed last).
+    through extended-resource bridging, resumed last). ``running`` is how many of its pods
+    were Running when it was found, before the move (None: not recorded, as in journals
+    written before it was); the move waits for no more than that many again.
     """
 
     workload: ObjectRef
@@ -253,6 +255,7 @@ class Consumer:
     flux: tuple[ObjectRef, ...] = ()
     bridged: bool = False
     resources: tuple[str, ...] = ()
+    running: int | None = None
 
     @property
     def top(self) -> ObjectRef:
@@ -268,6 +271,7 @@ class Consumer:
             "pods": list(self.pods),
             "bridged": self.bridged,
             "resources": list(self.resources),
+            "running": self.running,
         }
 
     @classmethod
@@ -281,6 +285,7 @@ class Consumer:
             pods=tuple(str(p) for p in data.get("pods") or ()),
             bridged=bool(data.get("bridged")),
             resources=tuple(str(r) for r in data.get("resources") or ()),
+            running=int(data["running"]) if data.get("running") is not None else None,
         )
 
 

@@ -8,7 +8,7 @@ a resumed run re-plans each step with the values recorded before anything was ch
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -570,20 +570,51 @@ def plan_step(name: str, view: View, options: Options, ctx: Context) -> Step:
             for ch in ctx.recorded.values()
             if ch.step == "suspend" and ch.path == ("spec", "replicas")
         }
-        running = tuple(
-            (c.workload, v if isinstance(v := replicas.get(c.top.key, 1), int) else 1) for c in mine
-        )
-        actions.append(
-            Wait(
-                name,
-                WorkloadsUp(running, shared=to_dra, bridged=bridged),
-                "the consumers run again on the new allocator",
+        running, idle = resume_waits(mine, replicas)
+        if running:
+            actions.append(
+                Wait(
+                    name,
+                    WorkloadsUp(running, shared=to_dra, bridged=bridged),
+                    "the consumers run again on the new allocator",
+                )
             )
-        )
-        return Step(name, tuple(actions))
+        note = ""
+        if idle:
+            note = "not waited for, no pod Running before the move: " + ", ".join(
+                c.workload.key for c in idle
+            )
+        return Step(name, tuple(actions), note=note)
     if name == "verdict":
         return Step(name, note="snapshot the GPU state again and judge it against the first")
     raise ValueError(f"unknown step {name!r}")
+
+
+def resume_waits(
+    consumers: Sequence[Consumer], replicas: Mapping[str, Any]
+) -> tuple[tuple[tuple[ObjectRef, int], ...], tuple[Consumer, ...]]:
+    """(workload, pods to see Running) for each consumer to wait for, and the consumers not
+    waited for.
+
+    A consumer waits for its recorded replica count (``replicas``, keyed by the scaled
+    object's key; 1 when the run did not scale it), but never for more pods than it had
+    Running before the move: one that was Pending then (no room, a missing volume) would
+    hold the step until its timeout for a state it never had. A consumer with no Running pod
+    is not waited for at all; the step's note reports it. Consumers without a recorded
+    Running count (older journals) wait for their replicas, as before.
+    """
+    waits: list[tuple[ObjectRef, int]] = []
+    idle: list[Consumer] = []
+    for c in consumers:
+        value = replicas.get(c.top.key, 1)
+        want = value if isinstance(value, int) else 1
+        if c.running is not None:
+            if c.running == 0:
+                idle.append(c)
+                continue
+            want = min(want, c.running)
+        waits.append((c.workload, want))
+    return tuple(waits), tuple(idle)
 
 
 def predicted(ctx: Context, step: Step) -> Context:

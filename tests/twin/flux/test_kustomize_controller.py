@@ -423,6 +423,36 @@ def test_lenient_apply_skips_unserved_kinds(tmp_path: Path) -> None:
         runner.stop()
 
 
+def test_lenient_root_leaves_an_app_to_its_own_kustomization(tmp_path: Path) -> None:
+    # A partial checkout: apps/ml/app/ks.yaml is there, apps/ml/kustomization.yaml (which
+    # would list it) is not. The root's generated build finds both the ks.yaml and the
+    # directory it applies; the directory is the app Kustomization's alone.
+    store = new_store()
+    clock = VirtualClock(time_scale=200.0)
+    store.clock = clock.now
+    repo = tmp_path / "repo"
+    _write(
+        repo,
+        {
+            "apps/ml/app/ks.yaml": _ks("ml-app", "./apps/ml/app/app", "  targetNamespace: ml\n"),
+            "apps/ml/app/app/kustomization.yaml": "resources:\n  - cm.yaml\n",
+            "apps/ml/app/app/cm.yaml": CM.format(name="a", meta="", data="  k: v\n"),
+            "apps/ml/other/kustomization.yaml": "resources:\n  - cm.yaml\n",
+            "apps/ml/other/cm.yaml": CM.format(name="b", meta="", data="  k: v\n"),
+        },
+    )
+    runner = Flux(store, clock=clock, lenient=True).start()
+    try:
+        bootstrap(store, directory=repo, path="./apps")
+        wait_for(lambda: _cond(store, "ml-app").get("status") == "True")
+        assert _get(store, "ConfigMap", "a", "ml") is not None
+        assert _get(store, "ConfigMap", "a", "default") is None
+        # A directory no Kustomization applies is still the root's.
+        assert _get(store, "ConfigMap", "b", "default") is not None
+    finally:
+        runner.stop()
+
+
 def test_crd_and_its_objects_in_one_kustomization(flux: tuple[Store, Path, VirtualClock]) -> None:
     store, repo, _ = flux
     _write(repo, {"app/widget.yaml": CRD})

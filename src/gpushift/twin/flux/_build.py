@@ -122,6 +122,24 @@ def _sub_kustomizations(directory: Path) -> list[Path]:
     return out
 
 
+def _flux_paths(root: Path, objs: list[Obj]) -> set[Path]:
+    """The directories the Flux Kustomizations among ``objs`` apply.
+
+    In a partial checkout the kustomization files that list each app's ``ks.yaml`` are
+    missing, and the generated build of the root would apply the apps' directories a second
+    time, outside their namespaces; their own Kustomizations apply them, so it skips them.
+    """
+    out: set[Path] = set()
+    for obj in objs:
+        if obj.get("kind") == "Kustomization" and str(obj.get("apiVersion", "")).startswith(
+            "kustomize.toolkit.fluxcd.io/"
+        ):
+            path = (obj.get("spec") or {}).get("path")
+            if isinstance(path, str):
+                out.add((root / path).resolve())
+    return out
+
+
 def build_path(root: Path, path: str, *, revision: str, lenient: bool) -> list[Obj]:
     """The objects of ``path`` (relative to ``root``), as kustomize-controller builds them.
 
@@ -145,7 +163,10 @@ def build_path(root: Path, path: str, *, revision: str, lenient: bool) -> list[O
         out: list[Obj] = []
         for f in _manifests(directory):
             out += [x for x in yaml.load_all(f.read_text(), Loader=_LOADER) if isinstance(x, dict)]
+        applied = _flux_paths(root, out) if lenient else set()
         for sub in _sub_kustomizations(directory):
+            if sub in applied:
+                continue
             out += build_path(
                 root, sub.relative_to(root.resolve()).as_posix(), revision=revision, lenient=lenient
             )
