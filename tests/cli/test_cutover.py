@@ -64,7 +64,7 @@ def test_unreadable_kubeconfig_is_bad_input(
 ) -> None:
     code = main(["cutover", "--to", "dra", "--plan", "--kubeconfig", str(tmp_path / "none")])
     assert code == 2
-    assert "cannot load kubeconfig" in capsys.readouterr().err
+    assert f"{tmp_path / 'none'}: kubeconfig not found" in capsys.readouterr().err
 
 
 def test_unreachable_cluster_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
