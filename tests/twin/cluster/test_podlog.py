@@ -21,7 +21,8 @@ def _plugin_pod(env: Env, node: str) -> Obj:
     for p in env.pods("gpu-operator"):
         if (
             p["metadata"]["name"].startswith("nvidia-device-plugin")
-            and p["spec"]["nodeName"] == node
+            # A pod the DaemonSet controller has just created may not be bound yet.
+            and p["spec"].get("nodeName") == node
         ):
             return p
     raise AssertionError(f"no device plugin pod on {node}")
