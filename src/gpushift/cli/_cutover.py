@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from gpushift._errors import UsageError
+from gpushift.cli._access import Context, Kubeconfig
 
 _HELP = """Move the cluster's GPUs between the device plugin and DRA at the drain boundary.
 
@@ -319,10 +320,6 @@ def _finish(
     return exit_code
 
 
-Kubeconfig = Annotated[
-    Path | None, typer.Option(help="Kubeconfig (default $KUBECONFIG, then ~/.kube/config).")
-]
-Context = Annotated[str | None, typer.Option(help="Kubeconfig context.")]
 Merge = Annotated[str | None, typer.Option(help="Shell command that makes the merge.")]
 Revision = Annotated[str | None, typer.Option(help="Wait for the source to reach this revision.")]
 Source = Annotated[str, typer.Option(help="The GitRepository, NAMESPACE/NAME.")]
