@@ -18,7 +18,6 @@ from gpushift.runbook._executor import (
     Executor,
     Outcome,
     Request,
-    atomic_write,
     plan_json,
     plan_lines,
 )
@@ -66,7 +65,6 @@ __all__ = [
     "View",
     "Wait",
     "WorkloadsUp",
-    "atomic_write",
     "discover",
     "facts",
     "gpu_pods",

@@ -14,7 +14,6 @@ import logging
 import os
 import shlex
 import subprocess
-import tempfile
 import threading
 import time
 import urllib.parse
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gpushift import flux, verdict
+from gpushift._atomic import write_file
 from gpushift._obj import Obj
 from gpushift.kube import Kube, KubeError, ResourceRef
 from gpushift.runbook._discover import discover
@@ -233,22 +233,6 @@ def server_facts(kube: Kube, cache: Cache) -> None:
 # --- journal and lock storage -------------------------------------------------------------------
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so a reader sees the old file or the new, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 class JournalStore:
     """The journal in the ConfigMap (optimistic concurrency) and in the local file."""
 
@@ -337,7 +321,7 @@ class JournalStore:
                 self.version = str(current["metadata"].get("resourceVersion") or "")
         else:
             raise StoppedError("the journal ConfigMap keeps changing under this run")
-        atomic_write(self.path, text + "\n")
+        write_file(self.path, text + "\n")
 
 
 def _alive(pid: int) -> bool:
@@ -734,7 +718,7 @@ class Executor:
             journal.data["before"] = self._snapshot()
             # The whole GpuSnapshot stays beside the local journal: a ConfigMap holds at most
             # 1 MiB, and the verdict judges the move against this file.
-            atomic_write(
+            write_file(
                 self._gpu_snapshot_path(), verdict.dump_snapshot(self._gpu_snapshot()).decode()
             )
             return "done"
