@@ -29,8 +29,8 @@ ISSUE = {
     "-o",
 }
 #: What docs/runbook.md adds: the verdict's Prometheus, the local journal, the long form of
-#: -o.
-DOCUMENTED = {"--prometheus-url", "--journal", "--output"}
+#: -o, and the merge target the preflight checks.
+DOCUMENTED = {"--prometheus-url", "--journal", "--output", "--repo", "--root", "--target"}
 
 
 def _options(name: str) -> set[str]:

@@ -181,6 +181,9 @@ def _run(
     step_timeout: str,
     prometheus_url: str | None,
     journal: Path,
+    repo: Path | None,
+    root: str | None,
+    target: str | None,
     output: str,
 ) -> int:
     from gpushift import kube as k
@@ -198,6 +201,12 @@ def _run(
         raise UsageError(f"--expect-shares must be at least 1, got {expect_shares}")
     if to is not None and to not in ("dra", "device-plugin"):
         raise UsageError("--to: choose dra or device-plugin")
+    if repo is None and (root is not None or target is not None):
+        raise UsageError("--root and --target go with --repo")
+    if repo is not None and (resume or abort):
+        raise UsageError(
+            "--repo checks a new run's target; it does not go with --resume or --abort"
+        )
     timeout = parse_duration(step_timeout)
     options = rb.Options(
         to=to or "dra",  # type: ignore[arg-type]
@@ -208,6 +217,9 @@ def _run(
         expect_shares=expect_shares,
         step_timeout=timeout,
         prometheus_url=prometheus_url,
+        repo=repo,
+        root=root,
+        target=target,
     )
     mode = "plan" if plan_only else "resume" if resume else "abort" if abort else "run"
     tty = sys.stdin.isatty() and sys.stderr.isatty()
@@ -345,6 +357,21 @@ PrometheusUrl = Annotated[
     str | None, typer.Option(help="Prometheus to check dcgm-exporter labels in.")
 ]
 JournalFile = Annotated[Path, typer.Option(help="The local journal file.")]
+Repo = Annotated[
+    Path | None,
+    typer.Option(
+        help="The GitOps repository: the preflight runs gpushift check on the merge target "
+        "and reads its DRA driver chart version."
+    ),
+]
+Root = Annotated[str | None, typer.Option(help="Check only this path of the target tree.")]
+Target = Annotated[
+    str | None,
+    typer.Option(
+        help="What the merge switches to: a directory, or a git revision of --repo "
+        "(default: --repo as checked out)."
+    ),
+]
 Output = Annotated[str, typer.Option("-o", "--output", help="text or json.")]
 _JOURNAL = Path(".gpushift/cutover-journal.json")
 
@@ -367,6 +394,9 @@ def _options(
     step_timeout: StepTimeout = "10m",
     prometheus_url: PrometheusUrl = None,
     journal: JournalFile = _JOURNAL,
+    repo: Repo = None,
+    root: Root = None,
+    target: Target = None,
     output: Output = "text",
 ) -> None:
     """The options cutover and rollback share, in --help's order (only its signature is read)."""

@@ -56,6 +56,7 @@ from gpushift.runbook._model import (
 )
 from gpushift.runbook._planner import Context, facts, plan, plan_step, preflight
 from gpushift.runbook._snapshot import Judge, Snapshotter, judge, snapshot_of, verdict_reasons
+from gpushift.runbook._target import read_target
 from gpushift.runbook._view import KINDS, View
 
 Emit = Callable[[Obj], None]
@@ -544,13 +545,19 @@ class Executor:
                 return self._refused([f"no unfinished cutover journal to {what}"], to=to)
             self.options = options = _options_from(unfinished, options)
             to = options.to
+        # The merge target is read before the cluster is: bad input stops the run at once.
+        target = (
+            read_target(options.repo, root=options.root, target=options.target)
+            if options.repo is not None and self.req.mode in ("run", "plan")
+            else None
+        )
         server_facts(self.kube, self.cache)
         self.cache.ensure()
         run = unfinished.run if unfinished and self.req.mode != "run" else str(uuid.uuid4())
         self.lock = Lock(self.kube, namespace=options.source.namespace, run=run)
         if self.req.mode == "plan":
             view = self.cache.view()
-            the_plan = plan(view, options, Context(token=flux.new_token()))
+            the_plan = plan(view, options, Context(token=flux.new_token()), target=target)
             reasons = list(the_plan.refusals)
             if unfinished is not None:
                 reasons.insert(0, f"an unfinished cutover journal: run {unfinished.run}")
@@ -574,10 +581,11 @@ class Executor:
                 loose=tuple(loose),
                 journal=unfinished.to_json() if unfinished else None,
                 lock=held,
+                target=target,
             )
             if reasons:
                 return self._refused(reasons, to=to)
-            the_plan = plan(view, options, Context(token=flux.new_token()))
+            the_plan = plan(view, options, Context(token=flux.new_token()), target=target)
             if self.req.confirm is not None and not self.req.confirm(the_plan):
                 return self._refused(["not confirmed"], to=to)
             try:
@@ -625,6 +633,9 @@ class Executor:
             expect_shares=shares,
             step_timeout=self.options.step_timeout,
             prometheus_url=self.options.prometheus_url,
+            repo=self.options.repo,
+            root=self.options.root,
+            target=self.options.target,
         )
 
     def _refused(self, reasons: list[str], *, to: str | None = None) -> Outcome:
@@ -960,6 +971,9 @@ def _options_from(journal: Journal, given: Options) -> Options:
         expect_shares=saved.get("expectShares") or given.expect_shares,
         step_timeout=given.step_timeout,
         prometheus_url=given.prometheus_url,
+        repo=given.repo,
+        root=given.root,
+        target=given.target,
     )
 
 
