@@ -272,6 +272,9 @@ def _on_twin(
                 merge=merge_command(gpushift, merge_to, kubeconfig=twin.kubeconfig),
                 journal=work / "cutover-journal.json",
                 step_timeout=options.step_timeout,
+                repo=options.repo,
+                root=options.root,
+                target=merge_to if options.repo is not None else None,
             )
             attempts = run_direction(
                 command,
