@@ -279,3 +279,32 @@ def test_the_plan_says_whether_the_targets_chart_was_checked() -> None:
         f"target: 0.4.0 in {APP}/ocirepository.yaml:11"
     )
     assert checked.refusals[0].startswith(f"{APP}/ocirepository.yaml:11: ")
+
+
+KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "http://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
+
+
+def test_a_bad_target_is_exit_2_before_the_cluster_is_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gpushift.cli import main
+
+    # Nothing listens at the server: a request would end in exit 3, after retries.
+    config = tmp_path / "kubeconfig"
+    config.write_text(KUBECONFIG)
+    repo = _tree(tmp_path / "repo")
+    argv = ["cutover", "--to", "dra", "--plan", "--kubeconfig", str(config), "--repo", str(repo)]
+    assert main([*argv, "--target", "nope"]) == 2
+    assert capsys.readouterr().err == (
+        f"gpushift: error: {repo}: --target 'nope': neither a directory nor a git revision of "
+        "the repository\n"
+    )
+    assert main(["rollback", *argv[3:], "--root", "clusters/x"]) == 2
+    assert "--root: no such directory in the target" in capsys.readouterr().err

@@ -529,6 +529,13 @@ class Executor:
                 self.lock.release()
 
     def _run(self) -> Outcome:
+        # The merge target is read before the cluster is: bad input stops the run at once.
+        given = self.options
+        target = (
+            read_target(given.repo, root=given.root, target=given.target)
+            if given.repo is not None and self.req.mode in ("run", "plan")
+            else None
+        )
         found = self.store.read()
         unfinished = found if found is not None and not found.finished else None
         options = self.options
@@ -545,12 +552,6 @@ class Executor:
                 return self._refused([f"no unfinished cutover journal to {what}"], to=to)
             self.options = options = _options_from(unfinished, options)
             to = options.to
-        # The merge target is read before the cluster is: bad input stops the run at once.
-        target = (
-            read_target(options.repo, root=options.root, target=options.target)
-            if options.repo is not None and self.req.mode in ("run", "plan")
-            else None
-        )
         server_facts(self.kube, self.cache)
         self.cache.ensure()
         run = unfinished.run if unfinished and self.req.mode != "run" else str(uuid.uuid4())
