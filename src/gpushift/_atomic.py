@@ -1,7 +1,7 @@
-"""Writing a rendered tree all at once: a temporary directory next to the target, then a rename.
+"""Writing all at once: a temporary file or directory next to the target, then a rename.
 
-A failure at any point leaves the target as it was (absent, empty, or the old tree), never a
-half-written tree.
+A failure at any point leaves the target as it was (absent, empty, the old file or the old
+tree), never a half-written one.
 """
 
 from __future__ import annotations
@@ -14,6 +14,23 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gpushift._errors import InputError
+
+
+def write_file(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so a reader sees the old file or the new, never half: a
+    temporary file beside it, fsync, then a rename (parent directories are made)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def write_tree(files: Mapping[str, str], out: str | os.PathLike[str], *, force: bool) -> Path:

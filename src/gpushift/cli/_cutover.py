@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import signal
@@ -180,6 +181,9 @@ def _run(
     step_timeout: str,
     prometheus_url: str | None,
     journal: Path,
+    repo: Path | None,
+    root: str | None,
+    target: str | None,
     output: str,
 ) -> int:
     from gpushift import kube as k
@@ -197,6 +201,12 @@ def _run(
         raise UsageError(f"--expect-shares must be at least 1, got {expect_shares}")
     if to is not None and to not in ("dra", "device-plugin"):
         raise UsageError("--to: choose dra or device-plugin")
+    if repo is None and (root is not None or target is not None):
+        raise UsageError("--root and --target go with --repo")
+    if repo is not None and (resume or abort):
+        raise UsageError(
+            "--repo checks a new run's target; it does not go with --resume or --abort"
+        )
     timeout = parse_duration(step_timeout)
     options = rb.Options(
         to=to or "dra",  # type: ignore[arg-type]
@@ -207,6 +217,9 @@ def _run(
         expect_shares=expect_shares,
         step_timeout=timeout,
         prometheus_url=prometheus_url,
+        repo=repo,
+        root=root,
+        target=target,
     )
     mode = "plan" if plan_only else "resume" if resume else "abort" if abort else "run"
     tty = sys.stdin.isatty() and sys.stderr.isatty()
@@ -344,94 +357,77 @@ PrometheusUrl = Annotated[
     str | None, typer.Option(help="Prometheus to check dcgm-exporter labels in.")
 ]
 JournalFile = Annotated[Path, typer.Option(help="The local journal file.")]
+Repo = Annotated[
+    Path | None,
+    typer.Option(
+        help="The GitOps repository: the preflight runs gpushift check on the merge target "
+        "and reads its DRA driver chart version."
+    ),
+]
+Root = Annotated[str | None, typer.Option(help="Check only this path of the target tree.")]
+Target = Annotated[
+    str | None,
+    typer.Option(
+        help="What the merge switches to: a directory, or a git revision of --repo "
+        "(default: --repo as checked out)."
+    ),
+]
 Output = Annotated[str, typer.Option("-o", "--output", help="text or json.")]
 _JOURNAL = Path(".gpushift/cutover-journal.json")
+
+
+To = Annotated[str | None, typer.Option(help="The allocator to move to: dra or device-plugin.")]
+
+
+def _options(
+    kubeconfig: Kubeconfig = None,
+    context: Context = None,
+    merge: Merge = None,
+    revision: Revision = None,
+    source: Source = "flux-system/flux-system",
+    apps: Apps = None,
+    expect_shares: Shares = None,
+    plan_only: PlanOnly = False,
+    yes: Yes = False,
+    resume: Resume = False,
+    abort: Abort = False,
+    step_timeout: StepTimeout = "10m",
+    prometheus_url: PrometheusUrl = None,
+    journal: JournalFile = _JOURNAL,
+    repo: Repo = None,
+    root: Root = None,
+    target: Target = None,
+    output: Output = "text",
+) -> None:
+    """The options cutover and rollback share, in --help's order (only its signature is read)."""
+
+
+def _with_options(command: Callable[..., None]) -> Callable[..., None]:
+    """Give ``command`` (its own options, then ``**options``) the shared options after its own,
+    as typer reads them: its signature and annotations."""
+    shared = inspect.signature(_options, eval_str=True).parameters.values()
+    own = [
+        p
+        for p in inspect.signature(command, eval_str=True).parameters.values()
+        if p.kind is not inspect.Parameter.VAR_KEYWORD
+    ]
+    params = [*own, *shared]
+    command.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+    return command
 
 
 def register(app: typer.Typer) -> None:
     """Add `cutover` and `rollback` to the CLI."""
 
     @app.command("cutover", help=_HELP, epilog=_EPILOG)
-    def cutover(
-        to: Annotated[
-            str | None, typer.Option(help="The allocator to move to: dra or device-plugin.")
-        ] = None,
-        kubeconfig: Kubeconfig = None,
-        context: Context = None,
-        merge: Merge = None,
-        revision: Revision = None,
-        source: Source = "flux-system/flux-system",
-        apps: Apps = None,
-        expect_shares: Shares = None,
-        plan_only: PlanOnly = False,
-        yes: Yes = False,
-        resume: Resume = False,
-        abort: Abort = False,
-        step_timeout: StepTimeout = "10m",
-        prometheus_url: PrometheusUrl = None,
-        journal: JournalFile = _JOURNAL,
-        output: Output = "text",
-    ) -> None:
-        if to is None and not (resume or abort):
+    @_with_options
+    def cutover(to: To = None, **options: Any) -> None:
+        if to is None and not (options["resume"] or options["abort"]):
             raise UsageError("--to: choose dra or device-plugin")
-        raise typer.Exit(
-            _run(
-                to=to,
-                rollback=False,
-                kubeconfig=kubeconfig,
-                context=context,
-                merge=merge,
-                revision=revision,
-                source=source,
-                apps=apps,
-                expect_shares=expect_shares,
-                plan_only=plan_only,
-                yes=yes,
-                resume=resume,
-                abort=abort,
-                step_timeout=step_timeout,
-                prometheus_url=prometheus_url,
-                journal=journal,
-                output=output,
-            )
-        )
+        raise typer.Exit(_run(to=to, rollback=False, **options))
 
     @app.command("rollback", help=_ROLLBACK_HELP, epilog=_EPILOG)
-    def rollback(
-        kubeconfig: Kubeconfig = None,
-        context: Context = None,
-        merge: Merge = None,
-        revision: Revision = None,
-        source: Source = "flux-system/flux-system",
-        apps: Apps = None,
-        expect_shares: Shares = None,
-        plan_only: PlanOnly = False,
-        yes: Yes = False,
-        resume: Resume = False,
-        abort: Abort = False,
-        step_timeout: StepTimeout = "10m",
-        prometheus_url: PrometheusUrl = None,
-        journal: JournalFile = _JOURNAL,
-        output: Output = "text",
-    ) -> None:
-        raise typer.Exit(
-            _run(
-                to=None,
-                rollback=True,
-                kubeconfig=kubeconfig,
-                context=context,
-                merge=merge,
-                revision=revision,
-                source=source,
-                apps=apps,
-                expect_shares=expect_shares,
-                plan_only=plan_only,
-                yes=yes,
-                resume=resume,
-                abort=abort,
-                step_timeout=step_timeout,
-                prometheus_url=prometheus_url,
-                journal=journal,
-                output=output,
-            )
-        )
+    @_with_options
+    def rollback(**options: Any) -> None:
+        raise typer.Exit(_run(to=None, rollback=True, **options))

@@ -26,8 +26,7 @@ one self-contained HTML page: the timeline chart and a per-card map before and a
 
 _EPILOG = (
     "Exit codes: 0 both moves done and no invariant violation; 1 a violation, or a move not "
-    "done; 2 bad input; 3 the twin did not start or settle; 4 this gpushift has no cutover "
-    "command."
+    "done; 2 bad input; 3 the twin did not start or settle."
 )
 
 
@@ -94,9 +93,6 @@ def register(app: typer.Typer) -> None:
         )
         try:
             result = r.rehearse(options, progress=r.Progress(enabled=True))
-        except r.RehearseUnavailableError as err:
-            print(f"gpushift: error: {err}", file=sys.stderr)
-            raise typer.Exit(4) from None
         except r.TwinStartError as err:
             print(f"gpushift: error: {err}", file=sys.stderr)
             raise typer.Exit(3) from None

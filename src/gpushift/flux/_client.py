@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from gpushift._obj import Obj
-from gpushift.flux._status import REQUESTED_AT
+from gpushift.flux._status import REQUESTED_AT, ready, ready_condition
 from gpushift.kube import Kube, KubeError, ResourceRef
 
 #: fluxcd/pkg apis/meta ReconcileRequestAnnotation.
@@ -53,13 +53,6 @@ def request_reconcile(
     return token
 
 
-def _ready_condition(obj: Obj) -> Obj:
-    for cond in (obj.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Ready":
-            return dict(cond)
-    return {}
-
-
 def revision(obj: Obj) -> str:
     """The revision an object is at: a source's ``status.artifact.revision``, a
     Kustomization's ``status.lastAppliedRevision``, a HelmRelease's
@@ -75,26 +68,23 @@ def revision(obj: Obj) -> str:
 
 
 def object_ready(obj: Obj, *, at_revision: str | None = None) -> tuple[bool, str]:
-    """``isObjectReady`` of flux2 readiness.go, plus an optional revision: Ready=True for the
-    current generation (``observedGeneration`` current), at ``at_revision`` when given.
+    """``isObjectReady`` of flux2 readiness.go, plus an optional revision: :func:`ready`
+    once the controller has reconciled the object at all, at ``at_revision`` when given.
     Returns (ready, why not or the Ready message)."""
-    meta = obj.get("metadata") or {}
-    status = obj.get("status") or {}
-    generation = int(meta.get("generation") or 0)
-    observed = int(status.get("observedGeneration") or 0)
-    if observed < 1:
+    if int((obj.get("status") or {}).get("observedGeneration") or 0) < 1:
         return False, "not reconciled yet"
-    cond = _ready_condition(obj)
-    if not cond:
+    cond, current = ready_condition(obj)
+    if cond is None:
         return False, "no Ready condition"
-    cond_gen = int(cond.get("observedGeneration") or 0)
-    if (cond_gen or observed) != generation:
+    if not current:
+        generation = int((obj.get("metadata") or {}).get("generation") or 1)
         return False, f"generation {generation} not observed yet"
-    if cond.get("status") != "True":
-        return False, f"Ready={cond.get('status')}: {cond.get('message') or cond.get('reason')}"
+    ok, message = ready(obj)
+    if not ok:
+        return False, f"Ready={cond.get('status')}: {message or cond.get('reason')}"
     if at_revision is not None and revision(obj) != at_revision:
         return False, f"at {revision(obj) or 'no revision'}, not {at_revision}"
-    return True, str(cond.get("message") or "Ready")
+    return True, message or "Ready"
 
 
 def handled(obj: Obj, token: str, *, at_revision: str | None = None) -> tuple[bool, str]:
@@ -141,7 +131,8 @@ def reconcile_and_wait(
             obj["metadata"].get("generation") or 0
         )
         handled_now = status.get("lastHandledReconcileAt") == token and current
-        if not ok and handled_now and _ready_condition(obj).get("status") == "False":
+        cond, _ = ready_condition(obj)
+        if not ok and handled_now and (cond or {}).get("status") == "False":
             raise KubeError(
                 f"{ref.describe(name, namespace)}: reconciliation failed: {why}", reason="Failed"
             )

@@ -97,16 +97,27 @@ def drop_condition(status: Obj, type_: str) -> None:
     status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") != type_]
 
 
-def ready(obj: Obj) -> tuple[bool, str]:
-    """Whether a Flux object is Ready at its current generation, and its Ready message."""
+def ready_condition(obj: Obj) -> tuple[Obj | None, bool]:
+    """The Ready condition of a Flux object (None: it has none) and whether it is for the
+    current generation: its own ``observedGeneration``, else the status', equals
+    ``metadata.generation``."""
     meta = obj.get("metadata") or {}
     st = _d(obj.get("status"))
     gen = int(meta.get("generation") or 1)
     for c in st.get("conditions") or []:
         if c.get("type") == "Ready":
             current = int(c.get("observedGeneration") or st.get("observedGeneration") or 0) == gen
-            return c.get("status") == "True" and current, str(c.get("message", ""))
-    return False, ""
+            return dict(c), current
+    return None, False
+
+
+def ready(obj: Obj) -> tuple[bool, str]:
+    """Whether a Flux object is Ready at its current generation, and its Ready message
+    (what the controllers read; ``object_ready`` adds the flux CLI's reasons and revision)."""
+    cond, current = ready_condition(obj)
+    if cond is None:
+        return False, ""
+    return cond.get("status") == "True" and current, str(cond.get("message", ""))
 
 
 def kstatus(obj: Obj) -> str:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gpushift import _yaml
 from gpushift._errors import InputError
-from gpushift.gitops import FluxKustomization, HelmRelease, Repo
+from gpushift.gitops import FluxKustomization, HelmRelease, Repo, RuntimeClass
 from gpushift.migrate._plan import ABSENT, Edit, EditOp, Keys, NewFile, Plan, RemovedFile
 
 #: ``keep`` (the old replica count), N shares, ``memory`` or ``unlimited``.
@@ -168,6 +168,53 @@ def flux_apps(prefix: str, apps: str) -> str:
     return out
 
 
+def flux_source(ks: FluxKustomization) -> tuple[str, str, str]:
+    """``(kind, name, namespace)`` of the source ``ks`` reads: its ``sourceRef``, else the
+    GitRepository flux-system in its own namespace."""
+    spec = ks.obj.body.get("spec")
+    ref = spec.get("sourceRef") if isinstance(spec, dict) else None
+    ref = ref if isinstance(ref, dict) else {}
+    return (
+        str(ref.get("kind") or "GitRepository"),
+        str(ref.get("name") or "flux-system"),
+        str(ref.get("namespace") or ks.namespace),
+    )
+
+
+def runtime_classes_in(repo: Repo, directory: str) -> Iterator[RuntimeClass]:
+    """The RuntimeClasses written as manifests (not rendered by a chart) in files below
+    ``directory``."""
+    for rc in repo.runtime_classes:
+        if rc.rendered_by is None and rc.source.path.startswith(directory + "/"):
+            yield rc
+
+
+def release_dependents(repo: Repo, hr: HelmRelease) -> Iterator[tuple[HelmRelease, int]]:
+    """``(release, i)`` for each HelmRelease whose ``spec.dependsOn[i]`` names ``hr`` (its
+    namespace defaults to the dependent's own, as helm-controller reads it)."""
+    for other in repo.helm_releases:
+        spec = other.obj.body.get("spec")
+        deps = spec.get("dependsOn") if isinstance(spec, dict) else None
+        for i, dep in enumerate(deps or []):
+            if (
+                isinstance(dep, dict)
+                and dep.get("name") == hr.name
+                and (dep.get("namespace") or other.namespace) == hr.namespace
+            ):
+                yield other, i
+
+
+def kustomization_dependents(
+    repo: Repo, ks: FluxKustomization
+) -> Iterator[tuple[FluxKustomization, int]]:
+    """``(kustomization, i)`` for each Flux Kustomization whose ``spec.dependsOn[i]`` names
+    ``ks``."""
+    for other in repo.kustomizations:
+        for i, dep in enumerate(other.depends_on):
+            if dep.name == ks.name and dep.namespace == ks.namespace:
+                yield other, i
+
+
 def under(files: frozenset[str], directory: str) -> list[str]:
     """Files below ``directory``, sorted."""
     prefix = directory.rstrip("/") + "/"
@@ -228,8 +275,12 @@ __all__ = [
     "app_dir",
     "flux_apps",
     "flux_prefix",
+    "flux_source",
     "inline_only",
+    "kustomization_dependents",
     "note_errors",
     "plain_dict",
+    "release_dependents",
+    "runtime_classes_in",
     "under",
 ]

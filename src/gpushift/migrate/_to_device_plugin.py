@@ -30,9 +30,13 @@ from gpushift.migrate._common import (
     app_dir,
     flux_apps,
     flux_prefix,
+    flux_source,
     inline_only,
+    kustomization_dependents,
     note_errors,
     plain_dict,
+    release_dependents,
+    runtime_classes_in,
     under,
 )
 from gpushift.migrate._plan import ABSENT, Plan
@@ -107,7 +111,7 @@ def plan_to_device_plugin(
             gpu_ns=gpu_ns,
             replicas=replicas,
             moved=moved,
-            source=_flux_source(ks),
+            source=flux_source(ks),
         )
         _redirect(b, repo, dra, ks, release=plugin_release, kustomization=plugin_ks)
 
@@ -149,24 +153,11 @@ def _replicas(mode: str, replicas: int | None, options: Options, dra: HelmReleas
     return None
 
 
-def _flux_source(ks: FluxKustomization) -> tuple[str, str, str]:
-    spec = ks.obj.body.get("spec")
-    ref = spec.get("sourceRef") if isinstance(spec, dict) else None
-    ref = ref if isinstance(ref, dict) else {}
-    return (
-        str(ref.get("kind") or "GitRepository"),
-        str(ref.get("name") or "flux-system"),
-        str(ref.get("namespace") or ks.namespace),
-    )
-
-
 def _runtime_class_files(b: Builder, repo: Repo, directory: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for rc in repo.runtime_classes:
-        path = rc.source.path
-        if rc.rendered_by is None and path.startswith(directory + "/"):
-            out[posixpath.basename(path)] = b.texts[path]
-    return out
+    return {
+        posixpath.basename(rc.source.path): b.texts[rc.source.path]
+        for rc in runtime_classes_in(repo, directory)
+    }
 
 
 def _operator(
@@ -348,40 +339,30 @@ def _redirect(
     kustomization: str | None,
 ) -> None:
     """What waited for the DRA driver waits for the device plugin again."""
-    for other in repo.helm_releases:
-        spec = other.obj.body.get("spec")
-        deps = spec.get("dependsOn") if isinstance(spec, dict) else None
-        for i, dep in enumerate(deps or []):
-            if (
-                isinstance(dep, dict)
-                and dep.get("name") == dra.name
-                and (dep.get("namespace") or other.namespace) == dra.namespace
-            ):
-                b.edit(
-                    other.source.path,
-                    other.source.doc,
-                    ("spec", "dependsOn", i, "name"),
-                    "set",
-                    old=dra.name,
-                    new=release,
-                    reason="the DRA driver release it waited for is gone",
-                )
+    for other, i in release_dependents(repo, dra):
+        b.edit(
+            other.source.path,
+            other.source.doc,
+            ("spec", "dependsOn", i, "name"),
+            "set",
+            old=dra.name,
+            new=release,
+            reason="the DRA driver release it waited for is gone",
+        )
     if kustomization is None:
         return
-    for other_ks in repo.kustomizations:
-        for i, kdep in enumerate(other_ks.depends_on):
-            if kdep.name == ks.name and kdep.namespace == ks.namespace and other_ks is not ks:
-                if posixpath.basename(app_dir(other_ks)) == _shapes.CLAIM_TEMPLATES_APP:
-                    continue
-                b.edit(
-                    other_ks.source.path,
-                    other_ks.source.doc,
-                    ("spec", "dependsOn", i, "name"),
-                    "set",
-                    old=ks.name,
-                    new=kustomization,
-                    reason="the DRA driver Kustomization it waited for is gone",
-                )
+    for other_ks, i in kustomization_dependents(repo, ks):
+        if other_ks is ks or posixpath.basename(app_dir(other_ks)) == _shapes.CLAIM_TEMPLATES_APP:
+            continue
+        b.edit(
+            other_ks.source.path,
+            other_ks.source.doc,
+            ("spec", "dependsOn", i, "name"),
+            "set",
+            old=ks.name,
+            new=kustomization,
+            reason="the DRA driver Kustomization it waited for is gone",
+        )
 
 
 def _consumer(b: Builder, repo: Repo, c: Consumer, *, template: str) -> None:

@@ -29,9 +29,13 @@ from gpushift.migrate._common import (
     app_dir,
     flux_apps,
     flux_prefix,
+    flux_source,
     inline_only,
+    kustomization_dependents,
     note_errors,
     plain_dict,
+    release_dependents,
+    runtime_classes_in,
     under,
 )
 from gpushift.migrate._plan import ABSENT, Plan
@@ -104,7 +108,7 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
     shares: Any = options.sharing
     if shares == "keep":
         shares = replicas if replicas else "exclusive"
-    source = _flux_source(ks)
+    source = flux_source(ks)
     layout = _shapes.Layout(
         apps=fapps,
         gpu_namespace=gpu_ns,
@@ -256,10 +260,8 @@ def _runtime_classes(b: Builder, repo: Repo, ks: FluxKustomization) -> dict[str,
     still need them, so they move to the DRA driver app."""
     directory = ks.directory or app_dir(ks) + "/app"
     out: dict[str, str] = {}
-    for rc in repo.runtime_classes:
+    for rc in runtime_classes_in(repo, directory):
         path = rc.source.path
-        if rc.rendered_by is not None or not path.startswith(directory + "/"):
-            continue
         docs = [d for d in b.docs(path) if d is not None]
         if all(isinstance(d, dict) and d.get("kind") == "RuntimeClass" for d in docs):
             out[posixpath.basename(path)] = b.texts[path]
@@ -269,17 +271,6 @@ def _runtime_classes(b: Builder, repo: Repo, ks: FluxKustomization) -> dict[str,
                 "device plugin; move it out before that file is deleted"
             )
     return out
-
-
-def _flux_source(ks: FluxKustomization) -> tuple[str, str, str]:
-    spec = ks.obj.body.get("spec")
-    ref = spec.get("sourceRef") if isinstance(spec, dict) else None
-    ref = ref if isinstance(ref, dict) else {}
-    return (
-        str(ref.get("kind") or "GitRepository"),
-        str(ref.get("name") or "flux-system"),
-        str(ref.get("namespace") or ks.namespace),
-    )
 
 
 # -- the old stack -------------------------------------------------------------------------------
@@ -465,35 +456,26 @@ def _standalone(
         for f in [ks.source.path, *under(b.files, ks.directory or app + "/app")]:
             b.remove_file(f, "the standalone device plugin is removed")
     # Whatever waited for the device plugin waits for the DRA driver instead.
-    for other in repo.helm_releases:
-        deps = other.obj.body.get("spec", {}).get("dependsOn") or []
-        for i, dep in enumerate(deps):
-            if (
-                isinstance(dep, dict)
-                and dep.get("name") == hr.name
-                and (dep.get("namespace") or other.namespace) == hr.namespace
-            ):
-                b.edit(
-                    other.source.path,
-                    other.source.doc,
-                    ("spec", "dependsOn", i, "name"),
-                    "set",
-                    old=hr.name,
-                    new=_shapes.DRA_APP,
-                    reason="the device plugin release it waited for is gone",
-                )
-    for other_ks in repo.kustomizations:
-        for i, kdep in enumerate(other_ks.depends_on):
-            if kdep.name == ks.name and kdep.namespace == ks.namespace:
-                b.edit(
-                    other_ks.source.path,
-                    other_ks.source.doc,
-                    ("spec", "dependsOn", i, "name"),
-                    "set",
-                    old=ks.name,
-                    new=_shapes.DRA_APP,
-                    reason="the device plugin Kustomization it waited for is gone",
-                )
+    for other, i in release_dependents(repo, hr):
+        b.edit(
+            other.source.path,
+            other.source.doc,
+            ("spec", "dependsOn", i, "name"),
+            "set",
+            old=hr.name,
+            new=_shapes.DRA_APP,
+            reason="the device plugin release it waited for is gone",
+        )
+    for other_ks, i in kustomization_dependents(repo, ks):
+        b.edit(
+            other_ks.source.path,
+            other_ks.source.doc,
+            ("spec", "dependsOn", i, "name"),
+            "set",
+            old=ks.name,
+            new=_shapes.DRA_APP,
+            reason="the device plugin Kustomization it waited for is gone",
+        )
 
 
 # -- consumers -----------------------------------------------------------------------------------

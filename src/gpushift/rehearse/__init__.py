@@ -32,7 +32,6 @@ from gpushift.rehearse._run import (
     DEFAULT_NODES,
     Rehearsal,
     RehearseOptions,
-    RehearseUnavailableError,
     rehearse,
 )
 from gpushift.rehearse._sampler import Sample, Sampler, allocatable_gpus, is_gpu_pod
@@ -57,7 +56,6 @@ __all__ = [
     "Progress",
     "Rehearsal",
     "RehearseOptions",
-    "RehearseUnavailableError",
     "RunRecord",
     "Sample",
     "Sampler",

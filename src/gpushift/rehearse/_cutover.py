@@ -24,13 +24,21 @@ from gpushift.rehearse._events import Attempt, KillPoint, parse_line
 
 @dataclass(frozen=True, slots=True)
 class CutoverCommand:
-    """How to run one direction: the gpushift command, the twin's kubeconfig, the merge."""
+    """How to run one direction: the gpushift command, the twin's kubeconfig, the merge.
+
+    With ``repo`` (a ``--repo`` rehearsal) a new run's preflight checks ``target``, the tree
+    the merge switches to, as ``gpushift cutover --repo R [--root P] --target T``; a
+    ``--resume`` does not run the preflight again.
+    """
 
     gpushift: tuple[str, ...]
     kubeconfig: Path
     merge: str
     journal: Path
     step_timeout: str = "10m"
+    repo: Path | None = None
+    root: str | None = None
+    target: str | None = None
 
     def argv(self, to: str, *, resume: bool) -> list[str]:
         """``gpushift cutover --to dra …`` (``rollback …`` for the way back)."""
@@ -50,7 +58,13 @@ class CutoverCommand:
             "-o",
             "json",
         ]
-        return [*out, "--resume"] if resume else out
+        if resume:
+            return [*out, "--resume"]
+        if self.repo is not None:
+            out += ["--repo", str(self.repo)]
+            out += ["--root", self.root] if self.root else []
+            out += ["--target", self.target] if self.target else []
+        return out
 
 
 def merge_command(gpushift: Sequence[str], target: str, *, kubeconfig: Path) -> str:

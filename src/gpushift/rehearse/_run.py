@@ -43,10 +43,6 @@ nodes:
 """
 
 
-class RehearseUnavailableError(Exception):
-    """The rehearsal cannot run here (``gpushift cutover`` is missing); the message says so."""
-
-
 @dataclass(frozen=True, slots=True)
 class RehearseOptions:
     """What to rehearse on and how (see ``gpushift rehearse --help``)."""
@@ -194,14 +190,11 @@ def rehearse(
 
     Raises:
         UsageError/InputError: bad options (before anything starts).
-        RehearseUnavailableError: this gpushift has no ``cutover`` command.
         TwinStartError: the twin did not start or settle.
     """
     options.validate()
     gpushift = gpushift_argv()
     progress = progress or Progress(enabled=False)
-    if not command_available([*gpushift, "cutover"]):
-        raise RehearseUnavailableError("this gpushift has no `cutover` command to rehearse")
     with tempfile.TemporaryDirectory(prefix="gpushift-rehearse-") as tmp:
         work = workdir or Path(tmp)
         try:
@@ -279,6 +272,9 @@ def _on_twin(
                 merge=merge_command(gpushift, merge_to, kubeconfig=twin.kubeconfig),
                 journal=work / "cutover-journal.json",
                 step_timeout=options.step_timeout,
+                repo=options.repo,
+                root=options.root,
+                target=merge_to if options.repo is not None else None,
             )
             attempts = run_direction(
                 command,

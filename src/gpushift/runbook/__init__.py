@@ -18,7 +18,6 @@ from gpushift.runbook._executor import (
     Executor,
     Outcome,
     Request,
-    atomic_write,
     plan_json,
     plan_lines,
 )
@@ -37,6 +36,7 @@ from gpushift.runbook._model import (
 )
 from gpushift.runbook._planner import Context, facts, plan, plan_step, preflight, resume_waits
 from gpushift.runbook._snapshot import Judge, Snapshotter, judge, snapshot_of
+from gpushift.runbook._target import DriverChart, Target, older_than, read_target
 from gpushift.runbook._view import View
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "Consumer",
     "Context",
     "Direction",
+    "DriverChart",
     "Executor",
     "Journal",
     "Judge",
@@ -63,10 +64,10 @@ __all__ = [
     "Request",
     "Snapshotter",
     "Step",
+    "Target",
     "View",
     "Wait",
     "WorkloadsUp",
-    "atomic_write",
     "discover",
     "facts",
     "gpu_pods",
@@ -74,11 +75,13 @@ __all__ = [
     "is_agent",
     "judge",
     "judge_lease",
+    "older_than",
     "plan",
     "plan_json",
     "plan_lines",
     "plan_step",
     "preflight",
+    "read_target",
     "resume_waits",
     "snapshot_of",
 ]

@@ -14,7 +14,6 @@ import logging
 import os
 import shlex
 import subprocess
-import tempfile
 import threading
 import time
 import urllib.parse
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gpushift import flux, verdict
+from gpushift._atomic import write_file
 from gpushift._obj import Obj
 from gpushift.kube import Kube, KubeError, ResourceRef
 from gpushift.runbook._discover import discover
@@ -56,6 +56,7 @@ from gpushift.runbook._model import (
 )
 from gpushift.runbook._planner import Context, facts, plan, plan_step, preflight
 from gpushift.runbook._snapshot import Judge, Snapshotter, judge, snapshot_of, verdict_reasons
+from gpushift.runbook._target import read_target
 from gpushift.runbook._view import KINDS, View
 
 Emit = Callable[[Obj], None]
@@ -233,22 +234,6 @@ def server_facts(kube: Kube, cache: Cache) -> None:
 # --- journal and lock storage -------------------------------------------------------------------
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so a reader sees the old file or the new, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 class JournalStore:
     """The journal in the ConfigMap (optimistic concurrency) and in the local file."""
 
@@ -337,7 +322,7 @@ class JournalStore:
                 self.version = str(current["metadata"].get("resourceVersion") or "")
         else:
             raise StoppedError("the journal ConfigMap keeps changing under this run")
-        atomic_write(self.path, text + "\n")
+        write_file(self.path, text + "\n")
 
 
 def _alive(pid: int) -> bool:
@@ -544,6 +529,13 @@ class Executor:
                 self.lock.release()
 
     def _run(self) -> Outcome:
+        # The merge target is read before the cluster is: bad input stops the run at once.
+        given = self.options
+        target = (
+            read_target(given.repo, root=given.root, target=given.target)
+            if given.repo is not None and self.req.mode in ("run", "plan")
+            else None
+        )
         found = self.store.read()
         unfinished = found if found is not None and not found.finished else None
         options = self.options
@@ -566,7 +558,7 @@ class Executor:
         self.lock = Lock(self.kube, namespace=options.source.namespace, run=run)
         if self.req.mode == "plan":
             view = self.cache.view()
-            the_plan = plan(view, options, Context(token=flux.new_token()))
+            the_plan = plan(view, options, Context(token=flux.new_token()), target=target)
             reasons = list(the_plan.refusals)
             if unfinished is not None:
                 reasons.insert(0, f"an unfinished cutover journal: run {unfinished.run}")
@@ -590,10 +582,11 @@ class Executor:
                 loose=tuple(loose),
                 journal=unfinished.to_json() if unfinished else None,
                 lock=held,
+                target=target,
             )
             if reasons:
                 return self._refused(reasons, to=to)
-            the_plan = plan(view, options, Context(token=flux.new_token()))
+            the_plan = plan(view, options, Context(token=flux.new_token()), target=target)
             if self.req.confirm is not None and not self.req.confirm(the_plan):
                 return self._refused(["not confirmed"], to=to)
             try:
@@ -641,6 +634,9 @@ class Executor:
             expect_shares=shares,
             step_timeout=self.options.step_timeout,
             prometheus_url=self.options.prometheus_url,
+            repo=self.options.repo,
+            root=self.options.root,
+            target=self.options.target,
         )
 
     def _refused(self, reasons: list[str], *, to: str | None = None) -> Outcome:
@@ -734,7 +730,7 @@ class Executor:
             journal.data["before"] = self._snapshot()
             # The whole GpuSnapshot stays beside the local journal: a ConfigMap holds at most
             # 1 MiB, and the verdict judges the move against this file.
-            atomic_write(
+            write_file(
                 self._gpu_snapshot_path(), verdict.dump_snapshot(self._gpu_snapshot()).decode()
             )
             return "done"
@@ -976,6 +972,9 @@ def _options_from(journal: Journal, given: Options) -> Options:
         expect_shares=saved.get("expectShares") or given.expect_shares,
         step_timeout=given.step_timeout,
         prometheus_url=given.prometheus_url,
+        repo=given.repo,
+        root=given.root,
+        target=given.target,
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from gpushift._kinds import lookup
@@ -291,7 +292,12 @@ class Consumer:
 
 @dataclass(frozen=True, slots=True)
 class Options:
-    """What the operator asked for."""
+    """What the operator asked for.
+
+    ``repo`` (with ``root`` below it) is the user's repository and ``target`` what the merge
+    switches to, a directory or a git revision of ``repo`` (None: ``repo`` as checked out);
+    with ``repo`` the preflight checks that tree (docs/runbook.md).
+    """
 
     to: Direction
     source: ObjectRef = ObjectRef(
@@ -303,6 +309,9 @@ class Options:
     expect_shares: int | None = None
     step_timeout: float = 600.0
     prometheus_url: str | None = None
+    repo: Path | None = None
+    root: str | None = None
+    target: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ from gpushift.runbook._model import (
     Wait,
     field_value,
 )
+from gpushift.runbook._target import Target, older_than
 from gpushift.runbook._view import View, api_version_of
 
 #: DRA extended-resource bridging (KEP-5004, DeviceClass ``extendedResourceName``) exists from
@@ -48,6 +49,7 @@ from gpushift.runbook._view import View, api_version_of
 MIN_BRIDGING = (1, 34)
 #: dra-driver-nvidia-gpu 0.5 is the first release with consumable shares.
 MIN_DRIVER_FOR_SHARES = (0, 5)
+_MIN_DRIVER = (0, 5, 0)
 _PSA_FORBIDS_PRIVILEGED = {"baseline", "restricted"}
 DEFAULT_APPS = ObjectRef(
     api_version_of("Kustomization"), "Kustomization", "flux-system", "cluster-apps"
@@ -235,11 +237,14 @@ def preflight(
     loose: tuple[str, ...] = (),
     journal: Mapping[str, Any] | None = None,
     lock: str | None = None,
+    target: Target | None = None,
 ) -> list[str]:
     """Every reason to refuse the run, at once (empty: go).
 
     ``journal`` is the unfinished journal found (None: none or finished); ``lock`` the
-    refusal of the Lease (holder and renewTime), if another run holds it.
+    refusal of the Lease (holder and renewTime), if another run holds it; ``target`` the
+    merge target read from ``--repo`` (None: not given): each error finding of ``gpushift
+    check`` there refuses, and its DRA driver chart stands for the deployed release's.
     """
     reasons: list[str] = []
     if journal is not None:
@@ -291,7 +296,9 @@ def preflight(
                 f"{MIN_BRIDGING[0]}.{MIN_BRIDGING[1]}"
             )
         shares = options.expect_shares or 0
-        chart = _driver_chart_version(view)
+        chart = _driver_chart_version(view) if target is None else None
+        if target is not None and shares != 1:
+            reasons.extend(_target_driver_reasons(target))
         if chart is not None and chart[1] and shares != 1:
             have = _version_tuple(chart[1])
             if have and have < MIN_DRIVER_FOR_SHARES:
@@ -321,6 +328,8 @@ def preflight(
             reasons.append("the cluster already allocates its GPUs through the device plugin")
     if not [n for n in view.all("Node") if _is_gpu_node(n, view)]:
         reasons.append("no GPU node found (nvidia.com/gpu.present, allocatable or DRA slices)")
+    if target is not None:
+        reasons.extend(_target_check_reasons(target))
     for ns in _driver_namespaces(view):
         obj = view.get("Namespace", "", ns)
         level = str(_labels(obj).get("pod-security.kubernetes.io/enforce") or "")
@@ -331,6 +340,54 @@ def preflight(
                 "privileged)"
             )
     return reasons
+
+
+def _target_check_reasons(target: Target) -> list[str]:
+    """One reason per error finding of ``gpushift check`` at the target."""
+    out = []
+    for f in target.errors:
+        where = f"{f.path}:{f.line}" if f.line else f.path
+        out.append(
+            f"gpushift check finds an error at the target: {f.rule} in {where} ({f.object}): "
+            f"{f.message}"
+        )
+    return out
+
+
+def _target_driver_reasons(target: Target) -> list[str]:
+    """A reason per DRA driver release at the target whose chart is older than 0.5."""
+    out = []
+    for d in target.drivers:
+        if older_than(d.version, _MIN_DRIVER) is True:
+            out.append(
+                f"{d.file}: {d.release} at the target installs dra-driver-nvidia-gpu "
+                f"{d.version}: consumable shares need 0.5.0 or later"
+            )
+    return out
+
+
+def preflight_note(options: Options, target: Target | None) -> str:
+    """What the preflight step reads, for the plan: the target tree, or that it was not
+    checked."""
+    base = "refuse with every reason at once (docs/runbook.md)"
+    if target is None:
+        if options.to == "dra":
+            return (
+                f"{base}; the DRA driver chart at the target was not checked (no --repo): "
+                "only the deployed release's"
+            )
+        return base
+    found = f"{len(target.errors)} error finding" + ("" if len(target.errors) == 1 else "s")
+    note = f"{base}; gpushift check at the target {target.where}: {found}"
+    if options.to == "dra":
+        if not target.drivers:
+            note += "; no dra-driver-nvidia-gpu HelmRelease at the target"
+        for d in target.drivers:
+            version = d.version or "no version (the latest)"
+            told = older_than(d.version, _MIN_DRIVER)
+            extra = " (cannot tell its version)" if told is None else ""
+            note += f"; DRA driver chart at the target: {version} in {d.file}{extra}"
+    return note
 
 
 # --- steps ------------------------------------------------------------------------------------
@@ -486,14 +543,17 @@ def _consumers(view: View, options: Options, ctx: Context) -> tuple[Consumer, ..
     return merge_consumers(ctx.consumers, found)
 
 
-def plan_step(name: str, view: View, options: Options, ctx: Context) -> Step:
-    """One step from a fresh view and the journal (see docs/runbook.md for each)."""
+def plan_step(
+    name: str, view: View, options: Options, ctx: Context, *, target: Target | None = None
+) -> Step:
+    """One step from a fresh view and the journal (see docs/runbook.md for each); ``target``
+    is the merge target read from ``--repo``, for the preflight's note."""
     f = ctx.facts or facts(view, options)
     consumers = _consumers(view, options, ctx)
     to_dra = options.to == "dra"
     nodes = tuple(str(n) for n in f.get("gpuNodes") or ())
     if name == "preflight":
-        return Step(name, note="refuse with every reason at once (docs/runbook.md)")
+        return Step(name, note=preflight_note(options, target))
     if name == "snapshot":
         return Step(name, note="record the GPU state: allocatable, ResourceSlices, GPU pods")
     if name == "suspend":
@@ -625,8 +685,11 @@ def predicted(ctx: Context, step: Step) -> Context:
     return Context(ctx.consumers, recorded, ctx.facts, ctx.token)
 
 
-def plan(view: View, options: Options, ctx: Context | None = None) -> Plan:
-    """The whole run from one view (``--plan``): later steps see earlier changes as made."""
+def plan(
+    view: View, options: Options, ctx: Context | None = None, *, target: Target | None = None
+) -> Plan:
+    """The whole run from one view (``--plan``): later steps see earlier changes as made;
+    ``target`` is the merge target read from ``--repo`` (None: not given)."""
     ctx = ctx or Context()
     f = dict(ctx.facts) or facts(view, options)
     ctx = Context(ctx.consumers, ctx.recorded, f, ctx.token)
@@ -636,8 +699,8 @@ def plan(view: View, options: Options, ctx: Context | None = None) -> Plan:
     ctx = Context(consumers, ctx.recorded, f, ctx.token)
     steps: list[Step] = []
     for name in STEPS:
-        step = plan_step(name, view, options, ctx)
+        step = plan_step(name, view, options, ctx, target=target)
         steps.append(step)
         ctx = predicted(ctx, step)
-    refusals = preflight(view, options, consumers=consumers, loose=tuple(loose))
+    refusals = preflight(view, options, consumers=consumers, loose=tuple(loose), target=target)
     return Plan(options, tuple(steps), consumers, tuple(refusals), f)

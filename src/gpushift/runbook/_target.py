@@ -1,0 +1,235 @@
+"""The merge target as a tree (``--repo``): what ``gpushift check`` finds there, and the DRA
+driver chart it installs.
+
+:func:`read_target` does the I/O (a directory, or a git revision of the repository unpacked
+with ``git archive``) and returns a frozen :class:`Target`; the planner judges it. The version
+test, :func:`older_than`, is pure.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from gpushift._errors import InputError
+from gpushift._git import GitError, git, unpack_revision
+from gpushift.gitops import ChartId, HelmRelease, Repo, load_repo
+from gpushift.reports import Finding, Severity
+from gpushift.rules import check_repo
+
+#: The chart the DRA driver ships as (gitops' chart identity).
+DRA_CHART: ChartId = "dra-driver-nvidia-gpu"
+
+
+@dataclass(frozen=True, slots=True)
+class DriverChart:
+    """One DRA driver HelmRelease at the target: its chart version as written (a version, a
+    semver range, a digest; None when none is written, which installs the latest) and the
+    file and line where it is written, relative to the repository."""
+
+    release: str
+    version: str | None
+    file: str
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What the merge target holds: where it was read, the error findings of ``gpushift
+    check`` there (paths relative to the repository) and its DRA driver releases."""
+
+    where: str
+    errors: tuple[Finding, ...] = ()
+    drivers: tuple[DriverChart, ...] = ()
+
+
+def _is_revision(repo: Path, rev: str) -> bool:
+    try:
+        git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", cwd=repo)
+    except GitError:
+        return False
+    return True
+
+
+def read_target(repo: Path, *, root: str | None = None, target: str | None = None) -> Target:
+    """Read the merge target of ``repo``: the directory ``target``, or the git revision
+    ``target`` of ``repo``, or ``repo`` itself as checked out (no ``target``); only ``root``
+    below it when given.
+
+    Raises:
+        InputError: ``repo`` is not a directory; ``target`` is neither a directory nor a
+            revision of ``repo``; ``root`` is not a directory of the target; no Kubernetes
+            object there.
+    """
+    if not repo.is_dir():
+        raise InputError("--repo: no such directory", path=str(repo))
+    if target is None or Path(target).is_dir():
+        tree = Path(target) if target is not None else repo
+        return _read(tree, root=root, where=str(tree))
+    if not _is_revision(repo, target):
+        raise InputError(
+            f"--target {target!r}: neither a directory nor a git revision of the repository",
+            path=str(repo),
+        )
+    top = Path(git("rev-parse", "--show-toplevel", cwd=repo).decode().strip()).resolve()
+    prefix = repo.resolve().relative_to(top).as_posix()
+    with tempfile.TemporaryDirectory(prefix="gpushift-target-") as tmp:
+        try:
+            paths = [prefix] if prefix not in ("", ".") else []
+            unpack_revision(Path(tmp), repo=top, rev=target, paths=paths)
+        except GitError as err:
+            raise InputError(
+                f"--target {target!r}: git archive failed: {err.reason}", path=str(repo)
+            ) from None
+        tree = Path(tmp) / prefix if paths else Path(tmp)
+        return _read(tree, root=root, where=f"{repo} at {target}")
+
+
+def _read(tree: Path, *, root: str | None, where: str) -> Target:
+    checked = tree / root if root else tree
+    if not checked.is_dir():
+        raise InputError("--root: no such directory in the target", path=str(checked))
+    model = load_repo([checked])
+    if not model.objects and not model.errors:
+        raise InputError(
+            "--repo: no Kubernetes objects (documents with apiVersion and kind) at the target",
+            path=str(checked),
+        )
+    base = posixpath.normpath(root.strip("/")) if root else ""
+
+    def rel(path: str) -> str:
+        return posixpath.join(base, path) if base not in ("", ".") else path
+
+    errors = tuple(
+        replace(f, path=rel(f.path)) for f in check_repo(model) if f.severity is Severity.ERROR
+    )
+    drivers = tuple(
+        DriverChart(
+            f"HelmRelease/{hr.namespace}/{hr.name}" if hr.namespace else f"HelmRelease/{hr.name}",
+            hr.chart_version,
+            rel(_version_file(model, hr)),
+        )
+        for hr in model.releases(DRA_CHART)
+    )
+    return Target(where + (f" ({root})" if root else ""), errors, drivers)
+
+
+def _version_file(model: Repo, hr: HelmRelease) -> str:
+    """``path:line`` where the release's chart version is written: ``spec.chart.spec.version``
+    in the release, else the ``ref`` (or ``version``) of the source its ``chartRef`` names."""
+    body = hr.obj.body.get("spec")
+    spec = body if isinstance(body, dict) else {}
+    chart = spec.get("chart")
+    if isinstance(chart, dict) and isinstance(chart.get("spec"), dict):
+        return f"{hr.source.path}:{hr.source.line_of(('spec', 'chart', 'spec', 'version'))}"
+    ref = spec.get("chartRef")
+    if isinstance(ref, dict):
+        kind = str(ref.get("kind") or "OCIRepository")
+        found = model.find(kind, str(ref.get("name") or ""), hr.namespace) or model.find(
+            kind, str(ref.get("name") or "")
+        )
+        if found:
+            src = found[0].source
+            keys: tuple[str, ...] = ("spec", "version")
+            if kind != "HelmChart":
+                oci_ref = (found[0].body.get("spec") or {}).get("ref")
+                written = [k for k in ("tag", "semver", "digest") if k in (oci_ref or {})]
+                keys = ("spec", "ref", written[0]) if written else ("spec", "ref")
+            return f"{src.path}:{src.line_of(keys)}"
+    return f"{hr.source.path}:{hr.source.line}"
+
+
+# --- versions ---------------------------------------------------------------------------------
+
+# A Masterminds/semver v3 constraint term (what Flux reads in OCIRepository ref.semver and a
+# chart's version): an operator, then a version whose parts may be x, X or *.
+_TERM = re.compile(
+    r"^(=|!=|>=|<=|>|<|~>|~|\^)?\s*v?([0-9xX*]+(?:\.[0-9xX*]+){0,2})"
+    r"(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$"
+)
+_Version = tuple[int, int, int]
+
+
+def _version(parts: list[int]) -> _Version:
+    padded = [*parts, 0, 0, 0]
+    return (padded[0], padded[1], padded[2])
+
+
+def _bump(fixed: list[int], index: int) -> _Version:
+    return _version([*fixed[:index], fixed[index] + 1])
+
+
+def _ceiling(term: str) -> _Version | None:
+    """The version every match of one constraint term is below (None: unbounded).
+
+    Raises:
+        ValueError: not a constraint term.
+    """
+    m = _TERM.match(term.strip())
+    if m is None:
+        raise ValueError(term)
+    op = m.group(1) or "="
+    parts = m.group(2).split(".")
+    # Wildcards end the version: 0.4.x is 0.4, * is nothing.
+    fixed: list[int] = []
+    for p in parts:
+        if not p.isdigit():
+            break
+        fixed.append(int(p))
+    if op in (">", ">=", "!=") or not fixed:
+        return None
+    if op == "<":
+        return _version(fixed)
+    if op in ("=", "<="):
+        if len(fixed) == 3:
+            return _bump(fixed, 2)
+        return _bump(fixed, len(fixed) - 1)
+    if op in ("~", "~>"):
+        return _bump(fixed, 0 if len(fixed) == 1 else 1)
+    # ^: the leftmost non-zero part stays (^0.4.1 is <0.5.0, ^1.2 is <2.0.0).
+    index = next((i for i, p in enumerate(fixed) if p != 0), len(fixed) - 1)
+    return _bump(fixed, index)
+
+
+def older_than(text: str | None, minimum: _Version) -> bool | None:
+    """Whether a chart version as written (a version, or a Masterminds/semver constraint as
+    Flux reads it) can only install a release older than ``minimum``; None when that cannot
+    be told (a digest, a text that is no version). No version at all installs the latest, so
+    it is not older."""
+    if text is None or not text.strip():
+        return False
+    highest: _Version | None = (0, 0, 0)
+    try:
+        for alternative in text.split("||"):
+            terms = _terms(alternative)
+            if not terms:
+                return None
+            bounds = [_ceiling(t) for t in terms]
+            known = [b for b in bounds if b is not None]
+            ceiling = min(known) if known else None
+            if ceiling is None:
+                highest = None
+            elif highest is not None:
+                highest = max(highest, ceiling)
+    except ValueError:
+        return None
+    return highest is not None and highest <= minimum
+
+
+def _terms(alternative: str) -> list[str]:
+    """The AND-ed terms of one alternative: ``A - B`` is ``<=B`` for the ceiling; terms are
+    separated by commas or spaces (an operator may be written apart from its version)."""
+    text = alternative.strip()
+    hyphen = re.match(r"^(\S+)\s+-\s+(\S+)$", text)
+    if hyphen:
+        return [f"<={hyphen.group(2)}"]
+    tokens = [t for t in re.split(r"[,\s]+", text) if t]
+    out: list[str] = []
+    for token in tokens:
+        if out and re.fullmatch(r"=|!=|>=|<=|>|<|~>|~|\^", out[-1]):
+            out[-1] += token
+        else:
+            out.append(token)
+    return out
