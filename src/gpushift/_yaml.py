@@ -66,7 +66,25 @@ class _GoYamlLoader(
         yaml.resolver.Resolver.__init__(self)
 
 
-_FAST_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_VALUE_TAG = "tag:yaml.org,2002:value"
+
+
+def _plain_string(loader: Any, node: ScalarNode) -> str:
+    return str(loader.construct_scalar(node))
+
+
+class _FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """PyYAML's C loader, reading a bare ``=`` as the string Go YAML reads."""
+
+
+# PyYAML resolves a plain ``=`` to YAML 1.1's value key and then has no constructor for it;
+# Go YAML (YAML 1.2, what Flux and kustomize use) reads it as the string "=", as in an
+# AlertmanagerConfig's ``matchType: =``.
+_FastLoader.add_constructor(_VALUE_TAG, _plain_string)
+_GoYamlLoader.add_constructor(_VALUE_TAG, _plain_string)
+_FAST_LOADER: Any = _FastLoader
+#: The loader for every YAML the project reads (``yaml.load(text, Loader=LOADER)``).
+LOADER: Any = _FastLoader
 
 
 def _iter_docs(loader: Any, path: str) -> Iterator[Document]:

@@ -21,6 +21,13 @@ def test_unparsable_yaml_names_file_and_line() -> None:
     assert str(err.value).startswith("bad.yaml:")
 
 
+def test_bare_equals_sign_is_a_string_as_in_go_yaml() -> None:
+    # PyYAML alone resolves a plain "=" to YAML 1.1's value key and cannot construct it.
+    text = "matchers:\n  - name: severity\n    matchType: =\n    value: critical\n"
+    (doc,) = parse_text(text, "am.yaml")
+    assert doc.data == {"matchers": [{"name": "severity", "matchType": "=", "value": "critical"}]}
+
+
 def test_redefined_anchor_is_accepted_later_definition_wins() -> None:
     text = "a: &x 1\nb: *x\nc: &x 2\nd: *x\n"
     (doc,) = parse_text(text, "anchors.yaml")

@@ -33,3 +33,36 @@ def test_listed_broken_file_is_an_error(check: Any, kit: Any) -> None:
 def test_broken_file_without_a_kustomization_is_an_error(check: Any, kit: Any) -> None:
     found = check({"apps/app.yaml": BROKEN})
     assert kit.ids(found) == {"yaml-error"}
+
+
+GENERATOR = (
+    "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+    "resources:\n  - ./app.yaml\n"
+    "configMapGenerator:\n  - name: tool-config\n    files:\n"
+    "      - tool.yml=./resources/tool.yml\n"
+)
+# A tool's own config with a custom tag: YAML to the tool, text to kustomize.
+TOOL_CONFIG = "sonarr:\n  main:\n    api_key: !env_var SONARR_API_KEY\n"
+
+
+def test_generator_data_file_is_not_parsed_as_a_manifest(check: Any, kit: Any) -> None:
+    found = check(
+        {
+            "apps/kustomization.yaml": GENERATOR,
+            "apps/app.yaml": APP,
+            "apps/resources/tool.yml": TOOL_CONFIG,
+        }
+    )
+    assert [(f.rule, f.path) for f in found] == []
+
+
+def test_file_both_generator_data_and_resource_is_still_parsed(check: Any, kit: Any) -> None:
+    both = GENERATOR.replace("  - ./app.yaml\n", "  - ./app.yaml\n  - ./resources/tool.yml\n")
+    found = check(
+        {
+            "apps/kustomization.yaml": both,
+            "apps/app.yaml": APP,
+            "apps/resources/tool.yml": TOOL_CONFIG,
+        }
+    )
+    assert [(f.rule, f.path) for f in found] == [("yaml-error", "apps/resources/tool.yml")]

@@ -21,6 +21,8 @@ from typing import Any
 import jsonpatch
 import yaml
 
+from gpushift._yaml import LOADER
+
 #: A path of keys and indexes into a document.
 Keys = tuple[str | int, ...]
 
@@ -169,6 +171,11 @@ class KustomizeBuilder:
     # -- references (for deciding what is included where) -------------------------------
     def references(self, directory: str) -> Iterator[str]:
         """Every file or directory the kustomization in ``directory`` refers to."""
+        yield from self.manifest_references(directory)
+        yield from self.data_references(directory)
+
+    def manifest_references(self, directory: str) -> Iterator[str]:
+        """The files and directories the kustomization in ``directory`` reads as manifests."""
         k = self.tree.kustomizations.get(directory)
         if k is None:
             return
@@ -184,6 +191,16 @@ class KustomizeBuilder:
             for p in _entries(k.get(key)):
                 if isinstance(p, dict) and isinstance(p.get("path"), str):
                     yield norm(directory, p["path"])
+
+    def data_references(self, directory: str) -> Iterator[str]:
+        """The files the kustomization in ``directory`` reads as generator data.
+
+        A configMapGenerator or secretGenerator copies ``files`` and ``envs`` as text: kustomize
+        never parses them as manifests, so they need not be YAML at all.
+        """
+        k = self.tree.kustomizations.get(directory)
+        if k is None:
+            return
         for key in ("configMapGenerator", "secretGenerator"):
             for gen in _entries(k.get(key)):
                 if not isinstance(gen, dict):
@@ -413,7 +430,7 @@ def parse_patches(body: Any) -> list[Any]:
     if not isinstance(body, str):
         return []
     try:
-        docs = list(yaml.load_all(body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+        docs = list(yaml.load_all(body, Loader=LOADER))
     except yaml.YAMLError:
         return []
     return [d for d in docs if isinstance(d, (dict, list))]

@@ -35,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from gpushift._yaml import LOADER
 from gpushift.flux import KUSTOMIZATION_FILES, Doc, Item, Tree, norm, parent
 from gpushift.flux import KustomizeBuilder as Builder
 from gpushift.gitops._model import Manifest, Source, ValueLayer
@@ -279,9 +280,7 @@ def _git_files(tree: Tree, entries: list[Any], *, go: bool) -> Iterator[Any]:
             prefix = _dropped(pattern, cand)
             for f in files:
                 try:
-                    data = yaml.load(
-                        tree.texts[f], Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-                    )
+                    data = yaml.load(tree.texts[f], Loader=LOADER)
                 except yaml.YAMLError:
                     continue
                 for doc in data if isinstance(data, list) else [data]:
@@ -528,7 +527,7 @@ def _helm_layers(
         layers.append(ValueLayer(obj_values, src.child(("helm", "valuesObject")), True))
     elif isinstance(text, str):
         try:
-            parsed = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            parsed = yaml.load(text, Loader=LOADER)
         except yaml.YAMLError:
             parsed = None
         if isinstance(parsed, dict):

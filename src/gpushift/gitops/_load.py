@@ -31,6 +31,7 @@ import yaml
 
 from gpushift._errors import InputError
 from gpushift._kinds import KINDS
+from gpushift._yaml import LOADER
 from gpushift.flux import (
     KUSTOMIZATION_FILES,
     VAR_NAME,
@@ -542,14 +543,20 @@ def _chart_release(c: _argocd.ChartSource) -> HelmRelease:
 
 
 def _mark_unused(tree: Tree, builder: KustomizeBuilder, errors: list[YamlError]) -> list[YamlError]:
-    """``errors`` with ``unused`` set for files their directory's kustomization leaves out."""
+    """``errors`` with ``unused`` set for files their directory's kustomization leaves out,
+    and without the files that are only generator data (read as text, never as YAML)."""
     if not errors:
         return errors
     listed: set[str] = set()
+    data: set[str] = set()
     for directory in tree.kustomizations:
         listed.update(builder.references(directory))
+        data.update(builder.data_references(directory))
+    manifests = {ref for d in tree.kustomizations for ref in builder.manifest_references(d)}
     out = []
     for err in errors:
+        if err.path in data and err.path not in manifests:
+            continue
         here = parent(err.path)
         name = err.path.rsplit("/", 1)[-1]
         unused = (
@@ -862,7 +869,7 @@ def _helm_release(state: _State, obj: Manifest) -> HelmRelease:
             layers.append(ValueLayer(value_at_target_path(target, text), src, False))
             continue
         try:
-            parsed = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            parsed = yaml.load(text, Loader=LOADER)
         except yaml.YAMLError:
             continue
         if isinstance(parsed, dict):

@@ -18,6 +18,7 @@ import yaml
 
 from gpushift._kinds import lookup
 from gpushift._obj import Obj
+from gpushift._yaml import LOADER
 from gpushift.flux import (
     KUSTOMIZATION_FILES,
     KustomizeBuilder,
@@ -28,16 +29,6 @@ from gpushift.flux import (
     substitute,
 )
 
-
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """The C safe loader, reading a bare ``=`` as Go YAML does: a string (YAML 1.1's value
-    key tag has no constructor, and kustomize prints ``=`` unquoted)."""
-
-
-_Loader.add_constructor(
-    "tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node)
-)
-_LOADER = _Loader
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 #: fluxcd/kustomize-controller: per-object opt-out of substitution.
 SUBSTITUTE = "kustomize.toolkit.fluxcd.io/substitute"
@@ -162,7 +153,7 @@ def build_path(root: Path, path: str, *, revision: str, lenient: bool) -> list[O
     if not _has_kustomization(directory):
         out: list[Obj] = []
         for f in _manifests(directory):
-            out += [x for x in yaml.load_all(f.read_text(), Loader=_LOADER) if isinstance(x, dict)]
+            out += [x for x in yaml.load_all(f.read_text(), Loader=LOADER) if isinstance(x, dict)]
         applied = _flux_paths(root, out) if lenient else set()
         for sub in _sub_kustomizations(directory):
             if sub in applied:
@@ -176,7 +167,7 @@ def build_path(root: Path, path: str, *, revision: str, lenient: bool) -> list[O
         if lenient:
             return _builtin(root, rel, revision)
         raise BuildError(f"kustomize build failed: {err}")
-    return [copy.deepcopy(x) for x in yaml.load_all(text, Loader=_LOADER) if isinstance(x, dict)]
+    return [copy.deepcopy(x) for x in yaml.load_all(text, Loader=LOADER) if isinstance(x, dict)]
 
 
 def build(
@@ -213,7 +204,7 @@ def build(
         if lenient:
             return build_path(root, path, revision=revision, lenient=lenient)
         raise BuildError(f"kustomize build failed: {err}")
-    return [copy.deepcopy(x) for x in yaml.load_all(text, Loader=_LOADER) if isinstance(x, dict)]
+    return [copy.deepcopy(x) for x in yaml.load_all(text, Loader=LOADER) if isinstance(x, dict)]
 
 
 @functools.lru_cache(maxsize=512)
@@ -291,6 +282,6 @@ def substitute_objects(objects: list[Obj], variables: Mapping[str, str]) -> list
         if "${" not in text:
             out.append(obj)
             continue
-        new = yaml.load(substitute(text, variables), Loader=_LOADER)
+        new = yaml.load(substitute(text, variables), Loader=LOADER)
         out.append(new if isinstance(new, dict) else obj)
     return out
