@@ -72,13 +72,6 @@ nodes:
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="the cutover's --repo preflight refuses: gpushift check reports two yaml-error "
-    "findings in this repository (recyclarr.yml, a configMapGenerator input with !env_var; "
-    "alertmanagerconfig.yaml, matchType: = read as YAML 1.1's value key) that Flux reads",
-)
 def test_full_fixture_migrated_both_directions_with_zero_violations(tmp_path: Path) -> None:
     # The whole repository from its own root (kubernetes/flux/cluster/ks.yaml), about 246
     # Kustomizations; a few minutes of wall time.
