@@ -48,7 +48,7 @@ from gpushift.engine._allocator import AllocatedState, StructuredAllocator, Unkn
 from gpushift.engine._cel import SelectorEvaluationError
 from gpushift.engine._dra_types import AllocationResult, Node, ResourceClaim
 from gpushift.engine._filters import node_selector_matches
-from gpushift.engine._inputs import Inputs
+from gpushift.engine._inputs import Inputs, content_key
 from gpushift.engine._workloads import stable_suffix, stable_uid
 
 # Status codes, as framework.Code: only the two failure codes matter here.
@@ -257,7 +257,7 @@ class Scheduler:
         self._cards_by_node: dict[str, int] | None = None
         self._log: list[int] = []
         self._messages: dict[Any, str] = {}
-        self._requests_cache: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
+        self._specs: dict[bytes | str, tuple[dict[str, int], int, int, int, bytes | str]] = {}
         self._fit_cache: dict[Any, dict[int, tuple[int, list[AllocationResult] | None]]] = {}
 
     # -- setup --
@@ -339,17 +339,17 @@ class Scheduler:
         meta = obj.setdefault("metadata", {})
         ns = str(meta.get("namespace") or "default")
         name = str(meta.get("name"))
-        meta.setdefault("uid", stable_uid("Pod", ns, name))
+        if "uid" not in meta:
+            meta["uid"] = stable_uid("Pod", ns, name)
         spec = obj.setdefault("spec", {})
-        default = priorities.get("", 0)
-        containers_key = repr(
-            (spec.get("containers"), spec.get("initContainers"), spec.get("overhead"))
-        )
-        cached = self._requests_cache.get(containers_key)
-        if cached is None:
-            cached = (_requests.pod_requests(spec), _requests.pod_non_zero_requests(spec))
-            self._requests_cache[containers_key] = cached
-        requests, nz = cached
+        # Pods from one template have equal specs: what follows from the spec alone is worked
+        # out once per distinct spec (same content, same key order).
+        text = content_key(spec)
+        shared = self._specs.get(text)
+        if shared is None:
+            shared = self._spec_state(spec, text, priorities)
+            self._specs[text] = shared
+        requests, nz_cpu, nz_mem, priority, class_text = shared
         owners = [o for o in meta.get("ownerReferences") or [] if o.get("controller")]
         pod = PodInfo(
             obj=obj,
@@ -357,18 +357,30 @@ class Scheduler:
             name=name,
             labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
             spec=spec,
-            priority=_priority(spec, classes=priorities, default=default),
+            priority=priority,
             created=str(meta.get("creationTimestamp") or ""),
             order=order,
             requests=dict(requests),
-            nz_cpu=nz.get("cpu", 0),
-            nz_mem=nz.get("memory", 0),
+            nz_cpu=nz_cpu,
+            nz_mem=nz_mem,
             owner_uid=str(owners[0].get("uid")) if owners else None,
         )
-        self._resolve_claims(pod)
+        self._resolve_claims(pod, class_text)
         return pod
 
-    def _resolve_claims(self, pod: PodInfo) -> None:
+    def _spec_state(
+        self, spec: dict[str, Any], text: bytes | str, priorities: Mapping[str, int]
+    ) -> tuple[dict[str, int], int, int, int, bytes | str]:
+        """Requests, non-zero cpu and memory, priority, and the spec's part of the class key
+        (the spec without ``nodeName``)."""
+        requests = _requests.pod_requests(spec)
+        nz = _requests.pod_non_zero_requests(spec)
+        priority = _priority(spec, classes=priorities, default=priorities.get("", 0))
+        if "nodeName" in spec:
+            text = content_key({k: v for k, v in spec.items() if k != "nodeName"})
+        return requests, nz.get("cpu", 0), nz.get("memory", 0), priority, text
+
+    def _resolve_claims(self, pod: PodInfo, class_text: bytes | str) -> None:
         statuses: list[dict[str, str]] = []
         shared = False
         for pc in pod.spec.get("resourceClaims") or []:
@@ -408,9 +420,10 @@ class Scheduler:
         if statuses:
             pod.obj.setdefault("status", {})["resourceClaimStatuses"] = statuses
         if not shared and pod.prefilter is None:
-            spec_for_key = {k: v for k, v in pod.spec.items() if k != "nodeName"}
-            labels = sorted((k, v) for k, v in pod.labels.items() if k not in self._ignored_labels)
-            pod.class_key = repr((pod.namespace, labels, pod.priority, spec_for_key))
+            labels = tuple(
+                sorted((k, v) for k, v in pod.labels.items() if k not in self._ignored_labels)
+            )
+            pod.class_key = (pod.namespace, labels, pod.priority, class_text)
 
     def _claim_from_template(
         self, pod: PodInfo, pc_name: str, template: dict[str, Any]

@@ -24,10 +24,14 @@ _UID_NS = uuid.UUID("6f1d1a53-8a3c-4b1e-9a55-0d9c2f8e5b10")
 _UID_BASE = hashlib.sha1(_UID_NS.bytes)
 
 
+#: Byte ``b`` to ``ALPHANUMS[b % len(ALPHANUMS)]``, for bytes.translate.
+_SUFFIX_TABLE = bytes(ord(ALPHANUMS[b % len(ALPHANUMS)]) for b in range(256))
+
+
 def stable_suffix(seed: str, n: int = 5) -> str:
-    """``n`` characters from the name alphabet, a pure function of ``seed``."""
-    digest = hashlib.sha256(seed.encode()).digest()
-    return "".join(ALPHANUMS[b % len(ALPHANUMS)] for b in digest[:n])
+    """``n`` characters from the name alphabet, a pure function of ``seed``: digest byte ``b``
+    becomes ``ALPHANUMS[b % len(ALPHANUMS)]``."""
+    return hashlib.sha256(seed.encode()).digest()[:n].translate(_SUFFIX_TABLE).decode("ascii")
 
 
 def stable_uid(*parts: str) -> str:
