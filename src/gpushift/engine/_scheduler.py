@@ -164,6 +164,8 @@ class Outcome:
 
 
 Failure = tuple[int, list[str]]
+#: The view key of every node, grouped by usage key (no class keys are 1-tuples).
+_ALL_NODES = ("all nodes",)
 
 
 def _priority(spec: Mapping[str, Any], *, classes: Mapping[str, int], default: int) -> int:
@@ -246,7 +248,6 @@ class Scheduler:
         self.affinity_pods: list[PodInfo] = []
         self.prefer_no_schedule = False
         self.zones = False
-        self._groups: dict[tuple[int, ...], list[tuple[str, int]]] = {}
         self._static: dict[Any, dict[int, Failure | None]] = {}
         self._dead: dict[Any, dict[int, Failure]] = {}
         self._views: dict[Any, _ClassView] = {}
@@ -259,6 +260,7 @@ class Scheduler:
         self._messages: dict[Any, str] = {}
         self._specs: dict[bytes | str, tuple[dict[str, int], int, int, int, bytes | str]] = {}
         self._fit_cache: dict[Any, dict[int, tuple[int, list[AllocationResult] | None]]] = {}
+        self._terms: dict[Any, _SpecTerms] = {}
 
     # -- setup --
 
@@ -293,7 +295,6 @@ class Scheduler:
             )
             self.nodes.append(info)
             self.by_name[name] = info
-            self._group_add(info)
 
     def _dra_cards(self, node: dict[str, Any]) -> int:
         if self._cards_by_node is None:
@@ -321,15 +322,6 @@ class Scheduler:
             self.claims_by_key[(meta["namespace"], meta["name"])] = claim
             if (claim.get("status") or {}).get("allocation"):
                 self.state.add_claim(cast(ResourceClaim, claim))
-
-    def _group_add(self, node: NodeInfo) -> None:
-        insort(self._groups.setdefault(node.usage_key(), []), (node.name, node.order))
-
-    def _group_remove(self, node: NodeInfo, key: tuple[int, ...]) -> None:
-        group = self._groups[key]
-        group.remove((node.name, node.order))
-        if not group:
-            del self._groups[key]
 
     # -- pods --
 
@@ -707,7 +699,8 @@ class Scheduler:
                 view = self._view(pod.class_key, lambda n: (*n.usage_key(), n.owners.get(owner, 0)))
             else:
                 view = self._view(pod.class_key, NodeInfo.usage_key)
-        groups = view.groups if view is not None else self._groups
+        # Pods of no class (or a class of one) see every node, grouped the same way.
+        groups = (view or self._view(_ALL_NODES, NodeInfo.usage_key)).groups
         spread: dict[tuple[int, ...], int] = {}
         if ctx.spread_default and view is not None:
             # podtopologyspread scoring for the system default hostname constraint (maxSkew 3)
@@ -817,12 +810,12 @@ class Scheduler:
         bridge: _bridging.BridgeClaim | None,
         held_cards: tuple[list[tuple[str, int]], list[tuple[int, _ledger.Tenant]]] | None = None,
     ) -> None:
-        old_key = node.usage_key()
         delegated = {m["resourceName"] for m in bridge.mappings} if bridge else set()
+        requested = node.requested
         for name, amount in pod.requests.items():
             if name in delegated:
                 continue
-            node.requested[name] = node.requested.get(name, 0) + amount
+            requested[name] = requested.get(name, 0) + amount
         node.nz_cpu += pod.nz_cpu
         node.nz_mem += pod.nz_mem
         node.pods.append(pod)
@@ -835,14 +828,14 @@ class Scheduler:
         if pod.has_affinity_terms:
             self.affinity_pods.append(pod)
         pod.node = node
-        self._group_remove(node, old_key)
-        self._group_add(node)
         if held_cards is not None:
             # Given back after a preemption dry run: the same units on the same cards.
             pod.gpu_cards, tenants = held_cards
             for i, tenant in tenants:
                 node.gpu.cards[i].tenants.append(tenant)
-        elif any(pod.requests.get(r) and r not in delegated for r in _ledger.GPU_RESOURCES):
+        elif pod.requests and any(
+            pod.requests.get(r) and r not in delegated for r in _ledger.GPU_RESOURCES
+        ):
             self._assign_cards(pod, node)
         claims = [c for _, c in pod.claims]
         if bridge is not None:
@@ -862,6 +855,7 @@ class Scheduler:
             pod.obj.setdefault("status", {})["extendedResourceClaimStatus"] = (
                 _bridging.status_entry(bridge)
             )
+        uid = pod.obj["metadata"]["uid"]
         for i, claim in enumerate(claims):
             status = cast(dict[str, Any], claim).setdefault("status", {})
             result = results[i] if results is not None and i < len(results) else None
@@ -872,10 +866,13 @@ class Scheduler:
                 finalizers = cast(dict[str, Any], claim)["metadata"].setdefault("finalizers", [])
                 if _bridging.FINALIZER not in finalizers:
                     finalizers.append(_bridging.FINALIZER)
-            reserved = status.setdefault("reservedFor", [])
-            uid = pod.obj["metadata"]["uid"]
+            reserved = status.get("reservedFor")
+            if reserved is None:
+                reserved = status["reservedFor"] = []
             # A claim read back from a dump is already reserved for its pod: reserve once.
-            if not any(r.get("uid") == uid for r in reserved if isinstance(r, dict)):
+            if not reserved or not any(
+                r.get("uid") == uid for r in reserved if isinstance(r, dict)
+            ):
                 reserved.append({"resource": "pods", "name": pod.name, "uid": uid})
         spec = pod.obj["spec"]
         spec["nodeName"] = node.name
@@ -888,7 +885,6 @@ class Scheduler:
         node = pod.node
         assert node is not None
         bridge = pod.bridge
-        old_key = node.usage_key()
         delegated = {m["resourceName"] for m in bridge.mappings} if bridge else set()
         for name, amount in pod.requests.items():
             if name not in delegated:
@@ -904,8 +900,6 @@ class Scheduler:
         self._log.append(node.order)
         if pod in self.affinity_pods:
             self.affinity_pods.remove(pod)
-        self._group_remove(node, old_key)
-        self._group_add(node)
         cards = list(pod.gpu_cards)
         pod.gpu_cards = []
         tenants: list[tuple[int, _ledger.Tenant]] = []
@@ -1106,6 +1100,45 @@ def _resource_score(pod: PodInfo, key: tuple[int, ...]) -> int:
     return score
 
 
+@dataclass(frozen=True, slots=True)
+class _SpecTerms:
+    """The affinity, spreading and pinning terms of a pod spec (read, never changed)."""
+
+    req_aff: list[Mapping[str, Any]]
+    req_anti: list[Mapping[str, Any]]
+    pref_aff: list[tuple[int, Mapping[str, Any]]]
+    pref_anti: list[tuple[int, Mapping[str, Any]]]
+    pref_node: list[Mapping[str, Any]]
+    explicit: list[Mapping[str, Any]]
+    spread_hard: list[Mapping[str, Any]]
+    spread_soft: list[Mapping[str, Any]]
+    only_nodes: set[str] | None
+
+    @staticmethod
+    def of(spec: Mapping[str, Any]) -> _SpecTerms:
+        explicit = list(spec.get("topologySpreadConstraints") or [])
+        return _SpecTerms(
+            req_aff=_filters.required_terms(spec, "podAffinity"),
+            req_anti=_filters.required_terms(spec, "podAntiAffinity"),
+            pref_aff=_filters.preferred_terms(spec, "podAffinity"),
+            pref_anti=_filters.preferred_terms(spec, "podAntiAffinity"),
+            pref_node=list(
+                ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+                    "preferredDuringSchedulingIgnoredDuringExecution"
+                )
+                or []
+            ),
+            explicit=explicit,
+            spread_hard=[c for c in explicit if c.get("whenUnsatisfiable") == "DoNotSchedule"],
+            spread_soft=[
+                c
+                for c in explicit
+                if c.get("whenUnsatisfiable", "DoNotSchedule") == "ScheduleAnyway"
+            ],
+            only_nodes=_pinned_nodes(spec),
+        )
+
+
 class _Context:
     """Per-pod data for one scheduling attempt: affinity and spreading state, failures."""
 
@@ -1116,25 +1149,23 @@ class _Context:
         self.all_dead = False
         #: Preemption dry-run failures by node (the filter status with victims removed).
         self.post: dict[int, Failure] = {}
-        spec = pod.spec
-        self.req_aff = _filters.required_terms(spec, "podAffinity")
-        self.req_anti = _filters.required_terms(spec, "podAntiAffinity")
-        self.pref_aff = _filters.preferred_terms(spec, "podAffinity")
-        self.pref_anti = _filters.preferred_terms(spec, "podAntiAffinity")
-        self.pref_node = list(
-            ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-                "preferredDuringSchedulingIgnoredDuringExecution"
-            )
-            or []
-        )
-        explicit = list(spec.get("topologySpreadConstraints") or [])
-        self.spread_hard = [c for c in explicit if c.get("whenUnsatisfiable") == "DoNotSchedule"]
-        self.spread_soft = [
-            c for c in explicit if c.get("whenUnsatisfiable", "DoNotSchedule") == "ScheduleAnyway"
-        ]
+        # What follows from the spec alone is shared by the pods of a class.
+        terms = sched._terms.get(pod.class_key) if pod.class_key is not None else None
+        if terms is None:
+            terms = _SpecTerms.of(pod.spec)
+            if pod.class_key is not None:
+                sched._terms[pod.class_key] = terms
+        self.req_aff = terms.req_aff
+        self.req_anti = terms.req_anti
+        self.pref_aff = terms.pref_aff
+        self.pref_anti = terms.pref_anti
+        self.pref_node = terms.pref_node
+        explicit = terms.explicit
+        self.spread_hard = terms.spread_hard
+        self.spread_soft = terms.spread_soft
         self.spread_default = not explicit and pod.owner_uid is not None
         self.needs_affinity = bool(self.req_aff)
-        self.only_nodes = _pinned_nodes(spec)
+        self.only_nodes = terms.only_nodes
         self.plain = not (
             self.req_aff
             or self.req_anti
