@@ -227,8 +227,17 @@ class _ClassView:
 class Scheduler:
     """Schedules the pending pods of an ``Inputs`` onto its nodes. Use :func:`schedule`."""
 
-    def __init__(self, inputs: Inputs, *, allocator: StructuredAllocator | None = None) -> None:
+    def __init__(
+        self,
+        inputs: Inputs,
+        *,
+        allocator: StructuredAllocator | None = None,
+        full_search: bool = False,
+    ) -> None:
         self.inputs = inputs
+        #: No classes, views or cached filter results: every pod filters and scores every
+        #: node (the reference the shortcuts are tested against; same placements, slower).
+        self.full_search = full_search
         self.allocator = allocator or StructuredAllocator(
             slices=cast(Any, inputs.slices), classes=cast(Any, inputs.classes)
         )
@@ -411,7 +420,7 @@ class Scheduler:
                 statuses.append({"name": pc_name, "resourceClaimName": claim["metadata"]["name"]})
         if statuses:
             pod.obj.setdefault("status", {})["resourceClaimStatuses"] = statuses
-        if not shared and pod.prefilter is None:
+        if not shared and pod.prefilter is None and not self.full_search:
             labels = tuple(
                 sorted((k, v) for k, v in pod.labels.items() if k not in self._ignored_labels)
             )
@@ -649,7 +658,8 @@ class Scheduler:
             )
             return False
         ctx = _Context(self, pod)
-        chosen = self._pick_plain(pod, ctx) if ctx.plain else self._pick_scored(pod, ctx)
+        plain = ctx.plain and not self.full_search
+        chosen = self._pick_plain(pod, ctx) if plain else self._pick_scored(pod, ctx)
         if chosen is None:
             chosen = self._preempt(pod, ctx)
         if chosen is None:
@@ -1435,14 +1445,18 @@ class _Context:
         return [int(100 * (r - lo) / (hi - lo)) for r in raw]
 
 
-def schedule(inputs: Inputs, *, allocator: StructuredAllocator | None = None) -> Outcome:
+def schedule(
+    inputs: Inputs, *, allocator: StructuredAllocator | None = None, full_search: bool = False
+) -> Outcome:
     """Schedule every unscheduled pod of ``inputs`` and return the outcome.
 
     Pods with ``spec.nodeName`` are taken as already running there. Objects in ``inputs`` are
     updated in place (pods get ``spec.nodeName`` and status; claims get status).
     Raises InputError (from the allocator) for a CEL selector that does not compile.
+    ``full_search`` filters and scores every node for every pod, with no shortcut for pods
+    alike (the reference for tests; the same placements, much slower).
     """
-    return Scheduler(inputs, allocator=allocator).run()
+    return Scheduler(inputs, allocator=allocator, full_search=full_search).run()
 
 
 def iter_results(claim: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
