@@ -351,12 +351,14 @@ class Scheduler:
             shared = self._spec_state(spec, text, priorities)
             self._specs[text] = shared
         requests, nz_cpu, nz_mem, priority, class_text = shared
-        owners = [o for o in meta.get("ownerReferences") or [] if o.get("controller")]
+        refs = meta.get("ownerReferences")
+        owners = [o for o in refs if o.get("controller")] if refs else None
+        labels = meta.get("labels")
         pod = PodInfo(
             obj=obj,
             namespace=ns,
             name=name,
-            labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+            labels={str(k): str(v) for k, v in labels.items()} if labels else {},
             spec=spec,
             priority=priority,
             created=str(meta.get("creationTimestamp") or ""),
@@ -484,7 +486,7 @@ class Scheduler:
         return None
 
     def _delegated(self, pod: PodInfo, node: NodeInfo) -> dict[str, int]:
-        if not self.mapping:
+        if not self.mapping or not pod.requests:
             return {}
         return _bridging.delegated(
             requests={k: v for k, v in pod.requests.items() if _requests.is_extended(k)},
@@ -499,6 +501,8 @@ class Scheduler:
         alloc = node.allocatable
         if "pods" in alloc and len(node.pods) + 1 > alloc["pods"]:
             reasons.append("Too many pods")
+        if not pod.requests:
+            return (code, reasons) if reasons else None
         names = [n for n in ("cpu", "memory", "ephemeral-storage") if pod.requests.get(n)]
         names += sorted(
             n

@@ -40,8 +40,11 @@ def stable_uid(*parts: str) -> str:
     hasher = _UID_BASE.copy()
     hasher.update("/".join(parts).encode())
     h = hasher.hexdigest()
-    variant = "89ab"[int(h[16], 16) & 3]
-    return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{variant}{h[17:20]}-{h[20:32]}"
+    return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:32]}"
+
+
+#: A hex digit to the RFC 4122 variant digit that keeps its two low bits.
+_VARIANT = {f"{i:x}": "89ab"[i & 3] for i in range(16)}
 
 
 def template_hash(template: Mapping[str, Any]) -> str:
