@@ -525,9 +525,12 @@ class Scheduler:
     ) -> tuple[Failure | None, list[AllocationResult] | None, _bridging.BridgeClaim | None]:
         claims: list[ResourceClaim] = []
         labels = node.labels
+        allocated = 0
         for _, claim in pod.claims:
-            alloc = (claim.get("status") or {}).get("allocation")
+            status = claim.get("status")
+            alloc = status.get("allocation") if status else None
             if alloc:
+                allocated += 1
                 ns = alloc.get("nodeSelector")
                 if ns is not None and not node_selector_matches(ns, name=node.name, labels=labels):
                     return (UNRESOLVABLE, [REASON_DRA_NODE]), None, None
@@ -536,9 +539,11 @@ class Scheduler:
         if delegated:
             bridge = _bridging.bridge_claim(pod=pod.obj, resources=delegated, mapping=self.mapping)
             claims.append(cast(ResourceClaim, bridge.claim))
+            if (bridge.claim.get("status") or {}).get("allocation"):
+                allocated += 1
         if not claims:
             return None, [], None
-        if all((c.get("status") or {}).get("allocation") for c in claims):
+        if allocated == len(claims):
             return None, [], bridge
         try:
             result = self.allocator.allocate(
@@ -572,9 +577,9 @@ class Scheduler:
         if failure is None:
             delegated = self._delegated(pod, node)
             failure = self._fit(pod, node, delegated)
-            if failure is None:
+            if failure is None and ctx.spread_hard:
                 failure = ctx.spread_filter(node)
-            if failure is None:
+            if failure is None and ctx.checks_affinity:
                 failure = ctx.affinity_filter(node)
             if failure is None:
                 cache = self._fit_cache.setdefault(key, {}) if key is not None else None
@@ -1179,6 +1184,8 @@ class _Context:
         self.spread_soft = terms.spread_soft
         self.spread_default = not explicit and pod.owner_uid is not None
         self.needs_affinity = bool(self.req_aff)
+        #: Whether the InterPodAffinity filter can fail at all.
+        self.checks_affinity = bool(self.req_aff or self.req_anti or sched.affinity_pods)
         self.only_nodes = terms.only_nodes
         self.plain = not (
             self.req_aff
