@@ -41,6 +41,7 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from heapq import merge
+from itertools import chain
 from typing import Any, cast
 
 from gpushift.engine import _bridging, _filters, _ledger, _requests
@@ -207,6 +208,35 @@ def _queue_key(pod: PodInfo) -> tuple[int, str, int]:
     return (-pod.priority, pod.created, pod.order)
 
 
+_Entry = tuple[tuple[int, str, int], int]
+
+
+class _Queue:
+    """The scheduling queue: smallest entry first. The pods read in are sorted once and taken
+    in turn; only pods put back (preemption victims) go through a heap."""
+
+    __slots__ = ("_heap", "_pos", "_sorted")
+
+    def __init__(self, entries: list[_Entry]) -> None:
+        self._sorted = sorted(entries)
+        self._pos = 0
+        self._heap: list[_Entry] = []
+
+    def __bool__(self) -> bool:
+        return self._pos < len(self._sorted) or bool(self._heap)
+
+    def push(self, entry: _Entry) -> None:
+        heapq.heappush(self._heap, entry)
+
+    def pop(self) -> _Entry:
+        """The smallest entry (raises IndexError when empty)."""
+        pos, heap = self._pos, self._heap
+        if pos < len(self._sorted) and not (heap and heap[0] < self._sorted[pos]):
+            self._pos = pos + 1
+            return self._sorted[pos]
+        return heapq.heappop(heap)
+
+
 @dataclass(slots=True)
 class _ClassView:
     """Nodes grouped by usage key, without those that can never fit one class of pods."""
@@ -246,7 +276,7 @@ class Scheduler:
         self.nodes: list[NodeInfo] = []
         self.by_name: dict[str, NodeInfo] = {}
         self.claims: list[dict[str, Any]] = []
-        self._queue: list[tuple[tuple[int, str, int], int]] = []
+        self._queue = _Queue([])
         self._by_order: dict[int, PodInfo] = {}
         #: Bound pods per priority: preemption is only tried when some have lower priority.
         self._bound_priorities: dict[int, int] = {}
@@ -630,8 +660,7 @@ class Scheduler:
                 # the input nothing can run it.
                 pod.prebound = True
                 pod.message = f'bound to node "{node_name}", which is not in the input'
-        self._queue = [(_queue_key(p), p.order) for p in pods if not p.prebound]
-        heapq.heapify(self._queue)
+        self._queue = _Queue([(_queue_key(p), p.order) for p in pods if not p.prebound])
         self._by_order = {p.order: p for p in pods}
         retry: list[PodInfo] = []
         self._drain(retry)
@@ -648,7 +677,7 @@ class Scheduler:
     def _drain(self, retry: list[PodInfo]) -> None:
         # Pods with required pod affinity that fail wait in ``retry`` for later pods.
         while self._queue:
-            _, order = heapq.heappop(self._queue)
+            _, order = self._queue.pop()
             pod = self._by_order[order]
             if (
                 not self._schedule_one(pod)
@@ -737,7 +766,13 @@ class Scheduler:
         chosen = None
         for score in sorted(scored, reverse=True):
             lists = [groups[k] for k in scored[score]]
-            for _name, order in merge(*lists) if len(lists) > 1 else lists[0]:
+            walk: Iterable[tuple[str, int]] = lists[0]
+            if len(lists) > 1:
+                # Name order across the groups; the first node usually fits, so it is tried
+                # before any merging. Groups are never empty and a node is in one group.
+                first = min(lists)[0]
+                walk = chain((first,), (e for e in merge(*lists) if e != first))
+            for _name, order in walk:
                 node = self.nodes[order]
                 failure, results, bridge = self._filter(pod, node, ctx)
                 if failure is None:
@@ -1033,7 +1068,7 @@ class Scheduler:
             self._unbind(v)
             v.message = f"preempted by {pod.key} on {node.name}"
             v.preempted_by = (pod.key, node.name)
-            heapq.heappush(self._queue, (_queue_key(v), v.order))
+            self._queue.push((_queue_key(v), v.order))
         failure, results, bridge = self._check(pod, node)
         if failure is not None:
             return None
