@@ -288,7 +288,11 @@ class Scheduler:
         self.prefer_no_schedule = False
         self.zones = False
         self._static: dict[Any, dict[int, Failure | None]] = {}
-        self._dead: dict[Any, dict[int, Failure]] = {}
+        #: Per class, nodes it can never fit (until a preemption frees room): the failure and
+        #: the node's version when it was found. The reason can go stale as use grows (a
+        #: node that failed DRA may now have too many pods), so it is found again when read
+        #: at a later version.
+        self._dead: dict[Any, dict[int, tuple[Failure, int]]] = {}
         self._views: dict[Any, _ClassView] = {}
         #: The object being read or placed, for error messages.
         self.current: dict[str, Any] | None = None
@@ -592,11 +596,14 @@ class Scheduler:
         self, pod: PodInfo, node: NodeInfo, ctx: _Context
     ) -> tuple[Failure | None, list[AllocationResult] | None, _bridging.BridgeClaim | None]:
         key = pod.class_key
+        stale = False
         if key is not None and not ctx.needs_affinity:
             dead = self._dead.setdefault(key, {})
             hit = dead.get(node.order)
             if hit is not None:
-                return hit, None, None
+                if hit[1] == node.version:
+                    return hit[0], None, None
+                stale = True
         static_cache = self._static.setdefault(key, {}) if key is not None else {}
         if node.order in static_cache:
             failure = static_cache[node.order]
@@ -621,10 +628,26 @@ class Scheduler:
                 if failure is None:
                     if cache is not None and not delegated:
                         cache[node.order] = (node.version, results)
+                    if stale:
+                        del self._dead[key][node.order]
                     return None, results, bridge
         if key is not None and not ctx.needs_affinity:
-            self._dead.setdefault(key, {})[node.order] = failure
+            self._dead.setdefault(key, {})[node.order] = (failure, node.version)
         return failure, None, None
+
+    def _dead_failures(self, pod: PodInfo, ctx: _Context) -> dict[int, Failure]:
+        """The failures of the nodes the pod's class can never fit, each as of now."""
+        dead = self._dead.get(pod.class_key, {})
+        out: dict[int, Failure] = {}
+        for order, (failure, version) in list(dead.items()):
+            node = self.nodes[order]
+            if version != node.version:
+                found = self._filter(pod, node, ctx)[0]
+                if found is None:
+                    continue
+                failure = found
+            out[order] = failure
+        return out
 
     # -- the loop --
 
@@ -826,7 +849,7 @@ class Scheduler:
 
     def _fit_error_text(self, pod: PodInfo, ctx: _Context) -> str:
         if ctx.all_dead:
-            ctx.failures = self._dead.get(pod.class_key, {})
+            ctx.failures = self._dead_failures(pod, ctx)
         n = len(self.nodes)
         if n == 0:
             return "no nodes available to schedule pods"
@@ -1031,7 +1054,7 @@ class Scheduler:
             return None
         if ctx.all_dead:
             # Dry runs release pods and so clear the class's cached failures: keep a copy.
-            ctx.failures = dict(self._dead.get(pod.class_key, {}))
+            ctx.failures = self._dead_failures(pod, ctx)
             ctx.all_dead = False
         failures = ctx.failures
         candidates: list[tuple[tuple[int, int, int, int], NodeInfo, list[PodInfo]]] = []
