@@ -950,9 +950,7 @@ def _result(
             if r is None:
                 continue
             for c in r.class_config:
-                config.append(
-                    {"source": "FromClass", "requests": [r.name], "opaque": c["opaque"]}
-                )
+                config.append({"source": "FromClass", "requests": [r.name], "opaque": c["opaque"]})
     for c in (claim["spec"].get("devices") or {}).get("config") or ():
         entry: DeviceAllocationConfiguration = {"source": "FromClaim"}
         if c.get("requests"):

@@ -167,6 +167,7 @@ class Outcome:
 Failure = tuple[int, list[str]]
 #: The view key of every node, grouped by usage key (no class keys are 1-tuples).
 _ALL_NODES = ("all nodes",)
+_NO_NAMES: frozenset[str] = frozenset()
 
 
 def _priority(spec: Mapping[str, Any], *, classes: Mapping[str, int], default: int) -> int:
@@ -887,18 +888,22 @@ class Scheduler:
         bridge: _bridging.BridgeClaim | None,
         held_cards: tuple[list[tuple[str, int]], list[tuple[int, _ledger.Tenant]]] | None = None,
     ) -> None:
-        delegated = {m["resourceName"] for m in bridge.mappings} if bridge else set()
-        requested = node.requested
-        for name, amount in pod.requests.items():
-            if name in delegated:
-                continue
-            requested[name] = requested.get(name, 0) + amount
+        delegated = {m["resourceName"] for m in bridge.mappings} if bridge else _NO_NAMES
+        if pod.requests:
+            requested = node.requested
+            for name, amount in pod.requests.items():
+                if name in delegated:
+                    continue
+                requested[name] = requested.get(name, 0) + amount
         node.nz_cpu += pod.nz_cpu
         node.nz_mem += pod.nz_mem
         node.pods.append(pod)
         node.version += 1
-        node.min_priority = min(node.min_priority, pod.priority)
-        self._bound_priorities[pod.priority] = self._bound_priorities.get(pod.priority, 0) + 1
+        priority = pod.priority
+        if priority < node.min_priority:
+            node.min_priority = priority
+        bound = self._bound_priorities
+        bound[priority] = bound.get(priority, 0) + 1
         if pod.owner_uid is not None:
             node.owners[pod.owner_uid] = node.owners.get(pod.owner_uid, 0) + 1
         self._log.append(node.order)
