@@ -84,6 +84,7 @@ def test_no_node_is_overcommitted_and_no_pod_is_left_out_while_room_remains(
 # --- the shortcuts (classes of pods alike, node groups, cached filters) against the full search
 
 GIB = 2**30
+ZONE = "topology.kubernetes.io/zone"
 TEMPLATES = {
     # one share of a card, or a share asking for GPU memory too, or a whole card
     "share": {"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}},
@@ -116,6 +117,7 @@ dra_pods_st = st.lists(
         st.integers(0, 1),  # priority
         st.booleans(),  # nodeSelector pool=a
         st.integers(0, 1),  # device-plugin GPUs
+        st.booleans(),  # spread over zones, DoNotSchedule
     ),
     max_size=30,
 )
@@ -123,7 +125,7 @@ dra_pods_st = st.lists(
 
 def dra_cluster(
     nodes: list[tuple[int, str, int, int, bool, int]],
-    pods: list[tuple[str | None, int, int, bool, int]],
+    pods: list[tuple[str | None, int, int, bool, int, bool]],
 ) -> list[Any]:
     objs: list[Any] = [*nvidia_device_classes()]
     for i, (cards, shares, cpu, max_pods, pool_a, dp) in enumerate(nodes):
@@ -131,7 +133,7 @@ def dra_cluster(
         allocatable: dict[str, Any] = {"cpu": cpu, "memory": "64Gi", "pods": max_pods}
         if dp:
             allocatable["nvidia.com/gpu"] = dp
-        labels = {"pool": "a"} if pool_a else {}
+        labels = {ZONE: f"z{i % 2}", **({"pool": "a"} if pool_a else {})}
         objs.append(
             {
                 "apiVersion": "v1",
@@ -162,7 +164,7 @@ def dra_cluster(
                 "spec": {"spec": {"devices": {"requests": [request]}}},
             }
         )
-    for i, (template, cpu, prio, pool_a, dp) in enumerate(pods):
+    for i, (template, cpu, prio, pool_a, dp, spread) in enumerate(pods):
         resources: dict[str, Any] = {"requests": {"cpu": cpu}} if cpu else {}
         if dp:
             resources["limits"] = {"nvidia.com/gpu": dp}
@@ -174,8 +176,23 @@ def dra_cluster(
             spec["containers"][0]["resources"] = resources
         if pool_a:
             spec["nodeSelector"] = {"pool": "a"}
+        if spread:
+            spec["topologySpreadConstraints"] = [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": ZONE,
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"app": "spread"}},
+                }
+            ]
+        labels = {"app": "spread"} if spread else {}
         objs.append(
-            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}"}, "spec": spec}
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"p{i}", "labels": labels},
+                "spec": spec,
+            }
         )
     return objs
 
@@ -201,7 +218,7 @@ def placements(outcome: Outcome) -> list[tuple[Any, ...]]:
 @given(nodes=dra_nodes_st, pods=dra_pods_st)
 def test_shortcuts_place_every_pod_as_the_full_search_does(
     nodes: list[tuple[int, str, int, int, bool, int]],
-    pods: list[tuple[str | None, int, int, bool, int]],
+    pods: list[tuple[str | None, int, int, bool, int, bool]],
 ) -> None:
     objs = dra_cluster(nodes, pods)
     fast = schedule(from_objects(copy.deepcopy(objs)))

@@ -617,6 +617,12 @@ class Scheduler:
             failure = self._fit(pod, node, delegated)
             if failure is None and ctx.spread_hard:
                 failure = ctx.spread_filter(node)
+                if failure is not None:
+                    # The skew depends on every node's pods (the smallest domain grows), so a
+                    # node that fails it may pass later: not a failure for good.
+                    if stale:
+                        del self._dead[key][node.order]
+                    return failure, None, None
             if failure is None and ctx.checks_affinity:
                 failure = ctx.affinity_filter(node)
             if failure is None:
