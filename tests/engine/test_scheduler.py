@@ -804,3 +804,40 @@ def test_live_claim_with_a_missing_class_leaves_only_its_pod_unschedulable() -> 
     msg = next(p.message for p in outcome.pods if p.name == "a")
     assert msg is not None and msg.startswith("0/1 nodes are available: 1 ")
     assert "no-such-class" in msg
+
+
+def test_a_node_failing_the_spread_filter_is_tried_again_once_the_other_domains_catch_up() -> None:
+    # maxSkew 1 over two zones of one node each; b1 takes two pods. p1 cannot join p0 in zone
+    # a (skew 2), p3 cannot either (a holds p0 and p2), but once b holds two, p4 can (skew
+    # 3 - 2 = 1) and b1 is full: p4 goes to a1, as kube-scheduler's filter says.
+    def zone_node(name: str, zone: str, pods: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}},
+            "status": {"allocatable": {"cpu": "8", "pods": pods}},
+        }
+
+    def spread_pod(i: int, cpu: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"p{i}", "labels": {"app": "x"}},
+            "spec": {
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
+                "topologySpreadConstraints": [
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": "topology.kubernetes.io/zone",
+                        "whenUnsatisfiable": "DoNotSchedule",
+                        "labelSelector": {"matchLabels": {"app": "x"}},
+                    }
+                ],
+            },
+        }
+
+    objs = [zone_node("a1", "a", "10"), zone_node("b1", "b", "2")]
+    objs += [spread_pod(i, cpu) for i, cpu in enumerate(["1", "1", "2", "1", "1"])]
+    sim = simulate(from_objects(objs))
+    placed = {p.name: p.node.name if p.node else None for p in sim.outcome.pods}
+    assert placed == {"p0": "a1", "p1": "b1", "p2": "a1", "p3": "b1", "p4": "a1"}

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpushift.engine import from_objects, simulate
+from gpushift.engine import (
+    GpuInfo,
+    Outcome,
+    from_objects,
+    nvidia_device_classes,
+    nvidia_resource_slice,
+    schedule,
+    simulate,
+)
 
 nodes_st = st.lists(
     st.tuples(st.integers(0, 3), st.integers(1, 4), st.integers(1, 4)),  # gpu, cpu, pods
@@ -70,3 +79,148 @@ def test_no_node_is_overcommitted_and_no_pod_is_left_out_while_room_remains(
         assert p.message is not None
         assert p.message.startswith(f"0/{len(nodes)} nodes are available: ")
     assert sim.exit_code == (1 if sim.pending else 0)
+
+
+# --- the shortcuts (classes of pods alike, node groups, cached filters) against the full search
+
+GIB = 2**30
+ZONE = "topology.kubernetes.io/zone"
+TEMPLATES = {
+    # one share of a card, or a share asking for GPU memory too, or a whole card
+    "share": {"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}},
+    "memory": {
+        "name": "g",
+        "exactly": {
+            "deviceClassName": "gpu.nvidia.com",
+            "capacity": {"requests": {"memory": "30Gi"}},
+        },
+    },
+    "two": {"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}},
+}
+
+dra_nodes_st = st.lists(
+    st.tuples(
+        st.integers(0, 3),  # cards
+        st.sampled_from(["1", "2", "5", "memory", "unlimited", "disabled"]),  # consumableShares
+        st.integers(1, 6),  # cpu
+        st.integers(1, 12),  # max pods
+        st.booleans(),  # labelled pool=a
+        st.integers(0, 2),  # device-plugin GPUs
+    ),
+    min_size=1,
+    max_size=5,
+)
+dra_pods_st = st.lists(
+    st.tuples(
+        st.sampled_from([None, *TEMPLATES]),
+        st.integers(0, 2),  # cpu
+        st.integers(0, 1),  # priority
+        st.booleans(),  # nodeSelector pool=a
+        st.integers(0, 1),  # device-plugin GPUs
+        st.booleans(),  # spread over zones, DoNotSchedule
+    ),
+    max_size=30,
+)
+
+
+def dra_cluster(
+    nodes: list[tuple[int, str, int, int, bool, int]],
+    pods: list[tuple[str | None, int, int, bool, int, bool]],
+) -> list[Any]:
+    objs: list[Any] = [*nvidia_device_classes()]
+    for i, (cards, shares, cpu, max_pods, pool_a, dp) in enumerate(nodes):
+        name = f"n{i}"
+        allocatable: dict[str, Any] = {"cpu": cpu, "memory": "64Gi", "pods": max_pods}
+        if dp:
+            allocatable["nvidia.com/gpu"] = dp
+        labels = {ZONE: f"z{i % 2}", **({"pool": "a"} if pool_a else {})}
+        objs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": labels},
+                "status": {"allocatable": allocatable},
+            }
+        )
+        gpus = [
+            GpuInfo(
+                minor=m,
+                uuid=f"GPU-{i}-{m}",
+                product_name="NVIDIA L40S",
+                memory_bytes=48 * GIB,
+                architecture="Ada Lovelace",
+                cuda_compute_capability="8.9",
+            )
+            for m in range(cards)
+        ]
+        if gpus:
+            objs.append(dict(nvidia_resource_slice(node_name=name, gpus=gpus, sharing=shares)))
+    for t, request in TEMPLATES.items():
+        objs.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaimTemplate",
+                "metadata": {"name": t, "namespace": "default"},
+                "spec": {"spec": {"devices": {"requests": [request]}}},
+            }
+        )
+    for i, (template, cpu, prio, pool_a, dp, spread) in enumerate(pods):
+        resources: dict[str, Any] = {"requests": {"cpu": cpu}} if cpu else {}
+        if dp:
+            resources["limits"] = {"nvidia.com/gpu": dp}
+        spec: dict[str, Any] = {"priority": prio, "containers": [{"name": "c"}]}
+        if template is not None:
+            spec["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": template}]
+            resources["claims"] = [{"name": "gpu"}]
+        if resources:
+            spec["containers"][0]["resources"] = resources
+        if pool_a:
+            spec["nodeSelector"] = {"pool": "a"}
+        if spread:
+            spec["topologySpreadConstraints"] = [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": ZONE,
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"app": "spread"}},
+                }
+            ]
+        labels = {"app": "spread"} if spread else {}
+        objs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"p{i}", "labels": labels},
+                "spec": spec,
+            }
+        )
+    return objs
+
+
+def placements(outcome: Outcome) -> list[tuple[Any, ...]]:
+    out = []
+    for p in outcome.pods:
+        devices = sorted(
+            (r["pool"], r["device"], repr(sorted((r.get("consumedCapacity") or {}).items())))
+            for _, c in p.claims
+            for r in (((c.get("status") or {}).get("allocation") or {}).get("devices") or {}).get(
+                "results"
+            )
+            or []
+        )
+        out.append(
+            (p.key, p.node.name if p.node else None, p.message, devices, sorted(p.gpu_cards))
+        )
+    return out
+
+
+@settings(max_examples=120, deadline=None)
+@given(nodes=dra_nodes_st, pods=dra_pods_st)
+def test_shortcuts_place_every_pod_as_the_full_search_does(
+    nodes: list[tuple[int, str, int, int, bool, int]],
+    pods: list[tuple[str | None, int, int, bool, int, bool]],
+) -> None:
+    objs = dra_cluster(nodes, pods)
+    fast = schedule(from_objects(copy.deepcopy(objs)))
+    full = schedule(from_objects(copy.deepcopy(objs)), full_search=True)
+    assert placements(fast) == placements(full)

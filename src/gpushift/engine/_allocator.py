@@ -940,16 +940,17 @@ def _result(
         results.append(res)
     # Class config per request actually allocated (firstAvailable: the chosen alternative),
     # then the claim's own config, as allocator_incubating.go assembles them.
-    chosen: dict[str, _Req] = {}
-    for p in picks:
-        chosen.setdefault(p.req.parent, p.req)
     config: list[DeviceAllocationConfiguration] = []
-    for alts in requests:
-        r = chosen.get(alts[0].parent)
-        if r is None:
-            continue
-        for c in r.class_config:
-            config.append({"source": "FromClass", "requests": [r.name], "opaque": c["opaque"]})
+    if any(p.req.class_config for p in picks):
+        chosen: dict[str, _Req] = {}
+        for p in picks:
+            chosen.setdefault(p.req.parent, p.req)
+        for alts in requests:
+            r = chosen.get(alts[0].parent)
+            if r is None:
+                continue
+            for c in r.class_config:
+                config.append({"source": "FromClass", "requests": [r.name], "opaque": c["opaque"]})
     for c in (claim["spec"].get("devices") or {}).get("config") or ():
         entry: DeviceAllocationConfiguration = {"source": "FromClaim"}
         if c.get("requests"):

@@ -386,11 +386,86 @@ def _projected_variable(
     return out
 
 
+# --- simple forms: evaluated without the CEL runtime ------------------------------------------
+
+# A string literal without escapes (its text is its value) and an identifier that is not one
+# of CEL's reserved words (cel-spec langdef.md: Syntax).
+_LIT = r"'([^'\\\n\r]*)'"
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+_RESERVED = frozenset(
+    [
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "false",
+        "for",
+        "function",
+        "if",
+        "import",
+        "in",
+        "let",
+        "loop",
+        "null",
+        "package",
+        "namespace",
+        "return",
+        "true",
+        "var",
+        "void",
+        "while",
+    ]
+)
+_DRIVER_TERM = re.compile(rf"device\.driver == {_LIT}")
+_ATTRIBUTE_TERM = re.compile(rf"device\.attributes\[{_LIT}\]\.({_IDENT}) == {_LIT}")
+
+#: One conjunct of a simple form: (domain, name, value); domain None compares the driver.
+_Term = tuple[str | None, str, str]
+
+
+def _simple_form(expression: str) -> tuple[_Term, ...] | None:
+    """The terms of ``device.driver == '…'`` and ``device.attributes['…'].name == '…'``
+    comparisons joined by `` && ``, or None for any other text (the CEL runtime decides)."""
+    terms: list[_Term] = []
+    for part in expression.split(" && "):
+        m = _DRIVER_TERM.fullmatch(part)
+        if m is not None:
+            terms.append((None, "", m.group(1)))
+            continue
+        m = _ATTRIBUTE_TERM.fullmatch(part)
+        if m is None or m.group(2) in _RESERVED:
+            return None
+        terms.append((m.group(1), m.group(2), m.group(3)))
+    return tuple(terms)
+
+
+def _simple_eval(terms: tuple[_Term, ...], device: CelDevice) -> bool | None:
+    """A simple form's result when every term compares two strings, else None.
+
+    Then no term can fail, so ``&&`` is plain conjunction. A missing attribute (a runtime
+    error) or one of another type is left to the runtime, whose result is the reference.
+    """
+    result = True
+    for domain, name, value in terms:
+        have = device.driver if domain is None else device.attributes.get(domain, _NO_MAP).get(name)
+        if type(have) is not str:
+            return None
+        if have != value:
+            result = False
+    return result
+
+
+_NO_MAP: Mapping[str, CelValue] = {}
+
+
 @dataclass(slots=True)
 class _Compiled:
+    #: The runtime's program, compiled on first need (a simple form may never need it).
     program: Any
     refs: tuple[tuple[str, str, str], ...] | None
     results: dict[tuple[Any, ...], bool | SelectorEvaluationError]
+    simple: tuple[_Term, ...] | None = None
 
 
 class CelSelectorEvaluator:
@@ -399,12 +474,19 @@ class CelSelectorEvaluator:
     Results are memoised per (expression, device content): a result is reused for any device
     that agrees on the fields the expression reads (or on all fields, when that cannot be
     told from the text). Not thread-safe.
+
+    Expressions of the simple form the DeviceClasses of the NVIDIA chart use (string equality
+    on the driver and on attributes, joined by ``&&``) are checked and, where every compared
+    value is a string, evaluated in Python, so the runtime (about half a second to import)
+    is loaded only for other expressions. ``simple_forms=False`` sends everything to the
+    runtime (the reference the simple path is tested against).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, simple_forms: bool = True) -> None:
         self._cel: Any = None
         self._context: Any = None
         self._compiled: dict[str, _Compiled] = {}
+        self._simple_forms = simple_forms
 
     def _runtime(self) -> Any:
         # Imported on first use: the `cel` package imports its own CLI (prompt_toolkit, rich),
@@ -420,14 +502,19 @@ class CelSelectorEvaluator:
             self._cel, self._context = cel, context
         return self._cel
 
+    def _program(self, expression: str) -> Any:
+        try:
+            return self._runtime().compile(expression)
+        except (ValueError, RuntimeError) as e:
+            raise SelectorError(expression, _one_line(str(e))) from None
+
     def _compile(self, expression: str) -> _Compiled:
         c = self._compiled.get(expression)
         if c is None:
-            try:
-                program = self._runtime().compile(expression)
-            except (ValueError, RuntimeError) as e:
-                raise SelectorError(expression, _one_line(str(e))) from None
-            c = _Compiled(program, _projection(expression), {})
+            simple = _simple_form(expression) if self._simple_forms else None
+            # A simple form is valid CEL by construction: its program can wait.
+            program = None if simple is not None else self._program(expression)
+            c = _Compiled(program, _projection(expression), {}, simple)
             self._compiled[expression] = c
         return c
 
@@ -454,6 +541,12 @@ class CelSelectorEvaluator:
     def _evaluate(
         self, c: _Compiled, expression: str, device: CelDevice
     ) -> bool | SelectorEvaluationError:
+        if c.simple is not None:
+            simple = _simple_eval(c.simple, device)
+            if simple is not None:
+                return simple
+        if c.program is None:
+            c.program = self._program(expression)
         variable = device.variable() if c.refs is None else _projected_variable(device, c.refs)
         self._context.add_variable("device", variable)
         try:

@@ -82,14 +82,13 @@ def dra_tenants(
         ns = meta.get("namespace", "")
         name = f"{ns}/{meta.get('name', '')}"
         pods = [f"{ns}/{r.get('name', '')}" for r in status.get("reservedFor") or ()]
-        pinned = _allocated_node(alloc)
         for r in (alloc.get("devices") or {}).get("results") or ():
             # KEP-5018: admin access (a monitor watching every card) is not an allocation.
             if r.get("driver") != NVIDIA_DRIVER or r.get("adminAccess") is True:
                 continue
             # The slice may be gone (the driver was removed without draining): the claim
             # still holds the card, on the node its allocation is pinned to.
-            node = pools.get((NVIDIA_DRIVER, str(r.get("pool")))) or pinned
+            node = pools.get((NVIDIA_DRIVER, str(r.get("pool")))) or _allocated_node(alloc)
             device = str(r.get("device", ""))
             card = cards[device] if device in cards else cards.setdefault(device, card_of(device))
             if node is None or card is None:

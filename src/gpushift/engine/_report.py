@@ -37,20 +37,29 @@ class Placement:
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """Rows under an upper-case header, columns padded to their widest cell."""
-    cells = [[h.upper() for h in header], *[[str(c) for c in r] for r in rows]]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    lines = ["   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
-    return "\n".join(lines)
+    cells = [tuple(h.upper() for h in header), *(tuple(map(str, r)) for r in rows)]
+    widths = [max(map(len, column)) for column in zip(*cells, strict=True)]
+    # One format per table: padding every cell with ljust costs a call per cell.
+    line = "   ".join(f"%-{w}s" for w in widths)
+    return "\n".join([(line % r).rstrip() for r in cells])
+
+
+_CONSUMED_TEXT: dict[tuple[tuple[str, str], ...], str] = {}
 
 
 def _consumed_text(consumed: dict[str, str]) -> str:
-    return ", ".join(
-        f"{k} {v}" for k, v in sorted(consumed.items(), key=lambda kv: kv[0] != "shares")
-    )
+    key = tuple(consumed.items())
+    text = _CONSUMED_TEXT.get(key)
+    if text is None:
+        text = ", ".join(
+            f"{k} {v}" for k, v in sorted(consumed.items(), key=lambda kv: kv[0] != "shares")
+        )
+        _CONSUMED_TEXT[key] = text
+    return text
 
 
-def placement(pod: PodInfo) -> Placement:
-    """The placement of one pod (see :class:`Placement`)."""
+def _placement(pod: PodInfo) -> tuple[str | None, str, list[str], str]:
+    """Node, via, cards and share of :func:`placement`."""
     node = pod.node.name if pod.node else None
     cards: list[str] = []
     shares: list[str] = []
@@ -73,7 +82,13 @@ def placement(pod: PodInfo) -> Placement:
             cards.append(str(r.get("device")))
             consumed = r.get("consumedCapacity")
             shares.append(_consumed_text(dict(consumed)) if consumed else "whole device")
-    return Placement(pod.key, node, via, tuple(cards), "; ".join(shares) or "-")
+    return node, via, cards, "; ".join(shares) or "-"
+
+
+def placement(pod: PodInfo) -> Placement:
+    """The placement of one pod (see :class:`Placement`)."""
+    node, via, cards, share = _placement(pod)
+    return Placement(pod.key, node, via, tuple(cards), share)
 
 
 def _fmt(name: str, v: Fraction | int | str) -> str:
@@ -137,10 +152,10 @@ def card_rows(sim: Simulation) -> list[list[str]]:
 def human(sim: Simulation) -> str:
     """The default output: placements, card ledgers, Pending pods and hazards."""
     out = []
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for pod in sim.outcome.pods:
-        p = placement(pod)
-        rows.append([p.pod, p.node or "<pending>", p.via, ",".join(p.cards) or "-", p.share])
+        node, via, held, share = _placement(pod)
+        rows.append((pod.key, node or "<pending>", via, ",".join(held) or "-", share))
     out.append(table(["pod", "node", "via", "card", "share"], rows))
     cards = card_rows(sim)
     if cards:

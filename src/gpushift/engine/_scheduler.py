@@ -41,6 +41,7 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from heapq import merge
+from itertools import chain
 from typing import Any, cast
 
 from gpushift.engine import _bridging, _filters, _ledger, _requests
@@ -48,7 +49,7 @@ from gpushift.engine._allocator import AllocatedState, StructuredAllocator, Unkn
 from gpushift.engine._cel import SelectorEvaluationError
 from gpushift.engine._dra_types import AllocationResult, Node, ResourceClaim
 from gpushift.engine._filters import node_selector_matches
-from gpushift.engine._inputs import Inputs
+from gpushift.engine._inputs import Inputs, content_key
 from gpushift.engine._workloads import stable_suffix, stable_uid
 
 # Status codes, as framework.Code: only the two failure codes matter here.
@@ -164,6 +165,9 @@ class Outcome:
 
 
 Failure = tuple[int, list[str]]
+#: The view key of every node, grouped by usage key (no class keys are 1-tuples).
+_ALL_NODES = ("all nodes",)
+_NO_NAMES: frozenset[str] = frozenset()
 
 
 def _priority(spec: Mapping[str, Any], *, classes: Mapping[str, int], default: int) -> int:
@@ -205,6 +209,35 @@ def _queue_key(pod: PodInfo) -> tuple[int, str, int]:
     return (-pod.priority, pod.created, pod.order)
 
 
+_Entry = tuple[tuple[int, str, int], int]
+
+
+class _Queue:
+    """The scheduling queue: smallest entry first. The pods read in are sorted once and taken
+    in turn; only pods put back (preemption victims) go through a heap."""
+
+    __slots__ = ("_heap", "_pos", "_sorted")
+
+    def __init__(self, entries: list[_Entry]) -> None:
+        self._sorted = sorted(entries)
+        self._pos = 0
+        self._heap: list[_Entry] = []
+
+    def __bool__(self) -> bool:
+        return self._pos < len(self._sorted) or bool(self._heap)
+
+    def push(self, entry: _Entry) -> None:
+        heapq.heappush(self._heap, entry)
+
+    def pop(self) -> _Entry:
+        """The smallest entry (raises IndexError when empty)."""
+        pos, heap = self._pos, self._heap
+        if pos < len(self._sorted) and not (heap and heap[0] < self._sorted[pos]):
+            self._pos = pos + 1
+            return self._sorted[pos]
+        return heapq.heappop(heap)
+
+
 @dataclass(slots=True)
 class _ClassView:
     """Nodes grouped by usage key, without those that can never fit one class of pods."""
@@ -225,8 +258,17 @@ class _ClassView:
 class Scheduler:
     """Schedules the pending pods of an ``Inputs`` onto its nodes. Use :func:`schedule`."""
 
-    def __init__(self, inputs: Inputs, *, allocator: StructuredAllocator | None = None) -> None:
+    def __init__(
+        self,
+        inputs: Inputs,
+        *,
+        allocator: StructuredAllocator | None = None,
+        full_search: bool = False,
+    ) -> None:
         self.inputs = inputs
+        #: No classes, views or cached filter results: every pod filters and scores every
+        #: node (the reference the shortcuts are tested against; same placements, slower).
+        self.full_search = full_search
         self.allocator = allocator or StructuredAllocator(
             slices=cast(Any, inputs.slices), classes=cast(Any, inputs.classes)
         )
@@ -235,7 +277,7 @@ class Scheduler:
         self.nodes: list[NodeInfo] = []
         self.by_name: dict[str, NodeInfo] = {}
         self.claims: list[dict[str, Any]] = []
-        self._queue: list[tuple[tuple[int, str, int], int]] = []
+        self._queue = _Queue([])
         self._by_order: dict[int, PodInfo] = {}
         #: Bound pods per priority: preemption is only tried when some have lower priority.
         self._bound_priorities: dict[int, int] = {}
@@ -246,9 +288,12 @@ class Scheduler:
         self.affinity_pods: list[PodInfo] = []
         self.prefer_no_schedule = False
         self.zones = False
-        self._groups: dict[tuple[int, ...], list[tuple[str, int]]] = {}
         self._static: dict[Any, dict[int, Failure | None]] = {}
-        self._dead: dict[Any, dict[int, Failure]] = {}
+        #: Per class, nodes it can never fit (until a preemption frees room): the failure and
+        #: the node's version when it was found. The reason can go stale as use grows (a
+        #: node that failed DRA may now have too many pods), so it is found again when read
+        #: at a later version.
+        self._dead: dict[Any, dict[int, tuple[Failure, int]]] = {}
         self._views: dict[Any, _ClassView] = {}
         #: The object being read or placed, for error messages.
         self.current: dict[str, Any] | None = None
@@ -257,8 +302,9 @@ class Scheduler:
         self._cards_by_node: dict[str, int] | None = None
         self._log: list[int] = []
         self._messages: dict[Any, str] = {}
-        self._requests_cache: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
+        self._specs: dict[bytes | str, tuple[dict[str, int], int, int, int, bytes | str]] = {}
         self._fit_cache: dict[Any, dict[int, tuple[int, list[AllocationResult] | None]]] = {}
+        self._terms: dict[Any, _SpecTerms] = {}
 
     # -- setup --
 
@@ -293,7 +339,6 @@ class Scheduler:
             )
             self.nodes.append(info)
             self.by_name[name] = info
-            self._group_add(info)
 
     def _dra_cards(self, node: dict[str, Any]) -> int:
         if self._cards_by_node is None:
@@ -322,15 +367,6 @@ class Scheduler:
             if (claim.get("status") or {}).get("allocation"):
                 self.state.add_claim(cast(ResourceClaim, claim))
 
-    def _group_add(self, node: NodeInfo) -> None:
-        insort(self._groups.setdefault(node.usage_key(), []), (node.name, node.order))
-
-    def _group_remove(self, node: NodeInfo, key: tuple[int, ...]) -> None:
-        group = self._groups[key]
-        group.remove((node.name, node.order))
-        if not group:
-            del self._groups[key]
-
     # -- pods --
 
     def make_pod(self, obj: dict[str, Any], order: int, priorities: Mapping[str, int]) -> PodInfo:
@@ -339,36 +375,50 @@ class Scheduler:
         meta = obj.setdefault("metadata", {})
         ns = str(meta.get("namespace") or "default")
         name = str(meta.get("name"))
-        meta.setdefault("uid", stable_uid("Pod", ns, name))
+        if "uid" not in meta:
+            meta["uid"] = stable_uid("Pod", ns, name)
         spec = obj.setdefault("spec", {})
-        default = priorities.get("", 0)
-        containers_key = repr(
-            (spec.get("containers"), spec.get("initContainers"), spec.get("overhead"))
-        )
-        cached = self._requests_cache.get(containers_key)
-        if cached is None:
-            cached = (_requests.pod_requests(spec), _requests.pod_non_zero_requests(spec))
-            self._requests_cache[containers_key] = cached
-        requests, nz = cached
-        owners = [o for o in meta.get("ownerReferences") or [] if o.get("controller")]
+        # Pods from one template have equal specs: what follows from the spec alone is worked
+        # out once per distinct spec (same content, same key order).
+        text = content_key(spec)
+        shared = self._specs.get(text)
+        if shared is None:
+            shared = self._spec_state(spec, text, priorities)
+            self._specs[text] = shared
+        requests, nz_cpu, nz_mem, priority, class_text = shared
+        refs = meta.get("ownerReferences")
+        owners = [o for o in refs if o.get("controller")] if refs else None
+        labels = meta.get("labels")
         pod = PodInfo(
             obj=obj,
             namespace=ns,
             name=name,
-            labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+            labels={str(k): str(v) for k, v in labels.items()} if labels else {},
             spec=spec,
-            priority=_priority(spec, classes=priorities, default=default),
+            priority=priority,
             created=str(meta.get("creationTimestamp") or ""),
             order=order,
             requests=dict(requests),
-            nz_cpu=nz.get("cpu", 0),
-            nz_mem=nz.get("memory", 0),
+            nz_cpu=nz_cpu,
+            nz_mem=nz_mem,
             owner_uid=str(owners[0].get("uid")) if owners else None,
         )
-        self._resolve_claims(pod)
+        self._resolve_claims(pod, class_text)
         return pod
 
-    def _resolve_claims(self, pod: PodInfo) -> None:
+    def _spec_state(
+        self, spec: dict[str, Any], text: bytes | str, priorities: Mapping[str, int]
+    ) -> tuple[dict[str, int], int, int, int, bytes | str]:
+        """Requests, non-zero cpu and memory, priority, and the spec's part of the class key
+        (the spec without ``nodeName``)."""
+        requests = _requests.pod_requests(spec)
+        nz = _requests.pod_non_zero_requests(spec)
+        priority = _priority(spec, classes=priorities, default=priorities.get("", 0))
+        if "nodeName" in spec:
+            text = content_key({k: v for k, v in spec.items() if k != "nodeName"})
+        return requests, nz.get("cpu", 0), nz.get("memory", 0), priority, text
+
+    def _resolve_claims(self, pod: PodInfo, class_text: bytes | str) -> None:
         statuses: list[dict[str, str]] = []
         shared = False
         for pc in pod.spec.get("resourceClaims") or []:
@@ -407,10 +457,11 @@ class Scheduler:
                 statuses.append({"name": pc_name, "resourceClaimName": claim["metadata"]["name"]})
         if statuses:
             pod.obj.setdefault("status", {})["resourceClaimStatuses"] = statuses
-        if not shared and pod.prefilter is None:
-            spec_for_key = {k: v for k, v in pod.spec.items() if k != "nodeName"}
-            labels = sorted((k, v) for k, v in pod.labels.items() if k not in self._ignored_labels)
-            pod.class_key = repr((pod.namespace, labels, pod.priority, spec_for_key))
+        if not shared and pod.prefilter is None and not self.full_search:
+            labels = tuple(
+                sorted((k, v) for k, v in pod.labels.items() if k not in self._ignored_labels)
+            )
+            pod.class_key = (pod.namespace, labels, pod.priority, class_text)
 
     def _claim_from_template(
         self, pod: PodInfo, pc_name: str, template: dict[str, Any]
@@ -470,7 +521,7 @@ class Scheduler:
         return None
 
     def _delegated(self, pod: PodInfo, node: NodeInfo) -> dict[str, int]:
-        if not self.mapping:
+        if not self.mapping or not pod.requests:
             return {}
         return _bridging.delegated(
             requests={k: v for k, v in pod.requests.items() if _requests.is_extended(k)},
@@ -485,6 +536,8 @@ class Scheduler:
         alloc = node.allocatable
         if "pods" in alloc and len(node.pods) + 1 > alloc["pods"]:
             reasons.append("Too many pods")
+        if not pod.requests:
+            return (code, reasons) if reasons else None
         names = [n for n in ("cpu", "memory", "ephemeral-storage") if pod.requests.get(n)]
         names += sorted(
             n
@@ -507,9 +560,12 @@ class Scheduler:
     ) -> tuple[Failure | None, list[AllocationResult] | None, _bridging.BridgeClaim | None]:
         claims: list[ResourceClaim] = []
         labels = node.labels
+        allocated = 0
         for _, claim in pod.claims:
-            alloc = (claim.get("status") or {}).get("allocation")
+            status = claim.get("status")
+            alloc = status.get("allocation") if status else None
             if alloc:
+                allocated += 1
                 ns = alloc.get("nodeSelector")
                 if ns is not None and not node_selector_matches(ns, name=node.name, labels=labels):
                     return (UNRESOLVABLE, [REASON_DRA_NODE]), None, None
@@ -518,9 +574,11 @@ class Scheduler:
         if delegated:
             bridge = _bridging.bridge_claim(pod=pod.obj, resources=delegated, mapping=self.mapping)
             claims.append(cast(ResourceClaim, bridge.claim))
+            if (bridge.claim.get("status") or {}).get("allocation"):
+                allocated += 1
         if not claims:
             return None, [], None
-        if all((c.get("status") or {}).get("allocation") for c in claims):
+        if allocated == len(claims):
             return None, [], bridge
         try:
             result = self.allocator.allocate(
@@ -539,11 +597,14 @@ class Scheduler:
         self, pod: PodInfo, node: NodeInfo, ctx: _Context
     ) -> tuple[Failure | None, list[AllocationResult] | None, _bridging.BridgeClaim | None]:
         key = pod.class_key
+        stale = False
         if key is not None and not ctx.needs_affinity:
             dead = self._dead.setdefault(key, {})
             hit = dead.get(node.order)
             if hit is not None:
-                return hit, None, None
+                if hit[1] == node.version:
+                    return hit[0], None, None
+                stale = True
         static_cache = self._static.setdefault(key, {}) if key is not None else {}
         if node.order in static_cache:
             failure = static_cache[node.order]
@@ -554,9 +615,15 @@ class Scheduler:
         if failure is None:
             delegated = self._delegated(pod, node)
             failure = self._fit(pod, node, delegated)
-            if failure is None:
+            if failure is None and ctx.spread_hard:
                 failure = ctx.spread_filter(node)
-            if failure is None:
+                if failure is not None:
+                    # The skew depends on every node's pods (the smallest domain grows), so a
+                    # node that fails it may pass later: not a failure for good.
+                    if stale:
+                        del self._dead[key][node.order]
+                    return failure, None, None
+            if failure is None and ctx.checks_affinity:
                 failure = ctx.affinity_filter(node)
             if failure is None:
                 cache = self._fit_cache.setdefault(key, {}) if key is not None else None
@@ -568,10 +635,26 @@ class Scheduler:
                 if failure is None:
                     if cache is not None and not delegated:
                         cache[node.order] = (node.version, results)
+                    if stale:
+                        del self._dead[key][node.order]
                     return None, results, bridge
         if key is not None and not ctx.needs_affinity:
-            self._dead.setdefault(key, {})[node.order] = failure
+            self._dead.setdefault(key, {})[node.order] = (failure, node.version)
         return failure, None, None
+
+    def _dead_failures(self, pod: PodInfo, ctx: _Context) -> dict[int, Failure]:
+        """The failures of the nodes the pod's class can never fit, each as of now."""
+        dead = self._dead.get(pod.class_key, {})
+        out: dict[int, Failure] = {}
+        for order, (failure, version) in list(dead.items()):
+            node = self.nodes[order]
+            if version != node.version:
+                found = self._filter(pod, node, ctx)[0]
+                if found is None:
+                    continue
+                failure = found
+            out[order] = failure
+        return out
 
     # -- the loop --
 
@@ -607,8 +690,7 @@ class Scheduler:
                 # the input nothing can run it.
                 pod.prebound = True
                 pod.message = f'bound to node "{node_name}", which is not in the input'
-        self._queue = [(_queue_key(p), p.order) for p in pods if not p.prebound]
-        heapq.heapify(self._queue)
+        self._queue = _Queue([(_queue_key(p), p.order) for p in pods if not p.prebound])
         self._by_order = {p.order: p for p in pods}
         retry: list[PodInfo] = []
         self._drain(retry)
@@ -625,7 +707,7 @@ class Scheduler:
     def _drain(self, retry: list[PodInfo]) -> None:
         # Pods with required pod affinity that fail wait in ``retry`` for later pods.
         while self._queue:
-            _, order = heapq.heappop(self._queue)
+            _, order = self._queue.pop()
             pod = self._by_order[order]
             if (
                 not self._schedule_one(pod)
@@ -644,7 +726,8 @@ class Scheduler:
             )
             return False
         ctx = _Context(self, pod)
-        chosen = self._pick_plain(pod, ctx) if ctx.plain else self._pick_scored(pod, ctx)
+        plain = ctx.plain and not self.full_search
+        chosen = self._pick_plain(pod, ctx) if plain else self._pick_scored(pod, ctx)
         if chosen is None:
             chosen = self._preempt(pod, ctx)
         if chosen is None:
@@ -694,7 +777,8 @@ class Scheduler:
                 view = self._view(pod.class_key, lambda n: (*n.usage_key(), n.owners.get(owner, 0)))
             else:
                 view = self._view(pod.class_key, NodeInfo.usage_key)
-        groups = view.groups if view is not None else self._groups
+        # Pods of no class (or a class of one) see every node, grouped the same way.
+        groups = (view or self._view(_ALL_NODES, NodeInfo.usage_key)).groups
         spread: dict[tuple[int, ...], int] = {}
         if ctx.spread_default and view is not None:
             # podtopologyspread scoring for the system default hostname constraint (maxSkew 3)
@@ -712,7 +796,13 @@ class Scheduler:
         chosen = None
         for score in sorted(scored, reverse=True):
             lists = [groups[k] for k in scored[score]]
-            for _name, order in merge(*lists) if len(lists) > 1 else lists[0]:
+            walk: Iterable[tuple[str, int]] = lists[0]
+            if len(lists) > 1:
+                # Name order across the groups; the first node usually fits, so it is tried
+                # before any merging. Groups are never empty and a node is in one group.
+                first = min(lists)[0]
+                walk = chain((first,), (e for e in merge(*lists) if e != first))
+            for _name, order in walk:
                 node = self.nodes[order]
                 failure, results, bridge = self._filter(pod, node, ctx)
                 if failure is None:
@@ -766,7 +856,7 @@ class Scheduler:
 
     def _fit_error_text(self, pod: PodInfo, ctx: _Context) -> str:
         if ctx.all_dead:
-            ctx.failures = self._dead.get(pod.class_key, {})
+            ctx.failures = self._dead_failures(pod, ctx)
         n = len(self.nodes)
         if n == 0:
             return "no nodes available to schedule pods"
@@ -804,32 +894,36 @@ class Scheduler:
         bridge: _bridging.BridgeClaim | None,
         held_cards: tuple[list[tuple[str, int]], list[tuple[int, _ledger.Tenant]]] | None = None,
     ) -> None:
-        old_key = node.usage_key()
-        delegated = {m["resourceName"] for m in bridge.mappings} if bridge else set()
-        for name, amount in pod.requests.items():
-            if name in delegated:
-                continue
-            node.requested[name] = node.requested.get(name, 0) + amount
+        delegated = {m["resourceName"] for m in bridge.mappings} if bridge else _NO_NAMES
+        if pod.requests:
+            requested = node.requested
+            for name, amount in pod.requests.items():
+                if name in delegated:
+                    continue
+                requested[name] = requested.get(name, 0) + amount
         node.nz_cpu += pod.nz_cpu
         node.nz_mem += pod.nz_mem
         node.pods.append(pod)
         node.version += 1
-        node.min_priority = min(node.min_priority, pod.priority)
-        self._bound_priorities[pod.priority] = self._bound_priorities.get(pod.priority, 0) + 1
+        priority = pod.priority
+        if priority < node.min_priority:
+            node.min_priority = priority
+        bound = self._bound_priorities
+        bound[priority] = bound.get(priority, 0) + 1
         if pod.owner_uid is not None:
             node.owners[pod.owner_uid] = node.owners.get(pod.owner_uid, 0) + 1
         self._log.append(node.order)
         if pod.has_affinity_terms:
             self.affinity_pods.append(pod)
         pod.node = node
-        self._group_remove(node, old_key)
-        self._group_add(node)
         if held_cards is not None:
             # Given back after a preemption dry run: the same units on the same cards.
             pod.gpu_cards, tenants = held_cards
             for i, tenant in tenants:
                 node.gpu.cards[i].tenants.append(tenant)
-        elif any(pod.requests.get(r) and r not in delegated for r in _ledger.GPU_RESOURCES):
+        elif pod.requests and any(
+            pod.requests.get(r) and r not in delegated for r in _ledger.GPU_RESOURCES
+        ):
             self._assign_cards(pod, node)
         claims = [c for _, c in pod.claims]
         if bridge is not None:
@@ -849,6 +943,7 @@ class Scheduler:
             pod.obj.setdefault("status", {})["extendedResourceClaimStatus"] = (
                 _bridging.status_entry(bridge)
             )
+        uid = pod.obj["metadata"]["uid"]
         for i, claim in enumerate(claims):
             status = cast(dict[str, Any], claim).setdefault("status", {})
             result = results[i] if results is not None and i < len(results) else None
@@ -859,10 +954,13 @@ class Scheduler:
                 finalizers = cast(dict[str, Any], claim)["metadata"].setdefault("finalizers", [])
                 if _bridging.FINALIZER not in finalizers:
                     finalizers.append(_bridging.FINALIZER)
-            reserved = status.setdefault("reservedFor", [])
-            uid = pod.obj["metadata"]["uid"]
+            reserved = status.get("reservedFor")
+            if reserved is None:
+                reserved = status["reservedFor"] = []
             # A claim read back from a dump is already reserved for its pod: reserve once.
-            if not any(r.get("uid") == uid for r in reserved if isinstance(r, dict)):
+            if not reserved or not any(
+                r.get("uid") == uid for r in reserved if isinstance(r, dict)
+            ):
                 reserved.append({"resource": "pods", "name": pod.name, "uid": uid})
         spec = pod.obj["spec"]
         spec["nodeName"] = node.name
@@ -875,7 +973,6 @@ class Scheduler:
         node = pod.node
         assert node is not None
         bridge = pod.bridge
-        old_key = node.usage_key()
         delegated = {m["resourceName"] for m in bridge.mappings} if bridge else set()
         for name, amount in pod.requests.items():
             if name not in delegated:
@@ -891,8 +988,6 @@ class Scheduler:
         self._log.append(node.order)
         if pod in self.affinity_pods:
             self.affinity_pods.remove(pod)
-        self._group_remove(node, old_key)
-        self._group_add(node)
         cards = list(pod.gpu_cards)
         pod.gpu_cards = []
         tenants: list[tuple[int, _ledger.Tenant]] = []
@@ -970,7 +1065,7 @@ class Scheduler:
             return None
         if ctx.all_dead:
             # Dry runs release pods and so clear the class's cached failures: keep a copy.
-            ctx.failures = dict(self._dead.get(pod.class_key, {}))
+            ctx.failures = self._dead_failures(pod, ctx)
             ctx.all_dead = False
         failures = ctx.failures
         candidates: list[tuple[tuple[int, int, int, int], NodeInfo, list[PodInfo]]] = []
@@ -1007,7 +1102,7 @@ class Scheduler:
             self._unbind(v)
             v.message = f"preempted by {pod.key} on {node.name}"
             v.preempted_by = (pod.key, node.name)
-            heapq.heappush(self._queue, (_queue_key(v), v.order))
+            self._queue.push((_queue_key(v), v.order))
         failure, results, bridge = self._check(pod, node)
         if failure is not None:
             return None
@@ -1093,6 +1188,45 @@ def _resource_score(pod: PodInfo, key: tuple[int, ...]) -> int:
     return score
 
 
+@dataclass(frozen=True, slots=True)
+class _SpecTerms:
+    """The affinity, spreading and pinning terms of a pod spec (read, never changed)."""
+
+    req_aff: list[Mapping[str, Any]]
+    req_anti: list[Mapping[str, Any]]
+    pref_aff: list[tuple[int, Mapping[str, Any]]]
+    pref_anti: list[tuple[int, Mapping[str, Any]]]
+    pref_node: list[Mapping[str, Any]]
+    explicit: list[Mapping[str, Any]]
+    spread_hard: list[Mapping[str, Any]]
+    spread_soft: list[Mapping[str, Any]]
+    only_nodes: set[str] | None
+
+    @staticmethod
+    def of(spec: Mapping[str, Any]) -> _SpecTerms:
+        explicit = list(spec.get("topologySpreadConstraints") or [])
+        return _SpecTerms(
+            req_aff=_filters.required_terms(spec, "podAffinity"),
+            req_anti=_filters.required_terms(spec, "podAntiAffinity"),
+            pref_aff=_filters.preferred_terms(spec, "podAffinity"),
+            pref_anti=_filters.preferred_terms(spec, "podAntiAffinity"),
+            pref_node=list(
+                ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+                    "preferredDuringSchedulingIgnoredDuringExecution"
+                )
+                or []
+            ),
+            explicit=explicit,
+            spread_hard=[c for c in explicit if c.get("whenUnsatisfiable") == "DoNotSchedule"],
+            spread_soft=[
+                c
+                for c in explicit
+                if c.get("whenUnsatisfiable", "DoNotSchedule") == "ScheduleAnyway"
+            ],
+            only_nodes=_pinned_nodes(spec),
+        )
+
+
 class _Context:
     """Per-pod data for one scheduling attempt: affinity and spreading state, failures."""
 
@@ -1103,25 +1237,25 @@ class _Context:
         self.all_dead = False
         #: Preemption dry-run failures by node (the filter status with victims removed).
         self.post: dict[int, Failure] = {}
-        spec = pod.spec
-        self.req_aff = _filters.required_terms(spec, "podAffinity")
-        self.req_anti = _filters.required_terms(spec, "podAntiAffinity")
-        self.pref_aff = _filters.preferred_terms(spec, "podAffinity")
-        self.pref_anti = _filters.preferred_terms(spec, "podAntiAffinity")
-        self.pref_node = list(
-            ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-                "preferredDuringSchedulingIgnoredDuringExecution"
-            )
-            or []
-        )
-        explicit = list(spec.get("topologySpreadConstraints") or [])
-        self.spread_hard = [c for c in explicit if c.get("whenUnsatisfiable") == "DoNotSchedule"]
-        self.spread_soft = [
-            c for c in explicit if c.get("whenUnsatisfiable", "DoNotSchedule") == "ScheduleAnyway"
-        ]
+        # What follows from the spec alone is shared by the pods of a class.
+        terms = sched._terms.get(pod.class_key) if pod.class_key is not None else None
+        if terms is None:
+            terms = _SpecTerms.of(pod.spec)
+            if pod.class_key is not None:
+                sched._terms[pod.class_key] = terms
+        self.req_aff = terms.req_aff
+        self.req_anti = terms.req_anti
+        self.pref_aff = terms.pref_aff
+        self.pref_anti = terms.pref_anti
+        self.pref_node = terms.pref_node
+        explicit = terms.explicit
+        self.spread_hard = terms.spread_hard
+        self.spread_soft = terms.spread_soft
         self.spread_default = not explicit and pod.owner_uid is not None
         self.needs_affinity = bool(self.req_aff)
-        self.only_nodes = _pinned_nodes(spec)
+        #: Whether the InterPodAffinity filter can fail at all.
+        self.checks_affinity = bool(self.req_aff or self.req_anti or sched.affinity_pods)
+        self.only_nodes = terms.only_nodes
         self.plain = not (
             self.req_aff
             or self.req_anti
@@ -1391,14 +1525,18 @@ class _Context:
         return [int(100 * (r - lo) / (hi - lo)) for r in raw]
 
 
-def schedule(inputs: Inputs, *, allocator: StructuredAllocator | None = None) -> Outcome:
+def schedule(
+    inputs: Inputs, *, allocator: StructuredAllocator | None = None, full_search: bool = False
+) -> Outcome:
     """Schedule every unscheduled pod of ``inputs`` and return the outcome.
 
     Pods with ``spec.nodeName`` are taken as already running there. Objects in ``inputs`` are
     updated in place (pods get ``spec.nodeName`` and status; claims get status).
     Raises InputError (from the allocator) for a CEL selector that does not compile.
+    ``full_search`` filters and scores every node for every pod, with no shortcut for pods
+    alike (the reference for tests; the same placements, much slower).
     """
-    return Scheduler(inputs, allocator=allocator).run()
+    return Scheduler(inputs, allocator=allocator, full_search=full_search).run()
 
 
 def iter_results(claim: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:

@@ -24,10 +24,14 @@ _UID_NS = uuid.UUID("6f1d1a53-8a3c-4b1e-9a55-0d9c2f8e5b10")
 _UID_BASE = hashlib.sha1(_UID_NS.bytes)
 
 
+#: Byte ``b`` to ``ALPHANUMS[b % len(ALPHANUMS)]``, for bytes.translate.
+_SUFFIX_TABLE = bytes(ord(ALPHANUMS[b % len(ALPHANUMS)]) for b in range(256))
+
+
 def stable_suffix(seed: str, n: int = 5) -> str:
-    """``n`` characters from the name alphabet, a pure function of ``seed``."""
-    digest = hashlib.sha256(seed.encode()).digest()
-    return "".join(ALPHANUMS[b % len(ALPHANUMS)] for b in digest[:n])
+    """``n`` characters from the name alphabet, a pure function of ``seed``: digest byte ``b``
+    becomes ``ALPHANUMS[b % len(ALPHANUMS)]``."""
+    return hashlib.sha256(seed.encode()).digest()[:n].translate(_SUFFIX_TABLE).decode("ascii")
 
 
 def stable_uid(*parts: str) -> str:
@@ -36,8 +40,11 @@ def stable_uid(*parts: str) -> str:
     hasher = _UID_BASE.copy()
     hasher.update("/".join(parts).encode())
     h = hasher.hexdigest()
-    variant = "89ab"[int(h[16], 16) & 3]
-    return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{variant}{h[17:20]}-{h[20:32]}"
+    return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:32]}"
+
+
+#: A hex digit to the RFC 4122 variant digit that keeps its two low bits.
+_VARIANT = {f"{i:x}": "89ab"[i & 3] for i in range(16)}
 
 
 def template_hash(template: Mapping[str, Any]) -> str:
