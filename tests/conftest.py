@@ -1,4 +1,5 @@
-"""Suite-wide: the shared fixtures, which live beside the checkout, not in it.
+"""Suite-wide: the shared fixtures, which live beside the checkout, not in it; and retries
+that need not wait.
 
 Tests that read ``../shared/fixtures`` (relative to the repository root) cannot run from a
 fresh clone alone. When that directory is missing their modules are left out of collection
@@ -8,9 +9,12 @@ collection error.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from gpushift import kube
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = (ROOT / ".." / "shared" / "fixtures").resolve()
@@ -44,3 +48,16 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             f"{len(_left_out)} test modules need the shared fixtures, expected at {FIXTURES} "
             f"(a 'shared' directory beside the checkout); left out: {', '.join(sorted(_left_out))}"
         )
+
+
+@pytest.fixture
+def instant_retries(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[float]]:
+    """The kube client's retry waits (0.2 s doubling, 12.6 s for six) recorded instead of
+    slept, for in-process tests of an unreachable server's exit code. The waits themselves
+    are tested in tests/kube/test_client.py, and a subprocess test of the same exit code
+    (tests/twin/cluster/test_cli.py) waits for real."""
+    waits: list[float] = []
+    defaults = kube.Kube.__init__.__kwdefaults__
+    assert defaults is not None and "sleep" in defaults
+    monkeypatch.setitem(defaults, "sleep", waits.append)
+    yield waits
