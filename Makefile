@@ -28,9 +28,11 @@ typecheck: setup
 	$(BIN)/mypy
 
 # A worker per core (pytest-xdist); --dist loadscope keeps each module on one worker, so a
-# module's shared twin is started once.
+# module's shared twin is started once. --no-loadscope-reorder keeps the order tests/conftest.py
+# gives (longest modules first) instead of xdist's most-tests-first, which left the few-test
+# cluster rehearsals, minutes each, to the end.
 unit: setup
-	$(BIN)/pytest -q -p no:cacheprovider -n auto --dist loadscope
+	$(BIN)/pytest -q -p no:cacheprovider -n auto --dist loadscope --no-loadscope-reorder
 
 test: lint typecheck unit
 
