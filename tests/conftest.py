@@ -1,16 +1,26 @@
-"""Suite-wide: the shared fixtures, which live beside the checkout, not in it.
+"""Suite-wide: the shared fixtures, which live beside the checkout, not in it; the order
+modules are handed to the xdist workers; and retries that need not wait.
 
 Tests that read ``../shared/fixtures`` (relative to the repository root) cannot run from a
 fresh clone alone. When that directory is missing their modules are left out of collection
 and the run ends with one line saying where the fixtures are expected, instead of a
 collection error.
+
+``make unit`` runs the modules on a worker per core (``--dist loadscope``, one module per
+worker) in the order collection leaves them, so this file puts the longest first: a module
+marked ``slow(seconds=N)`` goes before every unmarked one, longest first (the rule of
+longest-processing-time scheduling). Left to xdist's own order (most tests first) the
+one- and two-test cluster rehearsals, minutes each, started last and ran alone at the end.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from gpushift import kube
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = (ROOT / ".." / "shared" / "fixtures").resolve()
@@ -44,3 +54,34 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             f"{len(_left_out)} test modules need the shared fixtures, expected at {FIXTURES} "
             f"(a 'shared' directory beside the checkout); left out: {', '.join(sorted(_left_out))}"
         )
+
+
+def _weight(item: pytest.Item) -> float:
+    """Rough wall seconds of the item's module from its ``slow(seconds=N)`` mark, else 0."""
+    mark = item.get_closest_marker("slow")
+    if mark is None:
+        return 0.0
+    return float(mark.kwargs.get("seconds", 60))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Order modules longest first (marked ones by their seconds, the rest by test count,
+    xdist's own rule), keeping each module's tests together and in their order."""
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    ranked = sorted(modules.values(), key=lambda its: (-max(_weight(i) for i in its), -len(its)))
+    items[:] = [item for its in ranked for item in its]
+
+
+@pytest.fixture
+def instant_retries(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[float]]:
+    """The kube client's retry waits (0.2 s doubling, 12.6 s for six) recorded instead of
+    slept, for in-process tests of an unreachable server's exit code. The waits themselves
+    are tested in tests/kube/test_client.py, and a subprocess test of the same exit code
+    (tests/twin/cluster/test_cli.py) waits for real."""
+    waits: list[float] = []
+    defaults = kube.Kube.__init__.__kwdefaults__
+    assert defaults is not None and "sleep" in defaults
+    monkeypatch.setitem(defaults, "sleep", waits.append)
+    yield waits

@@ -125,7 +125,11 @@ def test_merge_refuses_when_no_file_exists_or_an_explicit_one_is_missing(tmp_pat
 
 
 def test_twin_commands_read_KUBECONFIG_as_a_merged_list(
-    twin: Twin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    twin: Twin,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    instant_retries: list[float],
 ) -> None:
     # The first file has no current-context; the twin's file (second) sets it.
     stray = _kubeconfig(tmp_path / "stray", server=UNREACHABLE, name="stray", current=False)
@@ -136,6 +140,7 @@ def test_twin_commands_read_KUBECONFIG_as_a_merged_list(
     # --context picks the unreachable entry of the same merged list: exit 3.
     assert main(["twin", "export", "--twin", "--context", "stray"]) == 3
     assert "cannot reach the cluster" in capsys.readouterr().err
+    assert instant_retries[:3] == [0.2, 0.4, 0.8]
     assert main(["twin", "export", "--twin", "--context", "nope"]) == 2
     assert "context 'nope' does not exist" in capsys.readouterr().err
 
@@ -205,10 +210,14 @@ def test_twin_only_commands_refuse_a_server_that_is_not_a_twin(
     ],
 )
 def test_unreachable_is_exit_3_everywhere(
-    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    argv: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    instant_retries: list[float],
 ) -> None:
     kc = _kubeconfig(tmp_path / "kc", server=UNREACHABLE, name="gone", token="secret-token")
     assert main([*argv, "--kubeconfig", str(kc)]) == 3
+    assert instant_retries[:3] == [0.2, 0.4, 0.8]  # it retried, backing off, before giving up
     captured = capsys.readouterr()
     assert captured.err.splitlines()[-1].startswith("gpushift: error: cannot reach the cluster: ")
     assert "secret-token" not in captured.err + captured.out

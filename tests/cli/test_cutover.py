@@ -67,7 +67,9 @@ def test_unreadable_kubeconfig_is_bad_input(
     assert f"{tmp_path / 'none'}: kubeconfig not found" in capsys.readouterr().err
 
 
-def test_unreachable_cluster_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unreachable_cluster_exits_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], instant_retries: list[float]
+) -> None:
     kc = tmp_path / "kc"
     kc.write_text(
         "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
@@ -78,6 +80,7 @@ def test_unreachable_cluster_exits_3(tmp_path: Path, capsys: pytest.CaptureFixtu
     code = main(["cutover", "--to", "dra", "--plan", "--kubeconfig", str(kc), "-o", "json"])
     assert code == 3
     assert '"exitCode": 3' in capsys.readouterr().out
+    assert instant_retries[:3] == [0.2, 0.4, 0.8]
 
 
 def test_live_step_list_shows_elapsed_and_what_it_waits_for() -> None:

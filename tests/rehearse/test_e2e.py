@@ -21,7 +21,7 @@ from gpushift.rehearse import (
     write_report,
 )
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow(seconds=60)]
 
 NODES = ("k8s-1", "k8s-2", "k8s-3")
 CONSUMERS = 7  # six media apps and one llmkube model

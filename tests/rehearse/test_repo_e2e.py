@@ -15,7 +15,7 @@ from gpushift.migrate import Options as MigrateOptions
 from gpushift.migrate import migrate
 from gpushift.rehearse import STEPS, RehearseOptions, rehearse
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow(seconds=180)]
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared/fixtures"
 PARTIAL = FIXTURES / "repos/LukeEvansTech__talos-cluster"

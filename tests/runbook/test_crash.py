@@ -101,7 +101,7 @@ def _points(steps: tuple[str, ...]) -> list[tuple[str, str, int]]:
     return out
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=50)
 def test_kill9_everywhere_then_resume_converges_both_ways(tmp_path: Path) -> None:
     with homelab(tmp_path) as env:
         journal = tmp_path / "journal.json"

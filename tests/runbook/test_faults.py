@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from tests.runbook.conftest import homelab
 
 from gpushift.twin import FaultConfig
 
 
+@pytest.mark.slow(seconds=45)
 def test_timeout_then_resume_then_faults_both_ways(tmp_path: Path) -> None:
     with homelab(tmp_path) as env:
         journal = tmp_path / "journal.json"

@@ -17,6 +17,8 @@ from tests.runbook.conftest import MEDIA, Env, homelab, wait_for
 from gpushift.kube import ResourceRef
 from gpushift.runbook import STEPS
 
+pytestmark = [pytest.mark.slow(seconds=25)]
+
 KS = "kustomize.toolkit.fluxcd.io/v1"
 HR = "helm.toolkit.fluxcd.io/v2"
 ISVC = "inference.llmkube.dev/v1alpha1"

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from tests.verdict.conftest import MEDIA, Env, drained_cutover, homelab, merge_dra, wait_for
 
 from gpushift import verdict
 from gpushift.kube import ResourceRef
+
+pytestmark = [pytest.mark.slow(seconds=13)]
 
 
 def _snap(env: Env) -> dict:

@@ -15,7 +15,10 @@ import pytest
 
 MANIFESTS = Path(__file__).resolve().parent / "manifests"
 KUBECTL = shutil.which("kubectl")
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+pytestmark = [
+    pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed"),
+    pytest.mark.slow(seconds=18),
+]
 
 
 def _gpushift(*args: str) -> subprocess.CompletedProcess[str]:

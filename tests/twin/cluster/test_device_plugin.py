@@ -6,6 +6,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+pytestmark = [pytest.mark.slow(seconds=20)]
+
 MANIFESTS = Path(__file__).resolve().parent / "manifests"
 
 DEVICE_PLUGIN = (MANIFESTS / "device-plugin.yaml").read_text()

@@ -7,6 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+pytestmark = [pytest.mark.slow(seconds=11)]
+
 MANIFESTS = Path(__file__).resolve().parent / "manifests"
 DEVICE_PLUGIN = (MANIFESTS / "device-plugin.yaml").read_text()
 GPU_APP = (MANIFESTS / "gpu-app.yaml").read_text()

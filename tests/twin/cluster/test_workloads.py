@@ -9,6 +9,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
+
+pytestmark = [pytest.mark.slow(seconds=17)]
+
 DEPLOYMENT = """\
 apiVersion: apps/v1
 kind: Deployment

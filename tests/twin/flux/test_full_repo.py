@@ -36,6 +36,8 @@ MEDIA = {"dispatcharr", "jellyfin", "pinchflat", "plex", "tdarr"}
 #: Wall seconds to converge; the machine is shared, so generous (bench/twin_full measures).
 CONVERGE = 600.0
 
+pytestmark = [pytest.mark.slow(seconds=65)]
+
 
 @dataclass
 class Run:

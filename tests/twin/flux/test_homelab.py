@@ -6,10 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tests.twin.flux.conftest import Env, ready_condition, start, wait_for
 
 from gpushift.render import write_example
 from gpushift.twin.flux import git_set, not_ready, wait_ready
+
+pytestmark = [pytest.mark.slow(seconds=14)]
 
 MEDIA = {"jellyfin", "plex", "tdarr", "pinchflat", "dispatcharr", "whisper"}
 KS = "Kustomization"
