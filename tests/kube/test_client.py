@@ -273,3 +273,24 @@ def test_watch_from_a_version_out_of_the_window_is_410() -> None:
         items, version = client.list_at(CM, namespace="default")
         assert len(items) == 8 and version
         client.close()
+
+
+def test_raw_paths_retry_throttling_and_server_errors_like_every_verb() -> None:
+    # /version and the discovery paths go around lightkube; a 503 there once ended a cutover.
+    waits: list[float] = []
+    faults = FaultConfig(error_rate=0.5, error_codes=(503,), retry_after=3, seed=11)
+    with run_twin(tls=False, faults=faults) as faulty:
+        client = _client(faulty, sleep=waits.append, retries=20)
+        for _ in range(10):
+            assert client.get_path("/version")["gitVersion"].startswith("v1.")
+            assert client.get_path("/apis/resource.k8s.io/v1")["kind"] == "APIResourceList"
+    assert waits and set(waits) == {3.0}
+    assert client.attempts == 20 + len(waits)
+
+
+def test_raw_path_not_found_is_not_retried(twin: Twin) -> None:
+    waits: list[float] = []
+    client = _client(twin, sleep=waits.append)
+    with pytest.raises(KubeError) as caught:
+        client.get_path("/apis/nothing.example.com/v1")
+    assert caught.value.code == 404 and waits == [] and client.attempts == 1

@@ -71,6 +71,34 @@ class KubeError(Exception):
         self.reason = reason
 
 
+class _RetryableStatusError(KubeError):
+    """A throttled or failed answer to a raw request, which :meth:`Kube._call` retries."""
+
+    def __init__(self, message: str, *, code: int, reason: str, retry_after: float | None) -> None:
+        super().__init__(message, code=code, reason=reason)
+        self.retry_after = retry_after
+
+
+def _raw_refusal(response: Any, message: str, *, reason: str = "") -> KubeError:
+    """The error for a raw request's error ``response``: retryable for 429 and 5xx."""
+    code = int(response.status_code)
+    if code in RETRYABLE:
+        return _RetryableStatusError(
+            message, code=code, reason=reason, retry_after=_retry_after_of(response)
+        )
+    return KubeError(message, code=code, reason=reason)
+
+
+def _retry_after_of(response: Any) -> float | None:
+    header = response.headers.get("Retry-After")
+    if not header:
+        return None
+    try:
+        return max(float(header), 0.0)
+    except ValueError:
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class ResourceRef:
     """One resource type of the API, as the kinds table describes it."""
@@ -141,12 +169,8 @@ def _to_dict(obj: Any) -> Obj:
 
 def _retry_after(err: Exception) -> float | None:
     response = getattr(err, "response", None)
-    header = None if response is None else response.headers.get("Retry-After")
-    if header:
-        try:
-            return max(float(header), 0.0)
-        except ValueError:
-            return None
+    if response is not None and response.headers.get("Retry-After"):
+        return _retry_after_of(response)
     status = getattr(err, "status", None)
     details = getattr(status, "details", None)
     seconds = getattr(details, "retryAfterSeconds", None)
@@ -212,6 +236,10 @@ class Kube:
                     raise _kube_error(err) from None
                 wait = _retry_after(err)
                 why = f"{code} {err.status.reason or ''}".strip()
+            except _RetryableStatusError as err:
+                if attempt == self.retries:
+                    raise KubeError(err.message, code=err.code, reason=err.reason) from None
+                wait, why = err.retry_after, f"{err.code} {err.reason}".strip()
             except httpx2.TransportError as err:
                 if attempt == self.retries:
                     raise KubeError(
@@ -265,9 +293,7 @@ class Kube:
             response = http.get(path)
             if response.status_code >= 400:
                 reason = "NotFound" if response.status_code == 404 else ""
-                raise KubeError(
-                    f"GET {path}: {response.status_code}", code=response.status_code, reason=reason
-                )
+                raise _raw_refusal(response, f"GET {path}: {response.status_code}", reason=reason)
             try:
                 body = response.json()
             except ValueError:
@@ -473,7 +499,7 @@ class Kube:
                     if isinstance(body, dict):
                         message = str(body.get("message") or body.get("error") or message)
                         reason = str(body.get("reason") or body.get("errorType") or "")
-                raise KubeError(message, code=response.status_code, reason=reason)
+                raise _raw_refusal(response, message, reason=reason)
             out: bytes = response.content
             return out
 
