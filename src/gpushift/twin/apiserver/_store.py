@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import builtins
 import json
+import math
 import random
 import threading
 import uuid
@@ -218,6 +219,7 @@ class Store:
         # large tables many times between such changes.
         self._sorted: dict[Key, builtins.list[tuple[str, str]]] = {}
         self._changed: dict[Key, int] = {}
+        self._stamp: tuple[float, str] = (math.nan, "")
         self._history: deque[Event] = deque(maxlen=window)
         self._expired_upto = 0  # the newest resourceVersion that fell out of the history window
         self._watchers: dict[Key | None, list[Watcher]] = {}
@@ -443,7 +445,12 @@ class Store:
     # --- writes ------------------------------------------------------------------------------
 
     def _now(self) -> str:
-        return rfc3339(self.clock())
+        # Timestamps have whole seconds: format each second once (every create stamps one).
+        now = self.clock()
+        second = math.floor(now.timestamp())
+        if second != self._stamp[0]:
+            self._stamp = (second, rfc3339(now))
+        return self._stamp[1]
 
     def _next_rv(self) -> int:
         self._rv += 1
