@@ -127,6 +127,12 @@ def _twin(*, incremental: bool) -> tuple[Store, Cluster]:
     return store, cluster
 
 
+def _dump(store: Store) -> list[dict[str, Any]]:
+    # The default namespaces are made by the store before the cluster's clock drives it, so
+    # they carry the wall second each store was made in; the agents never write them.
+    return [o for o in store.dump() if o["kind"] != "Namespace"]
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=st.lists(STEPS, min_size=1, max_size=14))
 def test_skipping_unchanged_nodes_leaves_the_same_store_as_visiting_all(
@@ -138,5 +144,5 @@ def test_skipping_unchanged_nodes_leaves_the_same_store_as_visiting_all(
         for store, cluster in ((full_store, full), (fast_store, fast)):
             _apply(store, cluster, step)
             cluster.run_once()
-        assert fast_store.dump() == full_store.dump(), step
+        assert _dump(fast_store) == _dump(full_store), step
         assert fast.violations() == full.violations()
