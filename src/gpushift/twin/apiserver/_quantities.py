@@ -9,6 +9,7 @@ twin rewrites the quantity fields of the kinds it knows before it stores an obje
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -47,12 +48,22 @@ _PATHS: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
 for _plural in ("deployments", "replicasets", "statefulsets", "daemonsets"):
     _PATHS[("apps", _plural)] = tuple(("spec", "template", "spec", *p) for p in _POD_SPEC)
 _PATHS[("batch", "jobs")] = _PATHS[("apps", "deployments")]
+_ROOTS = {key: frozenset(p[0] for p in paths) for key, paths in _PATHS.items()}
 
 
 def canonical(value: Any) -> Any:
     """The canonical string of a quantity; anything that is not one is returned unchanged."""
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         return value
+    out = _canonical(value)
+    # An already canonical string comes back as itself, so nothing around it is copied.
+    return value if isinstance(value, str) and out == value else out
+
+
+@functools.lru_cache(maxsize=4096, typed=True)
+def _canonical(value: str | int | float) -> Any:
+    # Every write of a pod re-canonicalises the same few request strings; parsing one is
+    # exact rational arithmetic, so each distinct value is parsed once.
     try:
         parsed = _quantity.parse(value)
     except (InputError, ValueError, ZeroDivisionError):
@@ -82,9 +93,18 @@ def _rewrite(node: Any, path: tuple[str, ...], fix: Callable[[Any], Any]) -> Any
     return node if child is node[head] else {**node, head: child}
 
 
-def canonicalize(group: str, plural: str, obj: Obj) -> Obj:
+def canonicalize(group: str, plural: str, obj: Obj, *, like: Obj | None = None) -> Obj:
     """``obj`` with every quantity field of its kind as a canonical string (``obj`` itself
-    when nothing changes; the caller's nested dicts are never modified)."""
-    for path in _PATHS.get((group, plural), ()):
+    when nothing changes; the caller's nested dicts are never modified).
+
+    ``like`` is an already canonical object (the stored one an update replaces): a top-level
+    part of ``obj`` equal to ``like``'s is kept as it is, since it is canonical too.
+    """
+    paths = _PATHS.get((group, plural), ())
+    if like is not None and paths:
+        # Comparing is far cheaper than rewriting; a status write leaves spec unchanged.
+        same = {top for top in _ROOTS[(group, plural)] if obj.get(top) == like.get(top)}
+        paths = tuple(p for p in paths if p[0] not in same)
+    for path in paths:
         obj = _rewrite(obj, path, canonical)
     return obj

@@ -13,14 +13,18 @@ from __future__ import annotations
 import base64
 import builtins
 import json
+import math
 import random
 import threading
 import uuid
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
+
+import orjson
 
 from gpushift._kinds import Kind, builtin_kinds
 from gpushift._obj import Obj
@@ -61,7 +65,20 @@ DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 
 def encode(obj: Any) -> bytes:
     """Compact JSON, as the server sends it."""
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+    try:
+        # orjson writes the same compact UTF-8 JSON several times faster; what it refuses
+        # (integers beyond 64 bits, non-string keys) goes through the json module.
+        return orjson.dumps(obj)
+    except TypeError:
+        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def decode(raw: bytes) -> Any:
+    """A fresh object from JSON (the store's copies of what it holds)."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:  # integers beyond 64 bits
+        return json.loads(raw)
 
 
 def utcnow() -> datetime:
@@ -198,6 +215,11 @@ class Store:
         self._resources: dict[Key, Resource] = {}
         self._by_gvr: dict[tuple[str, str, str], Kind] = {}
         self._data: dict[Key, dict[tuple[str, str], _Entry]] = {}
+        # Each table's keys in list order, kept until a key is added or removed: agents list
+        # large tables many times between such changes.
+        self._sorted: dict[Key, builtins.list[tuple[str, str]]] = {}
+        self._changed: dict[Key, int] = {}
+        self._stamp: tuple[float, str] = (math.nan, "")
         self._history: deque[Event] = deque(maxlen=window)
         self._expired_upto = 0  # the newest resourceVersion that fell out of the history window
         self._watchers: dict[Key | None, list[Watcher]] = {}
@@ -250,6 +272,7 @@ class Store:
                 self._gc.run()
                 del self._resources[(group, plural)]
                 self._data.pop((group, plural), None)
+                self._sorted.pop((group, plural), None)
             for version in drop:
                 res.kinds.pop(version, None)
                 self._by_gvr.pop((group, version, plural), None)
@@ -284,6 +307,11 @@ class Store:
         """The newest resourceVersion issued."""
         return self._rv
 
+    def changed_at(self, kind: Kind) -> int:
+        """The resourceVersion of the newest change to objects of ``kind`` (0 for none yet):
+        a reader holding a list taken at or after it holds the current objects."""
+        return self._changed.get((kind.group, kind.plural), 0)
+
     # --- reads -------------------------------------------------------------------------------
 
     def _entry(self, kind: Kind, namespace: str | None, name: str) -> _Entry:
@@ -314,7 +342,7 @@ class Store:
         Raises:
             ApiError: 404 NotFound.
         """
-        out: Obj = json.loads(self.get_raw(kind, name=name, namespace=namespace))
+        out: Obj = decode(self.get_raw(kind, name=name, namespace=namespace))
         return out
 
     def _as_version(self, obj: Obj, kind: Kind) -> Obj:
@@ -352,7 +380,9 @@ class Store:
         with self._lock:
             rv = self._rv
             table = self._data.get((kind.group, kind.plural), {})
-            keys = sorted(table)
+            keys = self._keys((kind.group, kind.plural), table)
+            if namespace is not None and kind.namespaced and not continue_token:
+                keys = keys[bisect_left(keys, (namespace, "")) :]
             convert = kind.version != self.resource(kind).storage_version
             raws: builtins.list[bytes] = []
             objs: builtins.list[Obj] = []
@@ -362,6 +392,8 @@ class Store:
                 if continue_token and key <= start:
                     continue
                 if namespace is not None and kind.namespaced and key[0] != namespace:
+                    if key[0] > namespace:
+                        break
                     continue
                 entry = table[key]
                 meta = entry.obj["metadata"]
@@ -387,10 +419,18 @@ class Store:
             )
         return Page(raws, objs, rv, token, remaining if remaining else None)
 
+    def _keys(
+        self, key: Key, table: dict[tuple[str, str], _Entry]
+    ) -> builtins.list[tuple[str, str]]:
+        keys = self._sorted.get(key)
+        if keys is None or len(keys) != len(table):
+            keys = self._sorted[key] = sorted(table)
+        return keys
+
     def objects(self, kind: Kind, *, namespace: str | None = None) -> builtins.list[Obj]:
         """Copies of all objects of ``kind`` (in ``namespace`` when given)."""
         page = self.list(kind, namespace=namespace)
-        return [json.loads(raw) for raw in page.raw]
+        return [decode(raw) for raw in page.raw]
 
     def dump(self) -> builtins.list[Obj]:
         """Copies of every stored object, in a stable order (namespaces first)."""
@@ -399,13 +439,18 @@ class Store:
             keys = sorted(self._data, key=lambda k: (k != ("", "namespaces"), k))
             for key in keys:
                 table = self._data[key]
-                out.extend(json.loads(table[k].raw) for k in sorted(table))
+                out.extend(decode(table[k].raw) for k in sorted(table))
             return out
 
     # --- writes ------------------------------------------------------------------------------
 
     def _now(self) -> str:
-        return rfc3339(self.clock())
+        # Timestamps have whole seconds: format each second once (every create stamps one).
+        now = self.clock()
+        second = math.floor(now.timestamp())
+        if second != self._stamp[0]:
+            self._stamp = (second, rfc3339(now))
+        return self._stamp[1]
 
     def _next_rv(self) -> int:
         self._rv += 1
@@ -481,7 +526,14 @@ class Store:
         name = meta.get("name") or ""
         if not name:
             if meta.get("generateName"):
-                name = self._generate_name(str(meta["generateName"]))
+                # KEP-4420 RetryGenerateName (GA in 1.32): a generated name that is taken is
+                # generated again, up to 8 attempts in all, before the create fails.
+                table = self._data[(kind.group, kind.plural)]
+                scope = (meta.get("namespace") or "") if kind.namespaced else ""
+                for _ in range(8):
+                    name = self._generate_name(str(meta["generateName"]))
+                    if (scope, name) not in table:
+                        break
                 meta["name"] = name
             else:
                 raise invalid(
@@ -568,18 +620,22 @@ class Store:
         rv = self._next_rv()
         meta = dict(new["metadata"])
         meta["resourceVersion"] = str(rv)
-        new = canonicalize(kind.group, kind.plural, {**new, "metadata": meta})
+        new = canonicalize(kind.group, kind.plural, {**new, "metadata": meta}, like=old)
         key = (kind.group, kind.plural)
         skey = (meta.get("namespace") or "", meta["name"])
         raw = encode(new)
-        self._data[key][skey] = _Entry(new, raw)
+        table = self._data[key]
+        if skey not in table:
+            self._sorted.pop(key, None)
+        table[skey] = _Entry(new, raw)
+        self._changed[key] = rv
         uid = meta["uid"]
         if old is None:
             self._by_uid[uid] = (key, skey)
         self._index_owners(uid, old, new)
         self._emit(Event("ADDED" if old is None else "MODIFIED", kind, new, raw, rv, old))
         self._collect(kind, new)
-        return json.loads(raw)  # type: ignore[no-any-return]
+        return decode(raw)  # type: ignore[no-any-return]
 
     def _index_owners(self, uid: str, old: Obj | None, new: Obj | None) -> None:
         before = {
@@ -604,7 +660,9 @@ class Store:
         gone_obj = {**obj, "metadata": meta}
         key = (kind.group, kind.plural)
         table = self._data.get(key, {})
-        table.pop((meta.get("namespace") or "", meta["name"]), None)
+        if table.pop((meta.get("namespace") or "", meta["name"]), None) is not None:
+            self._sorted.pop(key, None)
+        self._changed[key] = rv
         self._by_uid.pop(meta["uid"], None)
         self._index_owners(meta["uid"], obj, None)
         raw = encode(gone_obj)
@@ -639,7 +697,7 @@ class Store:
         with self._lock:
             entry = self._entry(kind, namespace, name)
             old = entry.obj
-            proposed = mutate(json.loads(entry.raw))
+            proposed = mutate(decode(entry.raw))
             return self._update(
                 kind,
                 old,
@@ -782,7 +840,7 @@ class Store:
                 subresource=subresource,
             )
         if self._same(old, new):
-            current: Obj = json.loads(
+            current: Obj = decode(
                 self._data[(kind.group, kind.plural)][(old_meta.get("namespace") or "", name)].raw
             )
             return current
@@ -858,11 +916,11 @@ class Store:
                 finalizers.append(ORPHAN)
             is_namespace = kind.group == "" and kind.plural == "namespaces"
             if dry_run:
-                return json.loads(entry.raw)  # type: ignore[no-any-return]
+                return decode(entry.raw)  # type: ignore[no-any-return]
             if finalizers or is_namespace:
                 unchanged = finalizers == builtins.list(meta.get("finalizers") or [])
                 if meta.get("deletionTimestamp") and unchanged:
-                    return json.loads(entry.raw)  # type: ignore[no-any-return]
+                    return decode(entry.raw)  # type: ignore[no-any-return]
                 new_meta = {**meta, "finalizers": finalizers}
                 new_meta.setdefault("deletionTimestamp", self._now())
                 new_meta.setdefault("deletionGracePeriodSeconds", 0)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from gpushift._kinds import Kind
 from gpushift._obj import Obj
 from gpushift.twin.apiserver import (
     DEFAULT_KUBERNETES_VERSION,
@@ -139,11 +140,21 @@ class Cluster(AgentThread):
             kinds = ctx.kinds
             self.passes += 1
 
+            # Each stage sees what the stages before it wrote; a stage that wrote nothing
+            # leaves the lists as they were, so they are read again only after a write.
+            listed: dict[str, tuple[int, list[Obj]]] = {}
+
+            def current(kind: Kind) -> list[Obj]:
+                hit = listed.get(kind.plural)
+                if hit is None or hit[0] < ctx.store.changed_at(kind):
+                    hit = listed[kind.plural] = (ctx.store.resource_version, ctx.list(kind))
+                return hit[1]
+
             def pods() -> list[Obj]:
-                return ctx.list(kinds.pod)
+                return current(kinds.pod)
 
             def nodes() -> list[Obj]:
-                return ctx.list(kinds.node)
+                return current(kinds.node)
 
             stages: list[tuple[str, Callable[[], object]]] = [
                 ("cronjobs", lambda: _cronjobs.sync_cronjobs(ctx)),

@@ -26,6 +26,7 @@ from typing import Any
 
 from gpushift import _quantity
 from gpushift._errors import InputError
+from gpushift._kinds import by_kind
 from gpushift._obj import Obj
 from gpushift.engine import (
     ConsumableShares,
@@ -65,6 +66,22 @@ _BACKOFF, _MAX_BACKOFF = 10, 300
 #: The prestart script's retry interval (kubelet-plugin-prestart.sh ``_WAIT_S``).
 _PRESTART_WAIT = 10.0
 _DRA_IMAGES = ("dra-driver-nvidia-gpu", "k8s-dra-driver-gpu")
+
+
+#: The kinds a kubelet reads besides its node and pods (claims and slices for DRA, ConfigMaps
+#: for the device plugin's config, volumes' sources, dcgm-exporter's RBAC).
+_READS = tuple(
+    by_kind(k)
+    for k in (
+        "ConfigMap",
+        "Secret",
+        "PersistentVolumeClaim",
+        "ResourceClaim",
+        "ResourceSlice",
+        "ClusterRole",
+        "ClusterRoleBinding",
+    )
+)
 
 
 def _repo(image: str) -> str:
@@ -337,6 +354,14 @@ class Kubelet:
         self.agents: dict[str, NodeAgent] = {}
         #: The config each started plugin or GFD pod loaded, by pod uid.
         self._loaded: dict[str, PluginConfig] = {}
+        #: Per node, what its last pass saw (the node's and its pods' resourceVersions) and
+        #: the earliest timer it set; a node whose inputs are the same and whose timer is not
+        #: due is not visited again.
+        self._seen: dict[str, tuple[tuple[str, ...], float | None]] = {}
+        #: The newest change to the other kinds a kubelet reads, as of the last pass.
+        self._inputs: tuple[int, ...] = ()
+        #: False visits every node on every pass (the reference the skipping is tested against).
+        self.incremental = True
 
     def agent(self, name: str, index: int) -> NodeAgent:
         """The kubelet state of node ``name`` (created on first use)."""
@@ -360,6 +385,7 @@ class Kubelet:
         agent.registered = None
         for st in agent.pods.values():
             st.running_since = now
+        self._seen.pop(node, None)
 
     def sync(self, *, pods: list[Obj], nodes: list[Obj]) -> None:
         """One pass over every node: pods, device plugin, DRA plugin, GFD, node status."""
@@ -375,10 +401,32 @@ class Kubelet:
             spec = s.get("spec") or {}
             if spec.get("driver") == DRIVER and spec.get("nodeName"):
                 slices[str(spec["nodeName"])] = s
+        inputs = tuple(ctx.store.changed_at(k) for k in _READS)
+        if inputs != self._inputs:
+            self._inputs = inputs
+            self._seen.clear()
+        now = ctx.now()
         for index, node in enumerate(nodes):
             name = node["metadata"]["name"]
             agent = self.agent(name, index)
             mine = by_node.get(name, [])
+            seen = (
+                str(node["metadata"].get("resourceVersion")),
+                *(str(p["metadata"].get("resourceVersion")) for p in mine),
+            )
+            last = self._seen.get(name)
+            if (
+                self.incremental
+                and last is not None
+                and last[0] == seen
+                and (last[1] is None or now < last[1])
+            ):
+                # Nothing this node's kubelet reads changed and no timer of it is due: a
+                # visit would change nothing. Its timer still wakes the loop.
+                if last[1] is not None:
+                    ctx.wake_at(last[1])
+                continue
+            first_timer = len(ctx.wakeups)
             self._pods(agent, node, mine)
             roles: dict[str, tuple[Obj, Obj, PodState]] = {}
             for p in mine:
@@ -407,6 +455,8 @@ class Kubelet:
             )
             self._dra(agent, node, roles.get("dra"), slices.get(name))
             self._status(agent, node)
+            timers = ctx.wakeups[first_timer:]
+            self._seen[name] = (seen, min(timers) if timers else None)
         self.logs.forget({p["metadata"]["uid"] for p in pods})
 
     # -- pods --

@@ -14,6 +14,8 @@ import contextlib
 import json
 from typing import Any
 
+import orjson
+
 from gpushift._errors import InputError
 from gpushift._obj import Obj
 from gpushift.engine import (
@@ -34,7 +36,10 @@ KUBELET_FINALIZER = "twin.gpushift.io/kubelet"
 
 
 def _loads(raw: bytes) -> Obj:
-    out: Obj = json.loads(raw)
+    try:
+        out: Obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:  # integers beyond 64 bits
+        out = json.loads(raw)
     return out
 
 
@@ -89,6 +94,8 @@ class Scheduler:
         #: Bumped by the controller loop when something that frees capacity changes.
         self.epoch = 0
         self._tried: dict[str, int] = {}
+        #: Pods whose requests parsed, by uid, with the resourceVersion that was checked.
+        self._checked: dict[str, str] = {}
 
     def sync(self) -> int:
         """Schedule what can be; returns the number of pods bound."""
@@ -121,6 +128,9 @@ class Scheduler:
                 pending.append(p)
         if not pending:
             return 0
+        if len(self._checked) > 2 * len(pods):
+            live = {p["metadata"]["uid"] for p in pods}
+            self._checked = {u: rv for u, rv in self._checked.items() if u in live}
         todo: list[Obj] = []
         for p in pending:
             copy = _loads(raws[id(p)])
@@ -186,10 +196,13 @@ class Scheduler:
     def _valid(self, pod: Obj) -> bool:
         # kube-apiserver rejects unparsable quantities at admission; the twin's store may
         # hold one, which must not stop every other pod from being scheduled.
+        uid = str(pod["metadata"].get("uid"))
+        rv = str(pod["metadata"].get("resourceVersion"))
+        if self._checked.get(uid) == rv:
+            return True  # every pass hands the engine every bound pod: parse each once
         try:
             pod_requests(pod.get("spec") or {})
         except (InputError, ValueError, TypeError) as err:
-            uid = str(pod["metadata"].get("uid"))
             if self._tried.get(uid) != -1:
                 self._tried[uid] = -1
                 self.ctx.event(
@@ -200,6 +213,7 @@ class Scheduler:
                     warning=True,
                 )
             return False
+        self._checked[uid] = rv
         return True
 
     # -- writes --
