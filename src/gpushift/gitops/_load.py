@@ -143,6 +143,16 @@ class _State:
 # -- reading ------------------------------------------------------------------------------
 
 
+def _file(state: _State, rel: str) -> Path:
+    """The real file of ``rel`` (read from it, or below the root when it was not read)."""
+    found = state.files.get(rel)
+    return found if found is not None else state.root / rel
+
+
+def _source(state: _State, doc: Doc) -> Source:
+    return Source(doc.rel, doc.line, doc.index, _file(state, doc.rel), doc.keys)
+
+
 def _root_of(paths: Sequence[str | Path]) -> Path:
     if not paths:
         raise InputError("no path given")
@@ -451,9 +461,7 @@ def _argo_directories(state: _State) -> set[str]:
         for d in docs:
             if not _argocd.is_argo(d.data):
                 continue
-            file = state.files.get(d.rel, state.root / d.rel)
-            src = Source(d.rel, d.line, d.index, file, d.keys)
-            obj = _doc_obj(state, d.data, src, active=True)
+            obj = _doc_obj(state, d.data, _source(state, d), active=True)
             state.parameter_files |= _argocd.parameter_files(state.tree, obj)
             make = functools.partial(_generated_app, state, active=True)
             for app in _argocd.applications(state.tree, obj, make):
@@ -488,8 +496,7 @@ def _load_values(state: _State, rel: str) -> tuple[Any, Source] | None:
         docs = state.tree.docs.get(cand)
         if docs:
             d = docs[0]
-            file = state.files.get(cand, state.root / cand)
-            return d.data, Source(cand, d.line, d.index, file, d.keys)
+            return d.data, _source(state, d)
         if cand in state.tree.texts:
             return None
     return None
@@ -509,7 +516,7 @@ def _argo_charts(state: _State) -> Iterator[_argocd.ChartSource]:
         active, ns = state.argo_dirs.get(directory, (None, None))
         if active is None:
             active = not has_roots or not _left_out(state.tree, directory, is_dir=True)
-        file = state.files.get(rel, state.root / rel)
+        file = _file(state, rel)
         yield from _argocd.kustomize_charts(
             state.tree, directory, file, rel, namespace=ns, active=active, load=load
         )
@@ -648,15 +655,13 @@ def _make_obj(
             # the deploying Kustomization's own namespace, when known, is the best guess.
             or (ks.obj.namespace if ks is not None else None)
         )
-    doc = item.doc
-    file = state.files.get(doc.rel, state.root / doc.rel)
     return Manifest(
         api_version=str(data.get("apiVersion", "")),
         kind=kind,
         name=str(meta.get("name", "")),
         namespace=namespace,
         body=data,
-        source=Source(doc.rel, doc.line, doc.index, file, doc.keys),
+        source=_source(state, item.doc),
         active=active,
         kustomization=ks.ref if ks is not None else None,
         generated=item.generated,
@@ -736,14 +741,17 @@ def _talos_check(state: _State, doc: Doc) -> None:
     if doc.rel in state.parameter_files:
         return
     data = doc.data
-    file = state.files.get(doc.rel, state.root / doc.rel)
-    src = Source(doc.rel, doc.line, doc.index, file, doc.keys)
+    if "machine" not in data and "cluster" not in data and "customization" not in data:
+        return  # most documents: no set built, no source made
     if "machine" in data and ("cluster" in data or data.get("version") == "v1alpha1"):
-        state.talos.append(TalosEvidence("Talos machine config", src))
+        what = "Talos machine config"
     elif set(data) <= {"machine", "cluster"} and data and "apiVersion" not in data:
-        state.talos.append(TalosEvidence("Talos machine config patch", src))
+        what = "Talos machine config patch"
     elif "customization" in data and "systemExtensions" in _dict(data.get("customization")):
-        state.talos.append(TalosEvidence("Talos image factory schematic", src))
+        what = "Talos image factory schematic"
+    else:
+        return
+    state.talos.append(TalosEvidence(what, _source(state, doc)))
 
 
 def _label_keys(value: Any) -> Iterator[str]:
