@@ -67,6 +67,7 @@ from gpushift.gitops._model import (
     Source,
     TalosEvidence,
     TimeSlicingConfig,
+    UnexpandedGenerator,
     ValueLayer,
     ValuesRef,
     Workload,
@@ -136,6 +137,8 @@ class _State:
     argo_dirs: dict[str, tuple[bool, str | None]] = field(default_factory=dict)
     #: Files ApplicationSet git file generators read: parameters, not manifests or Talos.
     parameter_files: set[str] = field(default_factory=set)
+    #: ApplicationSet generators that need a network to expand.
+    unexpanded: list[UnexpandedGenerator] = field(default_factory=list)
     #: The sources of other repositories the tree defines (see ``_foreign_sources``).
     foreign: frozenset[tuple[str, str]] = frozenset()
 
@@ -239,6 +242,7 @@ def _load(paths: Sequence[str | Path]) -> Repo:
         talos=tuple(state.talos),
         errors=tuple(state.errors),
         model_pools=model_pools,
+        unexpanded_generators=tuple(state.unexpanded),
     )
 
 
@@ -477,6 +481,8 @@ def _argo_units(state: _State, obj: Manifest) -> Iterator[_Unit]:
     """What an Application (or each Application of an ApplicationSet) deploys from git."""
     make = functools.partial(_generated_app, state, active=obj.active)
     resolve = functools.partial(_resolve_path, state)
+    for kind, keys in _argocd.unexpanded_generators(obj):
+        state.unexpanded.append(UnexpandedGenerator(obj, kind, obj.source.child(keys)))
     for app in _argocd.applications(state.tree, obj, make):
         if app is not obj:
             state.objects.append(app)
