@@ -801,7 +801,7 @@ def _value_file(f: str, directory: str | None, refs: Mapping[str, Mapping[str, A
 def kustomize_charts(
     tree: Tree,
     directory: str,
-    file: Path,
+    file: str | Path,
     rel: str,
     *,
     namespace: str | None,

@@ -119,7 +119,7 @@ class _State:
     tree: Tree
     builder: KustomizeBuilder
     errors: list[YamlError]
-    files: dict[str, Path]
+    files: dict[str, str]
     objects: list[Manifest] = field(default_factory=list)
     seen: set[tuple[str, int, tuple[str | int, ...]]] = field(default_factory=set)
     emitted: dict[tuple[str, int, tuple[str | int, ...]], set[KsRef | None]] = field(
@@ -137,6 +137,8 @@ class _State:
     argo_dirs: dict[str, tuple[bool, str | None]] = field(default_factory=dict)
     #: Files ApplicationSet git file generators read: parameters, not manifests or Talos.
     parameter_files: set[str] = field(default_factory=set)
+    #: ``_resolve_path`` results by path.
+    resolved: dict[str, str | None] = field(default_factory=dict)
     #: ApplicationSet generators that need a network to expand.
     unexpanded: list[UnexpandedGenerator] = field(default_factory=list)
     #: The sources of other repositories the tree defines (see ``_foreign_sources``).
@@ -146,7 +148,7 @@ class _State:
 # -- reading ------------------------------------------------------------------------------
 
 
-def _file(state: _State, rel: str) -> Path:
+def _file(state: _State, rel: str) -> str | Path:
     """The real file of ``rel`` (read from it, or below the root when it was not read)."""
     found = state.files.get(rel)
     return found if found is not None else state.root / rel
@@ -312,13 +314,19 @@ def _resolve_path(state: _State, path: str) -> str | None:
     The checked directory may be below the source root, so leading components that are not
     in the tree are dropped until the rest is found.
     """
+    if path in state.resolved:
+        return state.resolved[path]
     rel = norm(".", path)
     parts = rel.split("/")
+    found: str | None = None
     for i in range(len(parts)):
         cand = "/".join(parts[i:]) or "."
         if cand in state.tree.dirs or cand in state.tree.kustomizations:
-            return cand
-    return None
+            found = cand
+            break
+    # Every Kustomization's path is resolved twice (finding the directories, then the model).
+    state.resolved[path] = found
+    return found
 
 
 def _left_out(tree: Tree, rel: str, *, is_dir: bool) -> bool:
@@ -779,6 +787,8 @@ def _talos_from_labels(
     for w in workloads:
         if not w.active:
             continue
+        if _TALOS_LABEL not in repr(w.pod.options):
+            continue  # no label key can start with it (repr keeps every string's text)
         selector = w.pod.options.get("nodeSelector")
         keys = list(selector) if isinstance(selector, dict) else []
         keys.extend(_label_keys(w.pod.options.get("affinity")))

@@ -58,7 +58,7 @@ class Source:
     path: str
     line: int
     doc: int
-    file: Path
+    file: str | Path
     keys: Keys = ()
 
     def line_of(self, keys: Sequence[str | int] = ()) -> int:
