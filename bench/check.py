@@ -9,8 +9,12 @@ stack, then times, side by side and best of ``--repeat``:
   without skipping the YAML);
 - ``check``: the whole ``gpushift check`` in-process (discovery, model, rules, json report).
 
-It prints CPU and wall times of both, the ratio check/parse (target <= 1.5) and documents
-per second of CPU time.
+It prints CPU and wall times of both, the ratio check/parse (target <= 1.2) and documents
+per second of CPU time. ``--baseline SRC`` also times, in the same rounds, the
+``gpushift check`` of another source tree (a worktree's ``src``) in a child interpreter that
+imports it, and this tree's check in a second such child, so a before/after pair comes from
+one run under the same conditions: ``before`` is the other tree's check CPU, ``before/parse``
+its ratio to the same parse, ``after/before`` the ratio of the two children.
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import os
 import pstats
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -201,6 +208,52 @@ def _check(root: Path) -> None:
     run_check([root]).to_json()
 
 
+#: The child that runs another tree's check on request: one line in ("run"), one line out (its
+#: CPU and wall seconds, measured inside the child as ``_best`` measures here).
+_CHILD = """
+import sys, time
+from pathlib import Path
+from gpushift.rules import run_check
+root = Path(sys.argv[1])
+run_check([root]).to_json()
+print("ready", flush=True)
+for line in sys.stdin:
+    w0, c0 = time.perf_counter(), time.process_time()
+    run_check([root]).to_json()
+    print(time.process_time() - c0, time.perf_counter() - w0, flush=True)
+"""
+
+
+class _Baseline:
+    """A child interpreter importing gpushift from ``src``, checking ``root`` on request."""
+
+    def __init__(self, src: str, root: Path) -> None:
+        env = {**os.environ, "PYTHONPATH": src}
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(root)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert self._proc.stdout is not None
+        if self._proc.stdout.readline().strip() != "ready":
+            raise SystemExit(f"baseline check from {src} did not start")
+
+    def run(self) -> tuple[float, float]:
+        """CPU and wall seconds of one check in the child."""
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._proc.stdin.write("run\n")
+        self._proc.stdin.flush()
+        cpu, wall = (float(x) for x in self._proc.stdout.readline().split())
+        return cpu, wall
+
+    def close(self) -> None:
+        assert self._proc.stdin is not None
+        self._proc.stdin.close()
+        self._proc.wait(timeout=60)
+
+
 def _best(fn: Callable[[Path], None], root: Path, repeat: int) -> tuple[float, float]:
     """Best wall-clock and best CPU seconds of ``repeat`` runs.
 
@@ -222,29 +275,53 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="2500,5000")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--profile", action="store_true", help="profile check at the last size")
+    parser.add_argument(
+        "--baseline", metavar="SRC", help="also time the check of the gpushift tree at SRC"
+    )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
+    print(f"load average at start: {os.getloadavg()[0]:.2f}")
     print(
         f"{'apps':>6} {'docs':>7} {'parse cpu':>10} {'check cpu':>10} {'ratio':>6} "
         f"{'docs/s':>8} {'parse wall':>11} {'check wall':>11} {'ratio':>6}"
+        + (
+            f" {'before cpu':>11} {'before/parse':>13} {'after/before':>13}"
+            if args.baseline
+            else ""
+        )
     )
     for size in sizes:
         with tempfile.TemporaryDirectory(prefix="gpushift-bench-") as tmp:
             root = Path(tmp)
             docs = generate(root, apps=size)
             _check(root)  # warm imports and the page cache once, for both sides
-            # Interleave the two sides so that load from other processes hits both alike.
+            base = _Baseline(args.baseline, root) if args.baseline else None
+            here = str(Path(__file__).resolve().parents[1] / "src")
+            after = _Baseline(here, root) if args.baseline else None
+            # Interleave the sides so that load from other processes hits them alike.
             parse_wall = parse_cpu = check_wall = check_cpu = float("inf")
+            before_cpu = after_cpu = float("inf")
             for _ in range(args.repeat):
                 pw, pc = _best(_parse_only, root, 1)
                 cw, cc = _best(_check, root, 1)
                 parse_wall, parse_cpu = min(parse_wall, pw), min(parse_cpu, pc)
                 check_wall, check_cpu = min(check_wall, cw), min(check_cpu, cc)
-            print(
+                if base is not None and after is not None:
+                    before_cpu = min(before_cpu, base.run()[0])
+                    after_cpu = min(after_cpu, after.run()[0])
+            line = (
                 f"{size:>6} {docs:>7} {parse_cpu:>10.3f} {check_cpu:>10.3f} "
                 f"{check_cpu / parse_cpu:>6.2f} {docs / check_cpu:>8.0f} "
                 f"{parse_wall:>11.3f} {check_wall:>11.3f} {check_wall / parse_wall:>6.2f}"
             )
+            if base is not None and after is not None:
+                base.close()
+                after.close()
+                line += (
+                    f" {before_cpu:>11.3f} {before_cpu / parse_cpu:>13.2f}"
+                    f" {after_cpu / before_cpu:>13.2f}"
+                )
+            print(line + f"  (load {os.getloadavg()[0]:.2f})", flush=True)
             if args.profile and size == sizes[-1]:
                 prof = cProfile.Profile()
                 prof.runcall(_check, root)

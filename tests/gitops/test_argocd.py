@@ -289,3 +289,150 @@ def test_git_directories_below_the_repository_root(tmp_path: Path) -> None:
     write(tmp_path, {"set.yaml": appset, "apps/plex/d.yaml": deployment("plex")})
     repo = load_repo([tmp_path])
     assert {w.name: (w.namespace, w.active) for w in repo.workloads} == {"plex": ("plex", True)}
+
+
+def appset(generators: str, *, go: bool = False, name: str = "{{name}}", path: str) -> str:
+    """An ApplicationSet with ``generators`` (indented by 4) deploying ``path``."""
+    return (
+        "apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata:\n  name: set\n"
+        "  namespace: argocd\nspec:\n"
+        + ("  goTemplate: true\n" if go else "")
+        + "  generators:\n"
+        + textwrap.indent(textwrap.dedent(generators).strip("\n"), "    ")
+        + f"\n  template:\n    metadata:\n      name: '{name}'\n    spec:\n"
+        "      project: default\n      source:\n        repoURL: x\n"
+        f"        path: '{path}'\n      destination:\n        namespace: default\n"
+    )
+
+
+def _apps(root: Path) -> set[str]:
+    return {o.name for o in load_repo([root]).objects if o.kind == "Application"}
+
+
+def test_matrix_without_go_templates_fails_on_a_conflicting_key(tmp_path: Path) -> None:
+    # Both children give "env" with different values: Argo CD's CombineStringMaps fails the
+    # generator, so no Application. With the same value the combination stands.
+    gens = """
+    - matrix:
+        generators:
+          - list: {elements: [{env: prod, app: a}]}
+          - list: {elements: [{env: %s, team: t}]}
+    """
+    write(tmp_path, {"set.yaml": appset(gens % "dev", name="{{app}}-{{team}}", path="p")})
+    assert _apps(tmp_path) == set()
+    write(tmp_path, {"set.yaml": appset(gens % "prod", name="{{app}}-{{team}}", path="p")})
+    assert _apps(tmp_path) == {"a-t"}
+
+
+def test_matrix_with_go_templates_keeps_the_first_childs_values(tmp_path: Path) -> None:
+    # mergo.Merge without override: env stays prod; the second child's new keys are added.
+    gens = """
+    - matrix:
+        generators:
+          - list: {elements: [{env: prod}, {env: stage}]}
+          - list: {elements: [{env: dev, team: red}, {team: blue}]}
+    """
+    write(tmp_path, {"set.yaml": appset(gens, go=True, name="{{.env}}-{{.team}}", path="p")})
+    assert _apps(tmp_path) == {"prod-red", "prod-blue", "stage-red", "stage-blue"}
+
+
+def test_merge_needs_keys_and_unique_overrides(tmp_path: Path) -> None:
+    gens = """
+    - merge:
+        mergeKeys: %s
+        generators:
+          - list: {elements: [{app: a, tier: base}, {app: b, tier: base}]}
+          - list: {elements: [{app: b, tier: gold}%s]}
+    """
+    write(tmp_path, {"set.yaml": appset(gens % ("[app]", ""), name="{{app}}-{{tier}}", path="p")})
+    assert _apps(tmp_path) == {"a-base", "b-gold"}
+    # Two override sets for app b: Argo CD fails the generator.
+    dup = ", {app: b, tier: silver}"
+    write(tmp_path, {"set.yaml": appset(gens % ("[app]", dup), name="{{app}}-{{tier}}", path="p")})
+    assert _apps(tmp_path) == set()
+    # No merge keys: the generator fails too.
+    write(tmp_path, {"set.yaml": appset(gens % ("[]", ""), name="{{app}}-{{tier}}", path="p")})
+    assert _apps(tmp_path) == set()
+
+
+def cluster_secret(name: str, server: str, labels: str = "") -> str:
+    return (
+        f"apiVersion: v1\nkind: Secret\nmetadata:\n  name: cluster-{name}\n  namespace: argocd\n"
+        f"  labels:\n    argocd.argoproj.io/secret-type: cluster\n{labels}"
+        f"stringData:\n  name: {name}\n  server: {server}\n"
+    )
+
+
+def test_cluster_selector_matches_secrets_and_never_the_local_cluster(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "gpu.yaml": cluster_secret("gpu", "https://1.2.3.4", '    tier: "gpu"\n'),
+            "cpu.yaml": cluster_secret("cpu", "https://1.2.3.5", '    tier: "cpu"\n'),
+            # Not a cluster Secret: no secret-type label.
+            "other.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: x\n"
+            "stringData:\n  name: other\n  server: https://9.9.9.9\n",
+        },
+    )
+    gens = """
+    - clusters:
+        selector:
+          matchExpressions:
+            - {key: tier, operator: NotIn, values: [cpu]}
+    """
+    # A NotIn selector would match an empty label set, yet any selector drops the local
+    # cluster (cluster.go's ignoreLocalClusters).
+    write(tmp_path, {"set.yaml": appset(gens, path="p")})
+    assert _apps(tmp_path) == {"gpu"}
+    write(tmp_path, {"set.yaml": appset("- clusters: {}", path="p")})
+    assert _apps(tmp_path) == {"in-cluster", "gpu", "cpu"}
+
+
+def test_a_secret_for_the_local_server_stands_for_in_cluster(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "local.yaml": cluster_secret("home", "https://kubernetes.default.svc"),
+            "set.yaml": appset("- clusters: {}", go=True, name="{{.name}}-{{.server}}", path="p"),
+        },
+    )
+    assert _apps(tmp_path) == {"home-https://kubernetes.default.svc"}
+
+
+def test_cluster_values_are_rendered_with_the_cluster_parameters(tmp_path: Path) -> None:
+    gens = """
+    - clusters:
+        values:
+          ns: 'gpu-{{name}}'
+    """
+    write(
+        tmp_path,
+        {
+            "set.yaml": appset(gens, name="{{values.ns}}", path="apps/{{name}}"),
+            "apps/in-cluster/d.yaml": deployment("local"),
+        },
+    )
+    assert _apps(tmp_path) == {"gpu-in-cluster"}
+    assert {w.name: w.active for w in load_repo([tmp_path]).workloads} == {"local": True}
+
+
+def test_path_param_prefix_with_go_templates(tmp_path: Path) -> None:
+    gens = """
+    - git:
+        repoURL: x
+        revision: HEAD
+        pathParamPrefix: src
+        directories:
+          - path: apps/*
+    """
+    write(
+        tmp_path,
+        {
+            "set.yaml": appset(
+                gens, go=True, name="{{.src.path.basename}}", path="{{.src.path.path}}"
+            ),
+            "apps/plex/d.yaml": deployment("plex"),
+        },
+    )
+    assert _apps(tmp_path) == {"plex"}
+    assert {w.name: w.active for w in load_repo([tmp_path]).workloads} == {"plex": True}

@@ -16,19 +16,22 @@
 
 from __future__ import annotations
 
-from gpushift.flux._client import (
-    GITREPOSITORY,
-    HELMRELEASE,
-    KUSTOMIZATION,
-    handled,
-    new_token,
-    object_ready,
-    reconcile_and_wait,
-    request_reconcile,
-    resume,
-    revision,
-    suspend,
-)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpushift.flux._client import (
+        GITREPOSITORY,
+        HELMRELEASE,
+        KUSTOMIZATION,
+        handled,
+        new_token,
+        object_ready,
+        reconcile_and_wait,
+        request_reconcile,
+        resume,
+        revision,
+        suspend,
+    )
 from gpushift.flux._kustomize import (
     KUSTOMIZATION_FILES,
     Doc,
@@ -105,3 +108,32 @@ __all__ = [
     "suspend",
     "value_at_target_path",
 ]
+
+
+#: Names of the client operations, imported on first use: they pull in gpushift.kube (lightkube,
+#: httpx), which the offline readers (``gpushift check``) never need.
+_CLIENT_NAMES = frozenset(
+    {
+        "GITREPOSITORY",
+        "HELMRELEASE",
+        "KUSTOMIZATION",
+        "handled",
+        "new_token",
+        "object_ready",
+        "reconcile_and_wait",
+        "request_reconcile",
+        "resume",
+        "revision",
+        "suspend",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CLIENT_NAMES:
+        from gpushift.flux import _client
+
+        value = getattr(_client, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,7 +19,9 @@ docs/operator-manual/applicationset):
   ``files`` (``**`` globs; the file's keys flattened, plus ``path`` (its directory),
   ``path.basename``, ``path.filename``, ``path[n]``). With ``goTemplate: true`` the same
   values are read as ``{{.path.path}}``, ``{{.path.basename}}``, ``{{index .path.segments
-  n}}`` and nested keys;
+  n}}`` and nested keys; ``matrix`` and ``merge`` compose those; the ``clusters`` generator
+  reads the local cluster and the tree's cluster Secrets. Generators that read a forge, a
+  cluster or a service (``NETWORK_GENERATORS``) are reported, not expanded;
 - a kustomization's ``helmCharts`` (kustomize's HelmChartInflationGenerator, used by Argo CD
   with ``--enable-helm``): ``valuesFile`` first, ``valuesInline`` over it (the default
   ``valuesMerge: override``), then ``additionalValuesFiles``.
@@ -27,6 +29,8 @@ docs/operator-manual/applicationset):
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -121,10 +125,43 @@ def applications(
 
 
 def _first(gen: Mapping[str, Any]) -> dict[str, Any]:
-    for key in ("list", "git"):
+    for key in ("list", "git", "clusters", "matrix", "merge"):
         if isinstance(gen.get(key), dict):
             return _dict(gen[key])
     return {}
+
+
+#: Generators whose parameters come from outside the repository (a forge's API, a cluster's
+#: objects, a plugin service): gpushift does not expand them.
+NETWORK_GENERATORS = ("scmProvider", "pullRequest", "clusterDecisionResource", "plugin")
+
+
+def _leaves(
+    gens: Any, keys: tuple[str | int, ...]
+) -> Iterator[tuple[dict[str, Any], tuple[str | int, ...]]]:
+    """Every generator below a ``generators`` list, through matrix and merge, with its keys."""
+    for i, gen in enumerate(_list(gens)):
+        gen = _dict(gen)
+        here = (*keys, i)
+        nested = next((k for k in ("matrix", "merge") if isinstance(gen.get(k), dict)), None)
+        if nested is None:
+            yield gen, here
+        else:
+            yield from _leaves(gen[nested].get("generators"), (*here, nested, "generators"))
+
+
+def unexpanded_generators(obj: Manifest) -> list[tuple[str, tuple[str | int, ...]]]:
+    """The network generators of an ApplicationSet (``NETWORK_GENERATORS``), each with the key
+    path of its entry: the applications they stand for cannot be known offline."""
+    if obj.kind != "ApplicationSet":
+        return []
+    spec = _dict(obj.body.get("spec"))
+    out = []
+    for gen, keys in _leaves(spec.get("generators"), ("spec", "generators")):
+        kind = next((k for k in NETWORK_GENERATORS if k in gen), None)
+        if kind is not None:
+            out.append((kind, keys))
+    return out
 
 
 def parameter_files(tree: Tree, obj: Manifest) -> set[str]:
@@ -132,8 +169,8 @@ def parameter_files(tree: Tree, obj: Manifest) -> set[str]:
     out: set[str] = set()
     if obj.kind != "ApplicationSet":
         return out
-    for gen in _list(_dict(obj.body.get("spec")).get("generators")):
-        for entry in _list(_dict(_dict(gen).get("git")).get("files")):
+    for gen, _keys in _leaves(_dict(obj.body.get("spec")).get("generators"), ()):
+        for entry in _list(_dict(gen.get("git")).get("files")):
             pattern = _str(_dict(entry).get("path"))
             if pattern is None:
                 continue
@@ -152,11 +189,190 @@ def _generator_params(tree: Tree, gen: Mapping[str, Any], *, go: bool) -> Iterat
             if isinstance(element, dict):
                 yield element if go else _flatten(element)
         return
+    if isinstance(gen.get("clusters"), dict):
+        yield from _clusters(tree, _dict(gen["clusters"]), go=go)
+        return
+    if isinstance(gen.get("matrix"), dict):
+        yield from _matrix(tree, _dict(gen["matrix"]), go=go)
+        return
+    if isinstance(gen.get("merge"), dict):
+        yield from _merge_params(tree, _dict(gen["merge"]), go=go)
+        return
     git = _dict(gen.get("git"))
+    prefix = str(git.get("pathParamPrefix") or "")
     if git.get("directories"):
-        yield from _git_directories(tree, _list(git.get("directories")), go=go)
+        yield from _git_directories(tree, _list(git.get("directories")), go=go, param_prefix=prefix)
     if git.get("files"):
-        yield from _git_files(tree, _list(git.get("files")), go=go)
+        yield from _git_files(tree, _list(git.get("files")), go=go, param_prefix=prefix)
+
+
+# Matrix and merge follow argo-cd docs/operator-manual/applicationset/Generators-Matrix.md and
+# Generators-Merge.md (applicationset/generators/matrix.go, merge.go).
+def _matrix(tree: Tree, spec: Mapping[str, Any], *, go: bool) -> Iterator[Any]:
+    """Every combination of the child generators' parameter sets, in order. A later child is
+    rendered with the earlier one's parameters first (a git path may read ``{{path}}``). With
+    ``goTemplate`` the earlier child's values win (mergo.Merge); otherwise a key both give with
+    different values fails the whole generator, as Argo CD's CombineStringMaps does."""
+    children = [_dict(g) for g in _list(spec.get("generators"))]
+    if len(children) < 2:
+        return
+    acc = list(_generator_params(tree, children[0], go=go))
+    for child in children[1:]:
+        out: list[Any] = []
+        for prev in acc:
+            rendered = _render(child, prev, go=go)
+            for cur in _generator_params(tree, _dict(rendered), go=go):
+                if go:
+                    out.append(_fill(dict(prev), cur))
+                    continue
+                if any(k in prev and prev[k] != v for k, v in cur.items()):
+                    return
+                out.append({**prev, **cur})
+        acc = out
+    yield from acc
+
+
+def _empty(v: Any) -> bool:
+    # mergo's isEmptyValue: a zero value is filled in even without WithOverride.
+    return v is None or v is False or v == 0 or v == "" or v == {} or v == []
+
+
+def _fill(dst: dict[str, Any], src: Mapping[str, Any]) -> dict[str, Any]:
+    """mergo.Merge without override: ``src`` fills what ``dst`` lacks, maps deeply."""
+    for k, v in src.items():
+        if isinstance(dst.get(k), dict) and isinstance(v, dict):
+            dst[k] = _fill(dict(dst[k]), v)
+        elif k not in dst or _empty(dst[k]):
+            dst[k] = v
+    return dst
+
+
+def _merge_params(tree: Tree, spec: Mapping[str, Any], *, go: bool) -> Iterator[Any]:
+    """The first child's parameter sets, each overridden by the set of every later child that
+    has the same values for ``mergeKeys`` (later children win; sets matching no base set are
+    dropped). A later child with two sets under one key fails the whole generator."""
+    keys = sorted({str(k) for k in _list(spec.get("mergeKeys"))})
+    children = [_dict(g) for g in _list(spec.get("generators"))]
+    if len(children) < 2 or not keys:
+        return
+
+    def key(params: Mapping[str, Any]) -> str:
+        # Argo CD looks each merge key up at the top level of the parameter set.
+        return repr([params.get(k) for k in keys])
+
+    base = list(_generator_params(tree, children[0], go=go))
+    for child in children[1:]:
+        overrides: dict[str, Any] = {}
+        for params in _generator_params(tree, child, go=go):
+            if key(params) in overrides:
+                return
+            overrides[key(params)] = params
+        base = [
+            (_merge(b, overrides[key(b)]) if go else {**b, **overrides[key(b)]})
+            if key(b) in overrides
+            else b
+            for b in base
+        ]
+    yield from base
+
+
+#: The label that marks an Argo CD cluster Secret, and the local cluster Argo CD runs in,
+#: which has no Secret (argo-cd applicationset/generators/cluster.go).
+CLUSTER_SECRET_LABEL = ("argocd.argoproj.io/secret-type", "cluster")
+_LOCAL_CLUSTER = ("in-cluster", "https://kubernetes.default.svc")
+
+
+@dataclass(frozen=True, slots=True)
+class _Cluster:
+    name: str
+    server: str
+    project: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+
+
+def _secret_field(data: Mapping[str, Any], key: str) -> str:
+    string_data = _dict(data.get("stringData"))
+    if key in string_data:
+        return "" if string_data[key] is None else str(string_data[key])
+    raw = _dict(data.get("data")).get(key)
+    if raw is None:
+        return ""
+    try:
+        return base64.b64decode(str(raw), validate=False).decode("utf-8", "replace")
+    except (binascii.Error, ValueError):
+        return str(raw)
+
+
+def _cluster_secrets(tree: Tree) -> list[_Cluster]:
+    """The Argo CD cluster Secrets written in the tree, by name."""
+    out = []
+    for d in docs_of(tree):
+        meta = _dict(d.data.get("metadata"))
+        labels = {str(k): str(v) for k, v in _dict(meta.get("labels")).items()}
+        if d.data.get("kind") != "Secret" or labels.get(CLUSTER_SECRET_LABEL[0]) != "cluster":
+            continue
+        annotations = {str(k): str(v) for k, v in _dict(meta.get("annotations")).items()}
+        name = _secret_field(d.data, "name")
+        server = _secret_field(d.data, "server")
+        out.append(_Cluster(name, server, _secret_field(d.data, "project"), labels, annotations))
+    return sorted(out, key=lambda c: c.name)
+
+
+def _selects(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """A Kubernetes label selector (matchLabels, matchExpressions) against ``labels``."""
+    for k, v in _dict(selector.get("matchLabels")).items():
+        if labels.get(str(k)) != str(v):
+            return False
+    for expr in _list(selector.get("matchExpressions")):
+        expr = _dict(expr)
+        key, op = str(expr.get("key", "")), str(expr.get("operator", ""))
+        values = {str(v) for v in _list(expr.get("values"))}
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+def _normalized(name: str) -> str:
+    # cluster.go sanitizeName: lower case, [^-a-z0-9.] to '-', at most 253, trimmed of '-.'.
+    return re.sub(r"[^-a-z0-9.]", "-", name.lower())[:253].strip("-.")
+
+
+def _clusters(tree: Tree, spec: Mapping[str, Any], *, go: bool) -> Iterator[Any]:
+    """The cluster generator, offline: the local ``in-cluster`` (unless the selector is not
+    empty, since it has no labels, or a Secret stands for it), then every cluster Secret of the
+    tree the selector matches. ``values`` are rendered with each cluster's parameters."""
+    selector = _dict(spec.get("selector"))
+    values = _dict(spec.get("values"))
+    secrets = _cluster_secrets(tree)
+    found: list[_Cluster] = []
+    empty = not selector.get("matchLabels") and not selector.get("matchExpressions")
+    if empty and not any(c.server == _LOCAL_CLUSTER[1] for c in secrets):
+        found.append(_Cluster(*_LOCAL_CLUSTER, "", {}, {}))
+    found += [c for c in secrets if _selects(selector, c.labels)]
+    for c in found:
+        base: dict[str, Any] = {
+            "name": c.name,
+            "nameNormalized": _normalized(c.name),
+            "server": c.server,
+            "project": c.project,
+        }
+        if go:
+            params = {**base, "metadata": {"labels": c.labels, "annotations": c.annotations}}
+            params["values"] = {str(k): _render(v, params, go=True) for k, v in values.items()}
+        else:
+            params = dict(base)
+            params.update({f"metadata.labels.{k}": v for k, v in c.labels.items()})
+            params.update({f"metadata.annotations.{k}": v for k, v in c.annotations.items()})
+            rendered = {f"values.{k}": _render(v, params, go=False) for k, v in values.items()}
+            params.update(rendered)
+        yield params
 
 
 def _glob(pattern: str, *, doublestar: bool) -> re.Pattern[str]:
@@ -223,7 +439,23 @@ def _match_dirs(tree: Tree, pattern: str) -> tuple[str, list[str]]:
     return "", []
 
 
-def _path_params(directory: str, *, go: bool, filename: str | None = None) -> dict[str, Any]:
+def _path_params(
+    directory: str, *, go: bool, filename: str | None = None, prefix: str = ""
+) -> dict[str, Any]:
+    """The git generators' path parameters; ``prefix`` is ``pathParamPrefix`` (``prefix.path``
+    and so on, ``{{.prefix.path.path}}`` with goTemplate), which keeps two git generators of
+    one matrix apart."""
+    params = _unprefixed_path_params(directory, go=go, filename=filename)
+    if not prefix:
+        return params
+    if go:
+        return {prefix: params}
+    return {f"{prefix}.{k}": v for k, v in params.items()}
+
+
+def _unprefixed_path_params(
+    directory: str, *, go: bool, filename: str | None = None
+) -> dict[str, Any]:
     segments = [] if directory in ("", ".") else directory.split("/")
     base = segments[-1] if segments else ""
     normal = re.sub(r"[^a-zA-Z0-9-.]", "-", base)
@@ -248,7 +480,9 @@ def _path_params(directory: str, *, go: bool, filename: str | None = None) -> di
     return flat
 
 
-def _git_directories(tree: Tree, entries: list[Any], *, go: bool) -> Iterator[Any]:
+def _git_directories(
+    tree: Tree, entries: list[Any], *, go: bool, param_prefix: str
+) -> Iterator[Any]:
     include: dict[str, str] = {}
     excluded: set[str] = set()
     for entry in entries:
@@ -264,10 +498,10 @@ def _git_directories(tree: Tree, entries: list[Any], *, go: bool) -> Iterator[An
                     include[d] = prefix + d
     for d, repo_path in sorted(include.items()):
         if d not in excluded:
-            yield _path_params(repo_path, go=go)
+            yield _path_params(repo_path, go=go, prefix=param_prefix)
 
 
-def _git_files(tree: Tree, entries: list[Any], *, go: bool) -> Iterator[Any]:
+def _git_files(tree: Tree, entries: list[Any], *, go: bool, param_prefix: str) -> Iterator[Any]:
     for entry in entries:
         pattern = _str(_dict(entry).get("path"))
         if pattern is None or _dict(entry).get("exclude") is True:
@@ -287,7 +521,8 @@ def _git_files(tree: Tree, entries: list[Any], *, go: bool) -> Iterator[Any]:
                     if not isinstance(doc, dict):
                         continue
                     directory = prefix + parent(f) if parent(f) != "." else prefix.rstrip("/")
-                    params = _path_params(directory, go=go, filename=f.rsplit("/", 1)[-1])
+                    name = f.rsplit("/", 1)[-1]
+                    params = _path_params(directory, go=go, filename=name, prefix=param_prefix)
                     yield {**doc, **params} if go else {**_flatten(doc), **params}
             break
 
@@ -565,7 +800,7 @@ def _value_file(f: str, directory: str | None, refs: Mapping[str, Mapping[str, A
 def kustomize_charts(
     tree: Tree,
     directory: str,
-    file: Path,
+    file: str | Path,
     rel: str,
     *,
     namespace: str | None,

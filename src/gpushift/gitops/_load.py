@@ -68,6 +68,7 @@ from gpushift.gitops._model import (
     Source,
     TalosEvidence,
     TimeSlicingConfig,
+    UnexpandedGenerator,
     ValueLayer,
     ValuesRef,
     Workload,
@@ -119,7 +120,7 @@ class _State:
     tree: Tree
     builder: KustomizeBuilder
     errors: list[YamlError]
-    files: dict[str, Path]
+    files: dict[str, str]
     objects: list[Manifest] = field(default_factory=list)
     seen: set[tuple[str, int, tuple[str | int, ...]]] = field(default_factory=set)
     emitted: dict[tuple[str, int, tuple[str | int, ...]], set[KsRef | None]] = field(
@@ -137,11 +138,25 @@ class _State:
     argo_dirs: dict[str, tuple[bool, str | None]] = field(default_factory=dict)
     #: Files ApplicationSet git file generators read: parameters, not manifests or Talos.
     parameter_files: set[str] = field(default_factory=set)
+    #: ``_resolve_path`` results by path.
+    resolved: dict[str, str | None] = field(default_factory=dict)
+    #: ApplicationSet generators that need a network to expand.
+    unexpanded: list[UnexpandedGenerator] = field(default_factory=list)
     #: The sources of other repositories the tree defines (see ``_foreign_sources``).
     foreign: frozenset[tuple[str, str]] = frozenset()
 
 
 # -- reading ------------------------------------------------------------------------------
+
+
+def _file(state: _State, rel: str) -> str | Path:
+    """The real file of ``rel`` (read from it, or below the root when it was not read)."""
+    found = state.files.get(rel)
+    return found if found is not None else state.root / rel
+
+
+def _source(state: _State, doc: Doc) -> Source:
+    return Source(doc.rel, doc.line, doc.index, _file(state, doc.rel), doc.keys)
 
 
 def _root_of(paths: Sequence[str | Path]) -> Path:
@@ -230,6 +245,7 @@ def _load(paths: Sequence[str | Path]) -> Repo:
         talos=tuple(state.talos),
         errors=tuple(state.errors),
         model_pools=model_pools,
+        unexpanded_generators=tuple(state.unexpanded),
     )
 
 
@@ -299,13 +315,19 @@ def _resolve_path(state: _State, path: str) -> str | None:
     The checked directory may be below the source root, so leading components that are not
     in the tree are dropped until the rest is found.
     """
+    if path in state.resolved:
+        return state.resolved[path]
     rel = norm(".", path)
     parts = rel.split("/")
+    found: str | None = None
     for i in range(len(parts)):
         cand = "/".join(parts[i:]) or "."
         if cand in state.tree.dirs or cand in state.tree.kustomizations:
-            return cand
-    return None
+            found = cand
+            break
+    # Every Kustomization's path is resolved twice (finding the directories, then the model).
+    state.resolved[path] = found
+    return found
 
 
 def _left_out(tree: Tree, rel: str, *, is_dir: bool) -> bool:
@@ -452,9 +474,7 @@ def _argo_directories(state: _State) -> set[str]:
         for d in docs:
             if not _argocd.is_argo(d.data):
                 continue
-            file = state.files.get(d.rel, state.root / d.rel)
-            src = Source(d.rel, d.line, d.index, file, d.keys)
-            obj = _doc_obj(state, d.data, src, active=True)
+            obj = _doc_obj(state, d.data, _source(state, d), active=True)
             state.parameter_files |= _argocd.parameter_files(state.tree, obj)
             make = functools.partial(_generated_app, state, active=True)
             for app in _argocd.applications(state.tree, obj, make):
@@ -470,6 +490,8 @@ def _argo_units(state: _State, obj: Manifest) -> Iterator[_Unit]:
     """What an Application (or each Application of an ApplicationSet) deploys from git."""
     make = functools.partial(_generated_app, state, active=obj.active)
     resolve = functools.partial(_resolve_path, state)
+    for kind, keys in _argocd.unexpanded_generators(obj):
+        state.unexpanded.append(UnexpandedGenerator(obj, kind, obj.source.child(keys)))
     for app in _argocd.applications(state.tree, obj, make):
         if app is not obj:
             state.objects.append(app)
@@ -489,8 +511,7 @@ def _load_values(state: _State, rel: str) -> tuple[Any, Source] | None:
         docs = state.tree.docs.get(cand)
         if docs:
             d = docs[0]
-            file = state.files.get(cand, state.root / cand)
-            return d.data, Source(cand, d.line, d.index, file, d.keys)
+            return d.data, _source(state, d)
         if cand in state.tree.texts:
             return None
     return None
@@ -510,7 +531,7 @@ def _argo_charts(state: _State) -> Iterator[_argocd.ChartSource]:
         active, ns = state.argo_dirs.get(directory, (None, None))
         if active is None:
             active = not has_roots or not _left_out(state.tree, directory, is_dir=True)
-        file = state.files.get(rel, state.root / rel)
+        file = _file(state, rel)
         yield from _argocd.kustomize_charts(
             state.tree, directory, file, rel, namespace=ns, active=active, load=load
         )
@@ -655,15 +676,13 @@ def _make_obj(
             # the deploying Kustomization's own namespace, when known, is the best guess.
             or (ks.obj.namespace if ks is not None else None)
         )
-    doc = item.doc
-    file = state.files.get(doc.rel, state.root / doc.rel)
     return Manifest(
         api_version=str(data.get("apiVersion", "")),
         kind=kind,
         name=str(meta.get("name", "")),
         namespace=namespace,
         body=data,
-        source=Source(doc.rel, doc.line, doc.index, file, doc.keys),
+        source=_source(state, item.doc),
         active=active,
         kustomization=ks.ref if ks is not None else None,
         generated=item.generated,
@@ -743,14 +762,17 @@ def _talos_check(state: _State, doc: Doc) -> None:
     if doc.rel in state.parameter_files:
         return
     data = doc.data
-    file = state.files.get(doc.rel, state.root / doc.rel)
-    src = Source(doc.rel, doc.line, doc.index, file, doc.keys)
+    if "machine" not in data and "cluster" not in data and "customization" not in data:
+        return  # most documents: no set built, no source made
     if "machine" in data and ("cluster" in data or data.get("version") == "v1alpha1"):
-        state.talos.append(TalosEvidence("Talos machine config", src))
+        what = "Talos machine config"
     elif set(data) <= {"machine", "cluster"} and data and "apiVersion" not in data:
-        state.talos.append(TalosEvidence("Talos machine config patch", src))
+        what = "Talos machine config patch"
     elif "customization" in data and "systemExtensions" in _dict(data.get("customization")):
-        state.talos.append(TalosEvidence("Talos image factory schematic", src))
+        what = "Talos image factory schematic"
+    else:
+        return
+    state.talos.append(TalosEvidence(what, _source(state, doc)))
 
 
 def _label_keys(value: Any) -> Iterator[str]:
@@ -772,6 +794,8 @@ def _talos_from_labels(
     for w in workloads:
         if not w.active:
             continue
+        if _TALOS_LABEL not in repr(w.pod.options):
+            continue  # no label key can start with it (repr keeps every string's text)
         selector = w.pod.options.get("nodeSelector")
         keys = list(selector) if isinstance(selector, dict) else []
         keys.extend(_label_keys(w.pod.options.get("affinity")))

@@ -58,7 +58,7 @@ class Source:
     path: str
     line: int
     doc: int
-    file: Path
+    file: str | Path
     keys: Keys = ()
 
     def line_of(self, keys: Sequence[str | int] = ()) -> int:
@@ -644,6 +644,27 @@ class TalosEvidence:
 
 
 @dataclass(frozen=True, slots=True)
+class UnexpandedGenerator:
+    """An ApplicationSet generator whose parameters come from outside the repository (an SCM
+    provider, pull requests, a cluster decision resource, a plugin): the applications it
+    stands for are not in the model. ``source`` is the generator's entry."""
+
+    appset: Manifest
+    generator: str
+    source: Source
+
+    @property
+    def active(self) -> bool:
+        """Whether the ApplicationSet is deployed."""
+        return self.appset.active
+
+    @property
+    def obj(self) -> Manifest:
+        """The ApplicationSet."""
+        return self.appset
+
+
+@dataclass(frozen=True, slots=True)
 class Repo:
     """Everything ``load_repo`` found.
 
@@ -668,6 +689,8 @@ class Repo:
     errors: tuple[YamlError, ...]
     #: llmkube ModelPools.
     model_pools: tuple[ModelPool, ...] = ()
+    #: ApplicationSet generators that cannot be expanded offline.
+    unexpanded_generators: tuple[UnexpandedGenerator, ...] = ()
 
     def find(self, kind: str, name: str, namespace: str | None = None) -> tuple[Manifest, ...]:
         """Objects of ``kind`` named ``name`` (in ``namespace`` when given)."""

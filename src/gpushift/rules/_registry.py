@@ -163,6 +163,11 @@ RULES: tuple[Rule, ...] = (
         _E,
         "Two device plugins register nvidia.com/gpu on the same nodes.",
     ),
+    Rule(
+        "applicationset-not-expanded",
+        _W,
+        "An ApplicationSet generator needs a network to expand; its applications are not seen.",
+    ),
     Rule("yaml-error", _E, "A file cannot be parsed."),
     Rule(
         "unused-file",

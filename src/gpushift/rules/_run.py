@@ -14,6 +14,7 @@ from gpushift.reports import Finding, Severity, format_json, format_sarif, forma
 from gpushift.rules import (
     _advertisers,
     _allocator,
+    _appsets,
     _claims,
     _platform,
     _plugin_sharing,
@@ -40,6 +41,7 @@ FAMILIES: tuple[_Family, ...] = (
     _claims.check,
     _workloads.check,
     _values.check,
+    _appsets.check,
 )
 
 
