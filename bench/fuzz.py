@@ -598,16 +598,31 @@ def _startup() -> float:
     return time.perf_counter() - start
 
 
-def fuzz(reader: str, *, count: int, seed: int = 0, in_child: bool = False) -> Outcome:
+class _OverBudgetError(Exception):
+    pass
+
+
+def fuzz(
+    reader: str,
+    *,
+    count: int,
+    seed: int = 0,
+    in_child: bool = False,
+    budget: float | None = None,
+    progress: Callable[[Outcome], None] | None = None,
+) -> Outcome:
     """Run ``count`` generated cases through one reader; returns what they did.
 
     ``in_child`` runs each case as ``python -m gpushift`` (only the readers in ``COMMANDS``).
+    ``budget`` (wall seconds) stops early, with the cases run so far; ``progress`` is called
+    every 1,000 cases.
     """
     strategy, case = READERS[reader]
     if in_child and reader not in COMMANDS:
         raise ValueError(f"{reader} reads in-process only (not a command line)")
     outcome = Outcome(reader)
     mode = Mode(subprocess=True, startup=_startup()) if in_child else IN_PROCESS
+    started = time.perf_counter()
 
     @settings(
         max_examples=count,
@@ -619,8 +634,12 @@ def fuzz(reader: str, *, count: int, seed: int = 0, in_child: bool = False) -> O
     )
     @given(strategy)
     def run(value: Any) -> None:
+        if budget is not None and time.perf_counter() - started > budget:
+            raise _OverBudgetError
         with tempfile.TemporaryDirectory(prefix="gpushift-fuzz-") as tmp:
             case(outcome, Path(tmp), value, mode)
+        if progress is not None and outcome.cases % 1000 == 0:
+            progress(outcome)
 
     del seed  # derandomized: the same cases every run, so a failure can be replayed
     with _cli_built_once():
@@ -628,7 +647,8 @@ def fuzz(reader: str, *, count: int, seed: int = 0, in_child: bool = False) -> O
             with tempfile.TemporaryDirectory(prefix="gpushift-fuzz-") as tmp:
                 warm = Mode(seconds=600.0, contract=False)
                 case(outcome, Path(tmp), _WARM_UP[reader], warm)
-        run()
+        with contextlib.suppress(_OverBudgetError):
+            run()
     return outcome
 
 
@@ -642,6 +662,9 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help=f"run each case as python -m gpushift (readers {', '.join(COMMANDS)} only)",
     )
+    parser.add_argument(
+        "--budget", type=float, default=None, help="wall seconds per reader; stop early"
+    )
     args = parser.parse_args(argv)
     import logging
 
@@ -650,7 +673,17 @@ def main(argv: list[str] | None = None) -> int:
     readers = args.reader or (list(COMMANDS) if args.subprocess else list(READERS))
     for reader in readers:
         start = time.perf_counter()
-        outcome = fuzz(reader, count=args.count, in_child=args.subprocess)
+        outcome = fuzz(
+            reader,
+            count=args.count,
+            in_child=args.subprocess,
+            budget=args.budget,
+            progress=lambda o: print(
+                f"  {o.reader}: {o.cases} cases, {o.failed} failures, slowest {o.slowest:.2f}s",
+                file=sys.stderr,
+                flush=True,
+            ),
+        )
         gc.collect()
         codes = ", ".join(f"exit {k}: {v}" for k, v in sorted(outcome.codes.items()))
         print(
