@@ -280,7 +280,9 @@ def _foreign_sources(tree: Tree) -> frozenset[tuple[str, str]]:
         (str(d.data.get("kind")), str(_dict(d.data.get("metadata")).get("name")))
         for docs in tree.docs.values()
         for d in docs
-        if d.data.get("kind") in _SOURCE_KINDS
+        # A kind that is not a string (a list, from hostile YAML) cannot be looked up in a set.
+        if isinstance(d.data.get("kind"), str)
+        and d.data["kind"] in _SOURCE_KINDS
         and str(d.data.get("apiVersion", "")).startswith("source.toolkit.fluxcd.io/")
         and _dict(d.data.get("metadata")).get("name") != _OWN_SOURCE
     )

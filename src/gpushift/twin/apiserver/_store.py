@@ -442,6 +442,30 @@ class Store:
                 out.extend(decode(table[k].raw) for k in sorted(table))
             return out
 
+    def set_clock(self, clock: Callable[[], datetime]) -> int:
+        """Stamp objects by ``clock`` from now on; returns how many objects were re-dated.
+
+        An object created on the earlier clock later than ``clock``'s now (the built-in
+        namespaces, stamped at wall time before a cluster's clock that starts in the past
+        took over, or a restored state) gets ``creationTimestamp`` = that now: no age reads
+        negative. Meant for before anything watches, so no event is sent.
+        """
+        with self._lock:
+            self.clock = clock
+            now = self._now()
+            count = 0
+            for table in self._data.values():
+                for entry in table.values():
+                    meta = entry.obj["metadata"]
+                    stamp = meta.get("creationTimestamp")
+                    # RFC 3339 in UTC with whole seconds: text order is time order.
+                    if isinstance(stamp, str) and stamp > now:
+                        # A new dict: stored objects are shared with readers, never mutated.
+                        entry.obj = {**entry.obj, "metadata": {**meta, "creationTimestamp": now}}
+                        entry.raw = encode(entry.obj)
+                        count += 1
+            return count
+
     # --- writes ------------------------------------------------------------------------------
 
     def _now(self) -> str:

@@ -6,19 +6,41 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 
+# Wall seconds over which cluster time, started in the past, stays at or behind wall time.
+HORIZON = 24 * 3600.0
+
 
 class VirtualClock:
     """Cluster time, ``time_scale`` virtual seconds per wall second, from a start instant.
 
     Every agent reads time here, so at ``time_scale=100`` the kubelet's 5-minute device-plugin
     grace passes in 3 wall seconds. :meth:`advance` jumps ahead (tests, ``--time-scale`` 0).
+
+    Object timestamps are cluster time, and clients judge them against their own wall clock
+    (``kubectl describe`` prints ``<invalid>`` for an age in the future). So without an
+    explicit ``start`` the clock starts :attr:`lead` = ``(time_scale - 1) × horizon`` seconds
+    before wall time: running ``time_scale`` times faster, it reaches wall time only after
+    ``horizon`` wall seconds (a day by default), and until then no timestamp it gives is ahead
+    of wall time. A jump by :meth:`advance` spends that lead too.
     """
 
-    def __init__(self, *, time_scale: float = 1.0, start: datetime | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        time_scale: float = 1.0,
+        start: datetime | None = None,
+        horizon: float = HORIZON,
+    ) -> None:
         if time_scale < 0:
             raise ValueError(f"time scale must not be negative, got {time_scale}")
+        if horizon < 0:
+            raise ValueError(f"horizon must not be negative, got {horizon}")
         self.time_scale = time_scale
-        self._start = (start or datetime.now(UTC)).replace(microsecond=0)
+        self.horizon = horizon
+        self.lead = 0.0 if start is not None else max(time_scale - 1.0, 0.0) * horizon
+        origin = start or datetime.now(UTC) - timedelta(seconds=self.lead)
+        # Whole seconds, as object timestamps have; flooring keeps the start behind wall time.
+        self._start = origin.replace(microsecond=0)
         self._wall0 = time.monotonic()
         self._skipped = 0.0
         self._lock = threading.Lock()

@@ -77,8 +77,9 @@ class Cluster(AgentThread):
         self.inventory = inventory
         self.kubelet_version = f"v{kubernetes_version}"
         self.clock = clock or VirtualClock(time_scale=time_scale)
-        # Object timestamps come from cluster time, like the agents' timers.
-        store.clock = self.clock.now
+        # Object timestamps come from cluster time, like the agents' timers; it starts in
+        # the past (VirtualClock.lead), so objects already stored are dated to its start.
+        store.set_clock(self.clock.now)
         self.ctx = Context(store, self.clock, delays or Delays(), events)
         self.scheduler = Scheduler(self.ctx)
         self.kubelet = Kubelet(
