@@ -35,7 +35,9 @@ class InputError(Exception):
             path = self.path if self.path.isprintable() else _escape(self.path)
             where = path if self.line is None else f"{path}:{self.line}"
             where += ": "
-        what = f"{self.obj}: " if self.obj else ""
+        # An object's name comes from the input too (a name holding a newline, say).
+        obj = self.obj if not self.obj or self.obj.isprintable() else _escape(self.obj)
+        what = f"{obj}: " if obj else ""
         return f"{where}{what}{self.message}"
 
 
