@@ -153,3 +153,12 @@ def test_taking_a_clock_in_the_past_redates_what_is_ahead_of_it() -> None:
     assert store.get(ns, name="later")["metadata"]["creationTimestamp"] == "2026-01-02T03:04:05Z"
     # An object dated before the new clock's now keeps its stamp.
     assert store.set_clock(lambda: past + timedelta(days=1)) == 0
+
+
+def test_a_huge_time_scale_starts_at_most_thirty_years_back() -> None:
+    # (10^6 - 1) days would put the start before year 1; the lead stops at 30 years.
+    clock = VirtualClock(time_scale=1e6)
+    assert clock.lead == 30 * 365 * DAY
+    start = clock.at(0.0)
+    assert start.year >= 1970 and start < datetime.now(UTC)
+    assert rfc3339(start).endswith("Z")

@@ -8,6 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 # Wall seconds over which cluster time, started in the past, stays at or behind wall time.
 HORIZON = 24 * 3600.0
+#: The most the start is put back: 30 years, so that at any time scale cluster time starts after
+#: 1970 and stays a valid RFC 3339 timestamp (a huge scale then catches up sooner).
+MAX_LEAD = 30 * 365 * 24 * 3600.0
 
 
 class VirtualClock:
@@ -21,7 +24,9 @@ class VirtualClock:
     explicit ``start`` the clock starts :attr:`lead` = ``(time_scale - 1) × horizon`` seconds
     before wall time: running ``time_scale`` times faster, it reaches wall time only after
     ``horizon`` wall seconds (a day by default), and until then no timestamp it gives is ahead
-    of wall time. A jump by :meth:`advance` spends that lead too.
+    of wall time. The lead is at most :data:`MAX_LEAD`, so at a huge time scale (tests run at
+    10^6) the clock catches up after ``MAX_LEAD / (time_scale - 1)`` wall seconds instead. A
+    jump by :meth:`advance` spends that lead too.
     """
 
     def __init__(
@@ -37,7 +42,8 @@ class VirtualClock:
             raise ValueError(f"horizon must not be negative, got {horizon}")
         self.time_scale = time_scale
         self.horizon = horizon
-        self.lead = 0.0 if start is not None else max(time_scale - 1.0, 0.0) * horizon
+        lead = min(max(time_scale - 1.0, 0.0) * horizon, MAX_LEAD)
+        self.lead = 0.0 if start is not None else lead
         origin = start or datetime.now(UTC) - timedelta(seconds=self.lead)
         # Whole seconds, as object timestamps have; flooring keeps the start behind wall time.
         self._start = origin.replace(microsecond=0)
