@@ -18,6 +18,7 @@ from gpushift.gitops import (
     FluxKustomization,
     HelmRelease,
     Repo,
+    Source,
     Workload,
     summarize,
     truthy,
@@ -579,8 +580,9 @@ def _app_template_pod(b: Builder, hr: HelmRelease, w: Workload, *, template: str
     )
 
 
-def _container_claim(b: Builder, ct: Container) -> None:
-    src = ct.source
+def _drop_gpu_resource(b: Builder, ct: Container, *, src: Source, reason: str) -> None:
+    """Delete ``nvidia.com/gpu`` from ``ct``'s requests and limits, written at ``src``'s
+    ``resources`` (the container's own source, or the chart values that render it)."""
     for part in ("requests", "limits"):
         got = ct.resources.get(part)
         if isinstance(got, dict) and GPU_RESOURCE in got:
@@ -590,9 +592,19 @@ def _container_claim(b: Builder, ct: Container) -> None:
                 (*src.keys, "resources", part, GPU_RESOURCE),
                 "delete",
                 old=got[GPU_RESOURCE],
-                reason="the claim replaces the extended resource",
+                reason=reason,
                 prune=1,
             )
+
+
+def _container_claim(b: Builder, ct: Container) -> None:
+    src = ct.source
+    _drop_gpu_resource(
+        b,
+        ct,
+        src=src,
+        reason="the claim replaces the extended resource",
+    )
     b.edit(
         src.path,
         src.doc,
@@ -606,18 +618,12 @@ def _container_claim(b: Builder, ct: Container) -> None:
 def _dcgm_chart(b: Builder, w: Workload) -> None:
     src = w.source
     ct = w.pod.containers[0]
-    for part in ("requests", "limits"):
-        got = ct.resources.get(part)
-        if isinstance(got, dict) and GPU_RESOURCE in got:
-            b.edit(
-                src.path,
-                src.doc,
-                (*src.keys, "resources", part, GPU_RESOURCE),
-                "delete",
-                old=got[GPU_RESOURCE],
-                reason="an exporter reads every GPU; under DRA a request would take a share",
-                prune=1,
-            )
+    _drop_gpu_resource(
+        b,
+        ct,
+        src=src,
+        reason="an exporter reads every GPU; under DRA a request would take a share",
+    )
     if ct.env.get("KUBERNETES_ENABLE_DRA") != "true":
         b.edit(
             src.path,
