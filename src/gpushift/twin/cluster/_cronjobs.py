@@ -24,7 +24,7 @@ from gpushift._kinds import by_kind
 from gpushift._obj import Obj
 from gpushift.twin.apiserver import ApiError, rfc3339
 from gpushift.twin.cluster._context import Context
-from gpushift.twin.cluster._workloads import TERMINAL, by_owner, pod_from_template
+from gpushift.twin.cluster._workloads import TERMINAL, by_owner, pod_from_template, set_status
 
 JOB = by_kind("Job")
 CRONJOB = by_kind("CronJob")
@@ -54,26 +54,6 @@ def finished(job: Obj) -> str | None:
         if _condition(job, type_):
             return type_
     return None
-
-
-def _status(ctx: Context, kind: Any, obj: Obj, change: Obj) -> None:
-    if all((obj.get("status") or {}).get(k) == v for k, v in change.items()):
-        return
-    meta = obj["metadata"]
-
-    def mutate(cur: Obj) -> Obj:
-        merged = {**(cur.get("status") or {}), **change}
-        cur["status"] = {k: v for k, v in merged.items() if v is not None}  # omitempty
-        return cur
-
-    with contextlib.suppress(ApiError):
-        ctx.store.update(
-            kind,
-            name=meta["name"],
-            namespace=meta["namespace"],
-            mutate=mutate,
-            subresource="status",
-        )
 
 
 # --- Job --------------------------------------------------------------------------------------
@@ -111,7 +91,7 @@ def _finish(ctx: Context, job: Obj, *, type_: str, reason: str, message: str, ba
     change = {**base, "active": 0, "conditions": [cond(k) for k in kinds]}
     if type_ == "Complete":
         change["completionTime"] = now
-    _status(ctx, JOB, job, change)
+    set_status(ctx, JOB, job, change)
     ctx.event(
         job,
         reason="Completed" if type_ == "Complete" else reason,
@@ -196,7 +176,7 @@ def sync_jobs(ctx: Context, pods: list[Obj]) -> None:
                     ctx.store.delete(
                         ctx.kinds.pod, name=pod["metadata"]["name"], namespace=meta["namespace"]
                     )
-            _status(ctx, JOB, job, {**base, "active": 0})
+            set_status(ctx, JOB, job, {**base, "active": 0})
             continue
         for _ in range(max(min(parallelism, want - succeeded) - len(active), 0)):
             try:
@@ -212,7 +192,7 @@ def sync_jobs(ctx: Context, pods: list[Obj]) -> None:
                 message=f"Created pod: {created['metadata']['name']}",
                 component="job-controller",
             )
-        _status(ctx, JOB, job, {**base, "active": len(active)})
+        set_status(ctx, JOB, job, {**base, "active": len(active)})
 
 
 # --- CronJob ----------------------------------------------------------------------------------
@@ -356,7 +336,7 @@ def sync_cronjobs(ctx: Context) -> None:
             change["lastSuccessfulTime"] = rfc3339(last_ok)
         _history(ctx, spec, mine)
         if spec.get("suspend") is True:
-            _status(ctx, CRONJOB, cj, change)
+            set_status(ctx, CRONJOB, cj, change)
             continue
         after = _time(st.get("lastScheduleTime")) or _time(meta.get("creationTimestamp")) or now
         try:
@@ -377,7 +357,7 @@ def sync_cronjobs(ctx: Context) -> None:
             continue
         ctx.wake_at((nxt - ctx.clock.at(0)).total_seconds())
         if not times:
-            _status(ctx, CRONJOB, cj, change)
+            set_status(ctx, CRONJOB, cj, change)
             continue
         if len(times) > _MAX_MISSED:
             ctx.event(
@@ -402,7 +382,7 @@ def sync_cronjobs(ctx: Context) -> None:
                     component="cronjob-controller",
                 )
                 change["lastScheduleTime"] = rfc3339(scheduled)
-            _status(ctx, CRONJOB, cj, change)
+            set_status(ctx, CRONJOB, cj, change)
             continue
         if policy == "Replace":
             for job in running:
@@ -437,4 +417,4 @@ def sync_cronjobs(ctx: Context) -> None:
         running.append(created)
         change["active"] = [_ref(j) for j in running]
         change["lastScheduleTime"] = rfc3339(scheduled)
-        _status(ctx, CRONJOB, cj, change)
+        set_status(ctx, CRONJOB, cj, change)

@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from gpushift._kinds import Kind
 from gpushift._obj import Obj
 from gpushift.twin.apiserver import ApiError
 from gpushift.twin.cluster import _volumes
@@ -135,16 +136,26 @@ def _delete(ctx: Context, pod: Obj) -> None:
 
 
 def _set_status(ctx: Context, obj: Obj, *, status: Obj) -> None:
-    if all((obj.get("status") or {}).get(k) == v for k, v in status.items()):
-        return
     kind = ctx.kinds.deployment
     for k in (ctx.kinds.replicaset, ctx.kinds.statefulset, ctx.kinds.daemonset):
         if k.kind == obj["kind"]:
             kind = k
+    set_status(ctx, kind, obj, status)
+
+
+def set_status(ctx: Context, kind: Kind, obj: Obj, status: Obj) -> None:
+    """Merge ``status`` into ``obj``'s status subresource, unless it already holds it.
+
+    A ``None`` value removes its key (omitempty); a write that races a client's is dropped,
+    and the next pass writes again.
+    """
+    if all((obj.get("status") or {}).get(k) == v for k, v in status.items()):
+        return
     meta = obj["metadata"]
 
     def mutate(cur: Obj) -> Obj:
-        cur["status"] = {**(cur.get("status") or {}), **status}
+        merged = {**(cur.get("status") or {}), **status}
+        cur["status"] = {k: v for k, v in merged.items() if v is not None}  # omitempty
         return cur
 
     with contextlib.suppress(ApiError):
