@@ -293,7 +293,10 @@ class Scheduler:
         #: the node's version when it was found. The reason can go stale as use grows (a
         #: node that failed DRA may now have too many pods), so it is found again when read
         #: at a later version.
-        self._dead: dict[Any, dict[int, tuple[Failure, int]]] = {}
+        #: The third item says the failure came from DRA, after the cross-node filters
+        #: (spreading, inter-pod affinity): those are checked again when it is read, since
+        #: kube-scheduler reports a node's first failing filter and they depend on other nodes.
+        self._dead: dict[Any, dict[int, tuple[Failure, int, bool]]] = {}
         self._views: dict[Any, _ClassView] = {}
         #: The object being read or placed, for error messages.
         self.current: dict[str, Any] | None = None
@@ -603,7 +606,7 @@ class Scheduler:
             hit = dead.get(node.order)
             if hit is not None:
                 if hit[1] == node.version:
-                    return hit[0], None, None
+                    return (hit[2] and self._cross_node(node, ctx)) or hit[0], None, None
                 stale = True
         static_cache = self._static.setdefault(key, {}) if key is not None else {}
         if node.order in static_cache:
@@ -612,6 +615,7 @@ class Scheduler:
             failure = self._static_filter(pod, node)
             if key is not None:
                 static_cache[node.order] = failure
+        late = False
         if failure is None:
             delegated = self._delegated(pod, node)
             failure = self._fit(pod, node, delegated)
@@ -632,6 +636,7 @@ class Scheduler:
                     if hit2 is not None and hit2[0] == node.version:
                         return None, hit2[1], None
                 failure, results, bridge = self._dra(pod, node, delegated)
+                late = True
                 if failure is None:
                     if cache is not None and not delegated:
                         cache[node.order] = (node.version, results)
@@ -639,20 +644,30 @@ class Scheduler:
                         del self._dead[key][node.order]
                     return None, results, bridge
         if key is not None and not ctx.needs_affinity:
-            self._dead.setdefault(key, {})[node.order] = (failure, node.version)
+            self._dead.setdefault(key, {})[node.order] = (failure, node.version, late)
         return failure, None, None
+
+    @staticmethod
+    def _cross_node(node: NodeInfo, ctx: _Context) -> Failure | None:
+        """The filters that run before DRA and read other nodes' pods, as of now."""
+        failure = ctx.spread_filter(node) if ctx.spread_hard else None
+        if failure is None and ctx.checks_affinity:
+            failure = ctx.affinity_filter(node)
+        return failure
 
     def _dead_failures(self, pod: PodInfo, ctx: _Context) -> dict[int, Failure]:
         """The failures of the nodes the pod's class can never fit, each as of now."""
         dead = self._dead.get(pod.class_key, {})
         out: dict[int, Failure] = {}
-        for order, (failure, version) in list(dead.items()):
+        for order, (failure, version, late) in list(dead.items()):
             node = self.nodes[order]
             if version != node.version:
                 found = self._filter(pod, node, ctx)[0]
                 if found is None:
                     continue
                 failure = found
+            elif late:
+                failure = self._cross_node(node, ctx) or failure
             out[order] = failure
         return out
 
