@@ -121,11 +121,11 @@ class Context:
             try:
 
                 def bump(ev: Obj) -> Obj:
-                    ev["count"] = int(ev.get("count") or 1) + 1
-                    ev["lastTimestamp"] = ts
-                    return ev
+                    return {**ev, "count": int(ev.get("count") or 1) + 1, "lastTimestamp": ts}
 
-                self.store.update(self.kinds.event, name=existing, namespace=ns, mutate=bump)
+                self.store.update(
+                    self.kinds.event, name=existing, namespace=ns, mutate=bump, shared=True
+                )
                 return
             except ApiError:
                 pass
@@ -161,7 +161,7 @@ class Context:
             "reportingInstance": host or "",
         }
         try:
-            self.store.create(self.kinds.event, body, namespace=ns)
+            self.store.create(self.kinds.event, body, namespace=ns, shared=True)
         except ApiError:
             return  # the namespace is going away; kube-apiserver refuses such Events too
         self._recorded[key] = name

@@ -363,17 +363,21 @@ class Scheduler:
                 return False
             ext_status = (info.obj.get("status") or {}).get("extendedResourceClaimStatus")
 
+        # Both writes build their bodies around the stored pod (``shared``): no copies.
         def assign(cur: Obj) -> Obj:
-            cur["spec"]["nodeName"] = node
-            fins = cur["metadata"].setdefault("finalizers", [])
+            fins = cur["metadata"].get("finalizers") or []
             if KUBELET_FINALIZER not in fins:
-                fins.append(KUBELET_FINALIZER)
-            return cur
+                fins = [*fins, KUBELET_FINALIZER]
+            return {
+                **cur,
+                "metadata": {**cur["metadata"], "finalizers": fins},
+                "spec": {**cur["spec"], "nodeName": node},
+            }
 
         now = ctx.stamp()
 
         def scheduled(cur: Obj) -> Obj:
-            st = cur.setdefault("status", {})
+            st = dict(cur.get("status") or {})
             st.setdefault("phase", "Pending")
             st["conditions"] = [
                 *(c for c in st.get("conditions") or [] if c.get("type") != "PodScheduled"),
@@ -386,16 +390,23 @@ class Scheduler:
             ]
             if ext_status is not None:
                 st["extendedResourceClaimStatus"] = ext_status
-            return cur
+            return {**cur, "status": st}
 
         try:
-            ctx.store.update(ctx.kinds.pod, name=info.name, namespace=info.namespace, mutate=assign)
+            ctx.store.update(
+                ctx.kinds.pod,
+                name=info.name,
+                namespace=info.namespace,
+                mutate=assign,
+                shared=True,
+            )
             pod = ctx.store.update(
                 ctx.kinds.pod,
                 name=info.name,
                 namespace=info.namespace,
                 mutate=scheduled,
                 subresource="status",
+                shared=True,
             )
         except ApiError:
             return False
