@@ -541,3 +541,12 @@ def test_shared_update_that_changes_nothing_writes_nothing() -> None:
     out = store.update(POD, name="p", namespace="default", mutate=lambda cur: {**cur}, shared=True)
     assert store.resource_version == rv
     assert out is store.list(POD).objects[0]
+
+
+@given(st.integers(min_value=0, max_value=2**128 - 1))
+def test_uids_are_formatted_as_the_uuid_module_formats_a_version_4_uuid(n: int) -> None:
+    import uuid
+
+    from gpushift.twin.apiserver._store import uuid4_text
+
+    assert uuid4_text(n) == str(uuid.UUID(int=n, version=4))

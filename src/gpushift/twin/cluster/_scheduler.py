@@ -102,7 +102,8 @@ class Scheduler:
         ctx = self.ctx
         page = ctx.store.list(ctx.kinds.pod)
         pods = page.objects
-        raws = {id(o): raw for o, raw in zip(page.objects, page.raw, strict=True)}
+        # Each pod's JSON, read (and so encoded) only for the pods the engine is given.
+        encoded = {id(o): e for o, e in zip(page.objects, page.encoded, strict=True)}
         templates = {
             (t["metadata"]["namespace"], t["metadata"]["name"])
             for t in ctx.list(ctx.kinds.template)
@@ -133,7 +134,7 @@ class Scheduler:
             self._checked = {u: rv for u, rv in self._checked.items() if u in live}
         todo: list[Obj] = []
         for p in pending:
-            copy = _loads(raws[id(p)])
+            copy = _loads(encoded[id(p)].raw)
             if not self._valid(copy):
                 continue
             if _resolve_claim_refs(copy, templates):
@@ -142,7 +143,7 @@ class Scheduler:
             return 0
         prebound = []
         for p in bound:
-            copy = _loads(raws[id(p)])
+            copy = _loads(encoded[id(p)].raw)
             if not self._valid(copy):
                 continue
             _resolve_claim_refs(copy, templates)
