@@ -458,3 +458,103 @@ def test_an_immutable_configmap_keeps_its_data(store: Store) -> None:
         mutate=lambda o: {**o, "metadata": {**o["metadata"], "labels": {"x": "y"}}},
     )
     assert labelled["metadata"]["labels"] == {"x": "y"}
+
+
+# --- shared writes: no copies in or out, the same stored result ---------------------------------
+
+
+def _gpu_pod(name: str, limit: Any) -> dict[str, Any]:
+    container = {"name": "app", "image": "x", "resources": {"limits": {"nvidia.com/gpu": limit}}}
+    return {"metadata": {"name": name, "namespace": "default"}, "spec": {"containers": [container]}}
+
+
+def test_shared_create_returns_the_stored_object_equal_to_a_copy() -> None:
+    a, b = Store(seed=3), Store(seed=3)
+    copied = a.create(POD, _gpu_pod("p", 2))
+    shared = b.create(POD, _gpu_pod("p", 2), shared=True)
+    assert shared == copied
+    assert shared is b.list(POD).objects[0]  # not a copy
+    assert copied is not a.list(POD).objects[0]
+    # The quantity was canonicalised on the way in either way: an int 2 is stored as "2".
+    assert shared["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "2"}
+    assert a.get_raw(POD, name="p", namespace="default") == b.get_raw(
+        POD, name="p", namespace="default"
+    )
+
+
+def test_shared_update_hands_mutate_the_stored_object_and_stores_the_same_result() -> None:
+    a, b = Store(seed=3), Store(seed=3)
+    for s in (a, b):
+        s.create(POD, _gpu_pod("p", "1"))
+    seen: list[Any] = []
+
+    def in_place(cur: dict[str, Any]) -> dict[str, Any]:
+        cur["spec"]["nodeName"] = "n1"
+        return cur
+
+    def around(cur: dict[str, Any]) -> dict[str, Any]:
+        seen.append(cur)
+        return {**cur, "spec": {**cur["spec"], "nodeName": "n1"}}
+
+    before = b.list(POD).objects[0]
+    out_a = a.update(POD, name="p", namespace="default", mutate=in_place)
+    out_b = b.update(POD, name="p", namespace="default", mutate=around, shared=True)
+    assert seen == [before] and seen[0] is before  # the stored object, not a copy
+    assert "nodeName" not in before["spec"]  # left as it was
+    assert out_b == out_a
+    assert out_b is b.list(POD).objects[0]
+    assert a.get_raw(POD, name="p", namespace="default") == b.get_raw(
+        POD, name="p", namespace="default"
+    )
+
+
+def test_shared_update_still_canonicalises_a_changed_quantity_beside_shared_parts() -> None:
+    store = Store(seed=3)
+    store.create(
+        POD,
+        {
+            **_gpu_pod("p", "1"),
+            "spec": {
+                "containers": [
+                    {"name": "a", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}}},
+                    {"name": "b", "image": "x", "resources": {"limits": {"cpu": "1"}}},
+                ]
+            },
+        },
+    )
+
+    def second_to_half(cur: dict[str, Any]) -> dict[str, Any]:
+        first, second = cur["spec"]["containers"]
+        # The first container is kept as the very stored dict; the second gets 0.5 cpu.
+        changed = {**second, "resources": {"limits": {"cpu": 0.5}}}
+        return {**cur, "spec": {**cur["spec"], "containers": [first, changed]}}
+
+    out = store.update(POD, name="p", namespace="default", mutate=second_to_half, shared=True)
+    limits = [c["resources"]["limits"] for c in out["spec"]["containers"]]
+    assert limits == [{"nvidia.com/gpu": "1"}, {"cpu": "500m"}]
+
+
+def test_shared_update_that_changes_nothing_writes_nothing() -> None:
+    store = Store(seed=3)
+    store.create(POD, _gpu_pod("p", "1"))
+    rv = store.resource_version
+    out = store.update(POD, name="p", namespace="default", mutate=lambda cur: {**cur}, shared=True)
+    assert store.resource_version == rv
+    assert out is store.list(POD).objects[0]
+
+
+@given(st.integers(min_value=0, max_value=2**32))
+def test_uids_are_random_version_4_uuids_as_the_uuid_module_formats_them(seed: int) -> None:
+    import random
+    import uuid
+
+    draws = random.Random(seed)
+    # The store's four built-in namespaces take the first four draws, the pod the fifth.
+    expected = [str(uuid.UUID(int=draws.getrandbits(128), version=4)) for _ in range(5)]
+    store = Store(seed=seed)
+    uids = [
+        store.get(NS, name=n)["metadata"]["uid"]
+        for n in ("default", "kube-system", "kube-public", "kube-node-lease")
+    ]
+    uids.append(store.create(POD, _gpu_pod("p", "1"))["metadata"]["uid"])
+    assert uids == expected

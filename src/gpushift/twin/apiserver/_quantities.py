@@ -72,24 +72,33 @@ def _canonical(value: str | int | float) -> Any:
     return _quantity.format_quantity(parsed, binary=binary)
 
 
-def _rewrite(node: Any, path: tuple[str, ...], fix: Callable[[Any], Any]) -> Any:
-    """``node`` with the values at ``path`` fixed; copies only what changes."""
+def _rewrite(node: Any, path: tuple[str, ...], fix: Callable[[Any], Any], like: Any = None) -> Any:
+    """``node`` with the values at ``path`` fixed; copies only what changes.
+
+    ``like`` is the same place in an already canonical object: a part that is that very
+    object (a write that built its body around the stored one) is left as it is.
+    """
+    if node is like:
+        return node
     if not path:
         return fix(node)
     head, rest = path[0], path[1:]
     if head == "*":
         if not isinstance(node, list):
             return node
-        items = [_rewrite(item, rest, fix) for item in node]
+        peers: list[Any] = like if isinstance(like, list) and len(like) == len(node) else []
+        peers = peers or [None] * len(node)
+        items = [_rewrite(item, rest, fix, old) for item, old in zip(node, peers, strict=True)]
         return items if any(a is not b for a, b in zip(items, node, strict=True)) else node
     if not isinstance(node, dict):
         return node
+    olds: dict[str, Any] = like if isinstance(like, dict) else {}
     if head == "{}":
-        fixed = {k: _rewrite(v, rest, fix) for k, v in node.items()}
+        fixed = {k: _rewrite(v, rest, fix, olds.get(k)) for k, v in node.items()}
         return fixed if any(fixed[k] is not node[k] for k in node) else node
     if head not in node:
         return node
-    child = _rewrite(node[head], rest, fix)
+    child = _rewrite(node[head], rest, fix, olds.get(head))
     return node if child is node[head] else {**node, head: child}
 
 
@@ -106,5 +115,5 @@ def canonicalize(group: str, plural: str, obj: Obj, *, like: Obj | None = None) 
         same = {top for top in _ROOTS[(group, plural)] if obj.get(top) == like.get(top)}
         paths = tuple(p for p in paths if p[0] not in same)
     for path in paths:
-        obj = _rewrite(obj, path, canonical)
+        obj = _rewrite(obj, path, canonical, like)
     return obj

@@ -39,8 +39,8 @@ from gpushift.twin.apiserver._status import (
     not_found,
     unsupported_media_type,
 )
-from gpushift.twin.apiserver._store import Store, encode, get_path, rfc3339, set_path
-from gpushift.twin.apiserver._watch import Event
+from gpushift.twin.apiserver._store import Store, get_path, rfc3339, set_path
+from gpushift.twin.apiserver._watch import Event, encode
 
 log = logging.getLogger("gpushift.twin")
 

@@ -16,7 +16,6 @@ import json
 import math
 import random
 import threading
-import uuid
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -42,7 +41,7 @@ from gpushift.twin.apiserver._status import (
     invalid,
     not_found,
 )
-from gpushift.twin.apiserver._watch import Event, Watcher
+from gpushift.twin.apiserver._watch import Encoded, Event, Watcher, encode
 
 Key = tuple[str, str]  # (group, plural)
 Propagation = Literal["Background", "Foreground", "Orphan"]
@@ -63,22 +62,20 @@ _UNDELETABLE = ("default", "kube-system", "kube-public")
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
-def encode(obj: Any) -> bytes:
-    """Compact JSON, as the server sends it."""
-    try:
-        # orjson writes the same compact UTF-8 JSON several times faster; what it refuses
-        # (integers beyond 64 bits, non-string keys) goes through the json module.
-        return orjson.dumps(obj)
-    except TypeError:
-        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
-
-
 def decode(raw: bytes) -> Any:
     """A fresh object from JSON (the store's copies of what it holds)."""
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:  # integers beyond 64 bits
         return json.loads(raw)
+
+
+def uuid4_text(n: int) -> str:
+    """``str(uuid.UUID(int=n, version=4))`` without building the UUID (every create makes
+    one): the version and variant bits set, formatted 8-4-4-4-12."""
+    n = (n & ~(0xC000 << 48) | 0x8000 << 48) & ~(0xF000 << 64) | 4 << 76
+    h = f"{n:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def utcnow() -> datetime:
@@ -119,21 +116,24 @@ class Resource:
         return self.kinds[self.storage_version]
 
 
-@dataclass(slots=True)
-class _Entry:
-    obj: Obj
-    raw: bytes
+_Entry = Encoded
 
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    """A list result: ``raw`` items (JSON), the list's resourceVersion and continuation."""
+    """A list result: the ``objects`` (shared, read-only), their JSON (``raw``, made when
+    read), the list's resourceVersion and continuation."""
 
-    raw: list[bytes]
+    encoded: list[Encoded]
     objects: list[Obj]
     resource_version: int
     continue_token: str
     remaining: int | None
+
+    @property
+    def raw(self) -> list[bytes]:
+        """The items' JSON, in order."""
+        return [e.raw for e in self.encoded]
 
 
 def _split_path(path: str) -> list[str]:
@@ -384,7 +384,7 @@ class Store:
             if namespace is not None and kind.namespaced and not continue_token:
                 keys = keys[bisect_left(keys, (namespace, "")) :]
             convert = kind.version != self.resource(kind).storage_version
-            raws: builtins.list[bytes] = []
+            raws: builtins.list[Encoded] = []
             objs: builtins.list[Obj] = []
             last: tuple[str, str] | None = None
             remaining = 0
@@ -405,7 +405,7 @@ class Store:
                     remaining += 1
                     continue
                 obj = self._as_version(entry.obj, kind) if convert else entry.obj
-                raws.append(encode(obj) if convert else entry.raw)
+                raws.append(Encoded(obj) if convert else entry)
                 objs.append(obj)
                 last = key
         token = ""
@@ -461,8 +461,7 @@ class Store:
                     # RFC 3339 in UTC with whole seconds: text order is time order.
                     if isinstance(stamp, str) and stamp > now:
                         # A new dict: stored objects are shared with readers, never mutated.
-                        entry.obj = {**entry.obj, "metadata": {**meta, "creationTimestamp": now}}
-                        entry.raw = encode(entry.obj)
+                        entry.replace({**entry.obj, "metadata": {**meta, "creationTimestamp": now}})
                         count += 1
             return count
 
@@ -480,6 +479,9 @@ class Store:
         self._rv += 1
         return self._rv
 
+    def _uid(self) -> str:
+        return uuid4_text(self._random.getrandbits(128))
+
     def _generate_name(self, prefix: str) -> str:
         return prefix + "".join(self._random.choice(_NAME_ALPHABET) for _ in range(5))
 
@@ -492,11 +494,14 @@ class Store:
         dry_run: bool = False,
         manager: str = "",
         keep_managed_fields: bool = False,
+        shared: bool = False,
     ) -> Obj:
         """Store a new object; returns it as stored (with uid, resourceVersion, …).
 
         ``keep_managed_fields`` keeps the body's managedFields (server-side apply computed
-        them) instead of recording an Update by ``manager``.
+        them) instead of recording an Update by ``manager``. ``shared`` returns the stored
+        object itself rather than a copy: read-only, never to be mutated (in-process agents
+        that write thousands of objects a pass and only read what comes back).
 
         Raises:
             ApiError: 409 AlreadyExists, 404 when the namespace is missing, 422 Invalid,
@@ -511,7 +516,7 @@ class Store:
             if dry_run:
                 new["metadata"].pop("resourceVersion", None)
                 return new
-            return self._store(kind, None, new)
+            return self._store(kind, None, new, shared=shared)
 
     def _prepare_create(self, kind: Kind, obj: Obj, *, namespace: str | None, manager: str) -> Obj:
         if not isinstance(obj, dict) or not isinstance(obj.get("metadata", {}), dict):
@@ -577,7 +582,7 @@ class Store:
         if key in self._data[(kind.group, kind.plural)]:
             raise already_exists(kind, name)
         now = self._now()
-        meta["uid"] = str(uuid.UUID(int=self._random.getrandbits(128), version=4))
+        meta["uid"] = self._uid()
         meta["creationTimestamp"] = now
         meta.pop("deletionTimestamp", None)
         meta.pop("deletionGracePeriodSeconds", None)
@@ -622,7 +627,7 @@ class Store:
             if kind.namespaced and ns not in {k[1] for k in self._data[("", "namespaces")]}:
                 raise not_found(self._by_gvr[("", "v1", "namespaces")], ns or '""')
             meta = dict(meta)
-            meta.setdefault("uid", str(uuid.UUID(int=self._random.getrandbits(128), version=4)))
+            meta.setdefault("uid", self._uid())
             meta.setdefault("creationTimestamp", self._now())
             if not kind.namespaced:
                 meta.pop("namespace", None)
@@ -639,29 +644,34 @@ class Store:
                 )
             return self._store(kind, existing.obj if existing else None, new)
 
-    def _store(self, kind: Kind, old: Obj | None, new: Obj) -> Obj:
-        """Write ``new`` (already validated) with a fresh resourceVersion and notify."""
+    def _store(self, kind: Kind, old: Obj | None, new: Obj, *, shared: bool = False) -> Obj:
+        """Write ``new`` (already validated) with a fresh resourceVersion and notify; returns
+        a copy of what was stored (with ``shared``, the stored object itself)."""
         rv = self._next_rv()
         meta = dict(new["metadata"])
         meta["resourceVersion"] = str(rv)
         new = canonicalize(kind.group, kind.plural, {**new, "metadata": meta}, like=old)
         key = (kind.group, kind.plural)
         skey = (meta.get("namespace") or "", meta["name"])
-        raw = encode(new)
+        entry = Encoded(new)  # encoded when first read
         table = self._data[key]
         if skey not in table:
             self._sorted.pop(key, None)
-        table[skey] = _Entry(new, raw)
+        table[skey] = entry
         self._changed[key] = rv
         uid = meta["uid"]
         if old is None:
             self._by_uid[uid] = (key, skey)
         self._index_owners(uid, old, new)
-        self._emit(Event("ADDED" if old is None else "MODIFIED", kind, new, raw, rv, old))
+        self._emit(Event("ADDED" if old is None else "MODIFIED", kind, new, entry, rv, old))
         self._collect(kind, new)
-        return decode(raw)  # type: ignore[no-any-return]
+        return new if shared else decode(entry.raw)
 
     def _index_owners(self, uid: str, old: Obj | None, new: Obj | None) -> None:
+        if old is not None and new is not None:
+            refs = old["metadata"].get("ownerReferences")
+            if refs is new["metadata"].get("ownerReferences"):
+                return  # the same list (a shared write) or neither has any
         before = {
             r.get("uid") for r in ((old or {}).get("metadata", {}).get("ownerReferences") or [])
         }
@@ -689,8 +699,7 @@ class Store:
         self._changed[key] = rv
         self._by_uid.pop(meta["uid"], None)
         self._index_owners(meta["uid"], obj, None)
-        raw = encode(gone_obj)
-        self._emit(Event("DELETED", kind, gone_obj, raw, rv))
+        self._emit(Event("DELETED", kind, gone_obj, Encoded(gone_obj), rv))
         is_namespace = kind.group == "" and kind.plural == "namespaces"
         namespace = (meta.get("namespace") or "") if kind.namespaced and not is_namespace else None
         self._gc.removed(gone_obj, namespace=namespace)
@@ -708,6 +717,7 @@ class Store:
         manager: str = "",
         operation: str = "Update",
         managed: bool = True,
+        shared: bool = False,
     ) -> Obj:
         """Read-modify-write one object atomically: ``mutate`` gets a copy and returns the new body.
 
@@ -715,13 +725,18 @@ class Store:
         Conflict otherwise). Identity fields are kept; generation follows spec changes; the
         ``status`` subresource writes only status, the main resource everything else.
 
+        ``shared`` spares both copies: ``mutate`` gets the stored object itself and must build
+        the new body without changing it (new dicts on the way to what changes, the rest
+        shared), and the result is the stored object, read-only. Comparing and re-encoding
+        then skip the parts left shared.
+
         Raises:
             ApiError: 404 NotFound, 409 Conflict, 400 on a name mismatch, or what ``mutate`` raises.
         """
         with self._lock:
             entry = self._entry(kind, namespace, name)
             old = entry.obj
-            proposed = mutate(decode(entry.raw))
+            proposed = mutate(old if shared else decode(entry.raw))
             return self._update(
                 kind,
                 old,
@@ -731,6 +746,7 @@ class Store:
                 manager=manager,
                 operation=operation,
                 managed=managed,
+                shared=shared,
             )
 
     def replace(
@@ -779,6 +795,7 @@ class Store:
         manager: str,
         operation: str,
         managed: bool,
+        shared: bool = False,
     ) -> Obj:
         old_meta = old["metadata"]
         name = old_meta["name"]
@@ -864,6 +881,8 @@ class Store:
                 subresource=subresource,
             )
         if self._same(old, new):
+            if shared:
+                return old
             current: Obj = decode(
                 self._data[(kind.group, kind.plural)][(old_meta.get("namespace") or "", name)].raw
             )
@@ -874,12 +893,14 @@ class Store:
             gone_obj = self._remove(kind, new)
             self._gc.run()
             return gone_obj
-        return self._store(kind, old, new)
+        return self._store(kind, old, new, shared=shared)
 
     @staticmethod
     def _same(old: Obj, new: Obj) -> bool:
         if old == new:
             return True
+        if "managedFields" not in old["metadata"] and "managedFields" not in new["metadata"]:
+            return False  # compared whole already
 
         def strip(o: Obj) -> Obj:
             meta = {k: v for k, v in o["metadata"].items() if k != "managedFields"}
@@ -1058,7 +1079,7 @@ class Store:
                             "ADDED",
                             k,
                             entry.obj,
-                            entry.raw,
+                            entry,
                             int(entry.obj["metadata"]["resourceVersion"]),
                         )
                         if watcher.wants(event):

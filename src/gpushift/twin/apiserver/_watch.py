@@ -8,9 +8,12 @@ resourceVersion order; a watcher's ``deliver`` must only hand the event on.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
+
+import orjson
 
 from gpushift._kinds import Kind
 from gpushift._obj import Obj
@@ -20,17 +23,58 @@ Key = tuple[str, str]  # (group, plural)
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 
 
+def encode(obj: Any) -> bytes:
+    """Compact JSON, as the server sends it."""
+    try:
+        # orjson writes the same compact UTF-8 JSON several times faster; what it refuses
+        # (integers beyond 64 bits, non-string keys) goes through the json module.
+        return orjson.dumps(obj)
+    except TypeError:
+        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+class Encoded:
+    """An object that is never changed, and its JSON (:func:`encode`), made when first read.
+
+    Most versions of a busy object are replaced before anything reads their JSON (agents
+    read the parsed objects), so the encoding is not paid for on every write.
+    """
+
+    __slots__ = ("_raw", "obj")
+
+    def __init__(self, obj: Obj, raw: bytes | None = None) -> None:
+        self.obj = obj
+        self._raw = raw
+
+    @property
+    def raw(self) -> bytes:
+        """The compact JSON of ``obj``."""
+        raw = self._raw
+        if raw is None:
+            raw = self._raw = encode(self.obj)
+        return raw
+
+    def replace(self, obj: Obj) -> None:
+        """Hold ``obj`` instead (its JSON made afresh when read)."""
+        self.obj, self._raw = obj, None
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
     """One change: ``obj`` is the stored object after it (before it, for DELETED); ``old`` is
-    the object before a MODIFIED change."""
+    the object before a MODIFIED change. ``raw`` is ``obj``'s JSON."""
 
     type: EventType
     kind: Kind
     obj: Obj
-    raw: bytes
+    encoded: Encoded
     rv: int
     old: Obj | None = None
+
+    @property
+    def raw(self) -> bytes:
+        """The JSON of ``obj``, as a watch stream sends it."""
+        return self.encoded.raw
 
     @property
     def namespace(self) -> str | None:

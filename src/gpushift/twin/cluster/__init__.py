@@ -28,7 +28,7 @@ from gpushift.twin.cluster._inventory import (
 )
 from gpushift.twin.cluster._kubelet import NODE_FAULTS
 from gpushift.twin.cluster._logs import LogBook
-from gpushift.twin.cluster._loop import AgentThread
+from gpushift.twin.cluster._loop import AgentThread, collector_paused
 from gpushift.twin.cluster._monitor import Violation, ViolationBody, ViolationList
 from gpushift.twin.cluster._promql import QueryError
 
@@ -48,6 +48,7 @@ __all__ = [
     "ViolationBody",
     "ViolationList",
     "VirtualClock",
+    "collector_paused",
     "example",
     "fetch_violations",
     "from_text",

@@ -67,6 +67,7 @@ class Context:
     wakeups: list[float] = field(default_factory=list)
     _seq: int = 0
     _stamp: tuple[int, str] = (-1, "")
+    _epoch: float | None = None  # the clock's start in Unix seconds
     _recorded: dict[tuple[str, str, str], str] = field(default_factory=dict)
 
     def now(self) -> float:
@@ -76,13 +77,15 @@ class Context:
     def stamp(self, at: float | None = None) -> str:
         """An RFC 3339 timestamp of virtual time ``at`` (now when None)."""
         if at is None:
-            # Formatting dominates when thousands of objects change in one pass; timestamps
-            # have whole seconds, so one string per virtual second is enough.
-            now = self.clock.seconds()
-            if int(now) != self._stamp[0]:
-                self._stamp = (int(now), rfc3339(self.clock.at(now)))
-            return self._stamp[1]
+            return self._second(self.clock.seconds())
         return rfc3339(self.clock.at(at))
+
+    def _second(self, now: float) -> str:
+        # Formatting dominates when thousands of objects change in one pass; timestamps
+        # have whole seconds, so one string per virtual second is enough.
+        if int(now) != self._stamp[0]:
+            self._stamp = (int(now), rfc3339(self.clock.at(now)))
+        return self._stamp[1]
 
     def wake_at(self, at: float) -> None:
         """Ask for another pass at virtual time ``at``."""
@@ -114,24 +117,26 @@ class Context:
         kind = kind_of(obj)
         ns = str(meta.get("namespace") or "default")
         key = (str(meta.get("uid", "")), reason, message)
-        now = self.clock.now()
-        ts = self.stamp()
+        seconds = self.clock.seconds()  # read once: the name's nanoseconds and the stamps
+        ts = self._second(seconds)
         existing = self._recorded.get(key)
         if existing is not None:
             try:
 
                 def bump(ev: Obj) -> Obj:
-                    ev["count"] = int(ev.get("count") or 1) + 1
-                    ev["lastTimestamp"] = ts
-                    return ev
+                    return {**ev, "count": int(ev.get("count") or 1) + 1, "lastTimestamp": ts}
 
-                self.store.update(self.kinds.event, name=existing, namespace=ns, mutate=bump)
+                self.store.update(
+                    self.kinds.event, name=existing, namespace=ns, mutate=bump, shared=True
+                )
                 return
             except ApiError:
                 pass
         self._seq += 1
         # client-go tools/record events_cache.go: name "<object>.<unix nanos in hex>".
-        name = f"{meta.get('name', '')}.{int(now.timestamp() * 1e9) + self._seq:x}"
+        if self._epoch is None:
+            self._epoch = self.clock.at(0).timestamp()
+        name = f"{meta.get('name', '')}.{int((self._epoch + seconds) * 1e9) + self._seq:x}"
         involved: Obj = {
             "kind": str(obj.get("kind", "")),
             "name": str(meta.get("name", "")),
@@ -161,7 +166,7 @@ class Context:
             "reportingInstance": host or "",
         }
         try:
-            self.store.create(self.kinds.event, body, namespace=ns)
+            self.store.create(self.kinds.event, body, namespace=ns, shared=True)
         except ApiError:
             return  # the namespace is going away; kube-apiserver refuses such Events too
         self._recorded[key] = name

@@ -35,7 +35,7 @@ from gpushift.twin.cluster._http import routes
 from gpushift.twin.cluster._inventory import Inventory
 from gpushift.twin.cluster._kubelet import Kubelet
 from gpushift.twin.cluster._logs import LogBook
-from gpushift.twin.cluster._loop import AgentThread
+from gpushift.twin.cluster._loop import AgentThread, collector_paused
 from gpushift.twin.cluster._monitor import Monitor, ViolationList
 from gpushift.twin.cluster._nodes import node_object
 from gpushift.twin.cluster._scheduler import Scheduler
@@ -136,7 +136,7 @@ class Cluster(AgentThread):
         An agent that fails is logged and skipped for this pass, so one bad object cannot
         stop the others.
         """
-        with self._lock:
+        with self._lock, collector_paused():
             ctx = self.ctx
             kinds = ctx.kinds
             self.passes += 1

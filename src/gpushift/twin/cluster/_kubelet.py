@@ -325,13 +325,19 @@ def _gpu_requests(pod: Obj, resource: str) -> dict[str, int]:
     for c in (pod.get("spec") or {}).get("containers") or []:
         res = c.get("resources") or {}
         raw = (res.get("limits") or {}).get(resource, (res.get("requests") or {}).get(resource))
-        try:
-            amount = _quantity.value(raw) if raw is not None else 0
-        except (InputError, ValueError):
-            amount = 0  # the scheduler never binds such a pod
+        amount = _units(raw) if raw is not None else 0
         if amount > 0 and c.get("name") not in mapped:
-            out[str(c["name"])] = int(amount)
+            out[str(c["name"])] = amount
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _units(raw: Any) -> int:
+    # Every visit reads the same few request strings; parsing one is exact arithmetic.
+    try:
+        return int(_quantity.value(raw))
+    except (InputError, ValueError, TypeError):
+        return 0  # the scheduler never binds such a pod
 
 
 class Kubelet:

@@ -68,11 +68,11 @@ def _conditions(now: str, *, started: bool, ready: bool, unready: list[str]) -> 
 
 
 def _update_status(ctx: Context, pod: Obj, change: Mapping[str, Any]) -> Obj | None:
+    """Merge ``change`` into the pod's status; returns the stored pod (read-only) or None."""
     meta = pod["metadata"]
 
     def mutate(cur: Obj) -> Obj:
-        cur["status"] = {**(cur.get("status") or {}), **change}
-        return cur
+        return {**cur, "status": {**(cur.get("status") or {}), **change}}
 
     try:
         return ctx.store.update(
@@ -81,6 +81,7 @@ def _update_status(ctx: Context, pod: Obj, change: Mapping[str, Any]) -> Obj | N
             namespace=meta["namespace"],
             mutate=mutate,
             subresource="status",
+            shared=True,
         )
     except ApiError:
         return None
@@ -359,14 +360,16 @@ def release(ctx: Context, pod: Obj, *, finalizer: str) -> None:
     meta = pod["metadata"]
 
     def mutate(cur: Obj) -> Obj:
-        cur["metadata"]["finalizers"] = [
-            f for f in cur["metadata"].get("finalizers") or [] if f != finalizer
-        ]
-        return cur
+        fins = [f for f in cur["metadata"].get("finalizers") or [] if f != finalizer]
+        return {**cur, "metadata": {**cur["metadata"], "finalizers": fins}}
 
     with contextlib.suppress(ApiError):
         ctx.store.update(
-            ctx.kinds.pod, name=meta["name"], namespace=meta["namespace"], mutate=mutate
+            ctx.kinds.pod,
+            name=meta["name"],
+            namespace=meta["namespace"],
+            mutate=mutate,
+            shared=True,
         )
 
 

@@ -102,7 +102,8 @@ class Scheduler:
         ctx = self.ctx
         page = ctx.store.list(ctx.kinds.pod)
         pods = page.objects
-        raws = {id(o): raw for o, raw in zip(page.objects, page.raw, strict=True)}
+        # Each pod's JSON, read (and so encoded) only for the pods the engine is given.
+        encoded = {id(o): e for o, e in zip(page.objects, page.encoded, strict=True)}
         templates = {
             (t["metadata"]["namespace"], t["metadata"]["name"])
             for t in ctx.list(ctx.kinds.template)
@@ -133,7 +134,7 @@ class Scheduler:
             self._checked = {u: rv for u, rv in self._checked.items() if u in live}
         todo: list[Obj] = []
         for p in pending:
-            copy = _loads(raws[id(p)])
+            copy = _loads(encoded[id(p)].raw)
             if not self._valid(copy):
                 continue
             if _resolve_claim_refs(copy, templates):
@@ -142,7 +143,7 @@ class Scheduler:
             return 0
         prebound = []
         for p in bound:
-            copy = _loads(raws[id(p)])
+            copy = _loads(encoded[id(p)].raw)
             if not self._valid(copy):
                 continue
             _resolve_claim_refs(copy, templates)
@@ -363,17 +364,21 @@ class Scheduler:
                 return False
             ext_status = (info.obj.get("status") or {}).get("extendedResourceClaimStatus")
 
+        # Both writes build their bodies around the stored pod (``shared``): no copies.
         def assign(cur: Obj) -> Obj:
-            cur["spec"]["nodeName"] = node
-            fins = cur["metadata"].setdefault("finalizers", [])
+            fins = cur["metadata"].get("finalizers") or []
             if KUBELET_FINALIZER not in fins:
-                fins.append(KUBELET_FINALIZER)
-            return cur
+                fins = [*fins, KUBELET_FINALIZER]
+            return {
+                **cur,
+                "metadata": {**cur["metadata"], "finalizers": fins},
+                "spec": {**cur["spec"], "nodeName": node},
+            }
 
         now = ctx.stamp()
 
         def scheduled(cur: Obj) -> Obj:
-            st = cur.setdefault("status", {})
+            st = dict(cur.get("status") or {})
             st.setdefault("phase", "Pending")
             st["conditions"] = [
                 *(c for c in st.get("conditions") or [] if c.get("type") != "PodScheduled"),
@@ -386,16 +391,23 @@ class Scheduler:
             ]
             if ext_status is not None:
                 st["extendedResourceClaimStatus"] = ext_status
-            return cur
+            return {**cur, "status": st}
 
         try:
-            ctx.store.update(ctx.kinds.pod, name=info.name, namespace=info.namespace, mutate=assign)
+            ctx.store.update(
+                ctx.kinds.pod,
+                name=info.name,
+                namespace=info.namespace,
+                mutate=assign,
+                shared=True,
+            )
             pod = ctx.store.update(
                 ctx.kinds.pod,
                 name=info.name,
                 namespace=info.namespace,
                 mutate=scheduled,
                 subresource="status",
+                shared=True,
             )
         except ApiError:
             return False

@@ -124,7 +124,10 @@ def pod_from_template(
 
 def _create(ctx: Context, pod: Obj) -> Obj | None:
     try:
-        return ctx.store.create(ctx.kinds.pod, pod, namespace=pod["metadata"]["namespace"])
+        # Read-only: the controllers only read what they created.
+        return ctx.store.create(
+            ctx.kinds.pod, pod, namespace=pod["metadata"]["namespace"], shared=True
+        )
     except ApiError:
         return None  # the namespace is terminating or the name is taken; retried next pass
 
