@@ -230,5 +230,5 @@ def store(key: str, text: str) -> None:
     try:
         disk.mkdir(parents=True, exist_ok=True)
         write_file(disk / f"{key}.yaml", text)
-    except OSError:
+    except (OSError, ValueError):  # ValueError: text the locale's encoding cannot write
         pass  # a cache that cannot be written is only slower
