@@ -11,10 +11,20 @@ worker) in the order collection leaves them, so this file puts the longest first
 marked ``slow(seconds=N)`` goes before every unmarked one, longest first (the rule of
 longest-processing-time scheduling). Left to xdist's own order (most tests first) the
 one- and two-test cluster rehearsals, minutes each, started last and ran alone at the end.
+
+The twins a run starts, in this process, its xdist workers and the ``gpushift twin serve``
+processes they start, share one directory of ``kubectl kustomize`` outputs keyed by content
+(``GPUSHIFT_TWIN_BUILD_CACHE``, see ``gpushift.twin.flux``), made for the run and removed
+after it: the same example rendered into many temporary directories, and the same repository
+converged by several modules, build once per run. A run started with the variable set uses
+the directory it names and leaves it in place.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +36,29 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = (ROOT / ".." / "shared" / "fixtures").resolve()
 _MARKERS = ('"shared" / "fixtures"', "shared/fixtures")
 _left_out: list[str] = []
+
+
+#: ``gpushift.twin.flux.BUILD_CACHE_ENV``, spelled out: importing the twin here would cost
+#: every pytest process, the xdist controller included, a second of CPU.
+BUILD_CACHE_ENV = "GPUSHIFT_TWIN_BUILD_CACHE"
+_made_cache: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Make the run's build cache directory (the controller; workers inherit the variable)."""
+    if os.environ.get(BUILD_CACHE_ENV):
+        return
+    path = tempfile.mkdtemp(prefix="gpushift-test-builds-")
+    os.environ[BUILD_CACHE_ENV] = path
+    _made_cache.append(path)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove the build cache this process made."""
+    while _made_cache:
+        path = _made_cache.pop()
+        os.environ.pop(BUILD_CACHE_ENV, None)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

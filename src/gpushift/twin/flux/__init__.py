@@ -9,10 +9,15 @@ on the cluster's virtual clock::
     repo = render.write_example(tmp / "repo")
     with run_gitops(example("homelab"), directory=repo, time_scale=200) as (twin, cluster, flux):
         ...  # kubectl --kubeconfig twin.kubeconfig get ks,hr -A
+
+``kubectl kustomize`` outputs are kept by the content of what each build reads; with
+``BUILD_CACHE_ENV`` (``GPUSHIFT_TWIN_BUILD_CACHE``) naming a directory, twins in separate
+processes share them there.
 """
 
 from __future__ import annotations
 
+from gpushift.twin.flux._buildcache import CACHE_ENV as BUILD_CACHE_ENV
 from gpushift.twin.flux._control import git_set, not_ready, wait_for_kubeconfig, wait_ready
 from gpushift.twin.flux._crds import crd
 from gpushift.twin.flux._crds import install as install_crds
@@ -21,6 +26,7 @@ from gpushift.twin.flux._serve import read_vars, start_flux
 from gpushift.twin.flux._sources import local_path
 
 __all__ = [
+    "BUILD_CACHE_ENV",
     "Flux",
     "bootstrap",
     "crd",

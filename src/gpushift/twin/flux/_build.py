@@ -28,6 +28,7 @@ from gpushift.flux import (
     read_tree,
     substitute,
 )
+from gpushift.twin.flux import _buildcache
 
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 #: fluxcd/kustomize-controller: per-object opt-out of substitution.
@@ -43,14 +44,27 @@ def kubectl() -> str | None:
     return shutil.which("kubectl")
 
 
+@functools.lru_cache(maxsize=8192)
+def _resolved(path: Path) -> Path:
+    # Every reconcile resolves the same few hundred paths; symlinks do not move meanwhile.
+    return path.resolve()
+
+
 def _has_kustomization(directory: Path) -> bool:
     return any((directory / n).is_file() for n in KUSTOMIZATION_FILES)
 
 
 @functools.lru_cache(maxsize=512)
-def _kubectl_build(directory: str, stamp: str) -> tuple[str, str | None]:
-    # ``stamp`` (the revision) keys the cache; a new revision builds again.
+def _kubectl_build(directory: str, stamp: str, root: str) -> tuple[str, str | None]:
+    # ``stamp`` (the revision) keys this cache; a new revision looks in the content cache.
     del stamp
+    key = _buildcache.content_key(Path(directory), root=Path(root))
+    return _keyed_build(directory, key)
+
+
+def _keyed_build(directory: str, key: str | None) -> tuple[str, str | None]:
+    if key is not None and (hit := _buildcache.lookup(key)) is not None:
+        return hit, None
     binary = kubectl()
     assert binary is not None
     out = subprocess.run(
@@ -61,6 +75,8 @@ def _kubectl_build(directory: str, stamp: str) -> tuple[str, str | None]:
     )
     if out.returncode != 0:
         return "", out.stderr.strip().removeprefix("error: ")
+    if key is not None:
+        _buildcache.store(key, out.stdout)
     return out.stdout, None
 
 
@@ -127,7 +143,7 @@ def _flux_paths(root: Path, objs: list[Obj]) -> set[Path]:
         ):
             path = (obj.get("spec") or {}).get("path")
             if isinstance(path, str):
-                out.add((root / path).resolve())
+                out.add(_resolved(root / path))
     return out
 
 
@@ -138,16 +154,16 @@ def build_path(root: Path, path: str, *, revision: str, lenient: bool) -> list[O
     (partial repositories) a failing kubectl build falls back to the subset, which skips
     references to files that are not there. Raises ``BuildError``.
     """
-    directory = (root / path).resolve()
+    directory = _resolved(root / path)
     try:
-        directory.relative_to(root.resolve())
+        directory.relative_to(_resolved(root))
     except ValueError:
         raise BuildError(f"path '{path}' is outside the source") from None
     if not directory.is_dir():
         raise BuildError(
             f"kustomization path not found: stat {directory}: no such file or directory"
         )
-    rel = directory.relative_to(root.resolve()).as_posix() or "."
+    rel = directory.relative_to(_resolved(root)).as_posix() or "."
     if kubectl() is None:
         return _builtin(root, rel, revision)
     if not _has_kustomization(directory):
@@ -159,15 +175,19 @@ def build_path(root: Path, path: str, *, revision: str, lenient: bool) -> list[O
             if sub in applied:
                 continue
             out += build_path(
-                root, sub.relative_to(root.resolve()).as_posix(), revision=revision, lenient=lenient
+                root,
+                sub.relative_to(_resolved(root)).as_posix(),
+                revision=revision,
+                lenient=lenient,
             )
         return out
-    text, err = _kubectl_build(str(directory), revision)
+    text, err = _kubectl_build(str(directory), revision, str(_resolved(root)))
     if err is not None:
         if lenient:
             return _builtin(root, rel, revision)
         raise BuildError(f"kustomize build failed: {err}")
-    return [copy.deepcopy(x) for x in yaml.load_all(text, Loader=LOADER) if isinstance(x, dict)]
+    # Freshly parsed, so the caller's own (a copy would keep shared aliases shared anyway).
+    return [x for x in yaml.load_all(text, Loader=LOADER) if isinstance(x, dict)]
 
 
 def build(
@@ -185,11 +205,11 @@ def build(
     Missing components are dropped with ``ignore_missing_components`` (or ``lenient``);
     otherwise kustomize reports them. Raises ``BuildError``.
     """
-    directory = (root / path).resolve()
+    directory = _resolved(root / path)
     wanted = [c for c in components or [] if isinstance(c, str)]
     if not wanted or not directory.is_dir() or not _has_kustomization(directory):
         return build_path(root, path, revision=revision, lenient=lenient)
-    dirs = [(directory / c).resolve() for c in wanted]
+    dirs = [_resolved(directory / c) for c in wanted]
     if ignore_missing_components or lenient:
         dirs = [c for c in dirs if c.is_dir()]
     if not dirs:
@@ -197,21 +217,29 @@ def build(
     if kubectl() is None:
         out = build_path(root, path, revision=revision, lenient=lenient)
         for c in dirs:
-            out += _builtin(root, c.relative_to(root.resolve()).as_posix(), revision)
+            out += _builtin(root, c.relative_to(_resolved(root)).as_posix(), revision)
         return out
-    text, err = _overlay_build(str(directory), tuple(str(c) for c in dirs), revision)
+    text, err = _overlay_build(
+        str(directory), tuple(str(c) for c in dirs), revision, str(_resolved(root))
+    )
     if err is not None:
         if lenient:
             return build_path(root, path, revision=revision, lenient=lenient)
         raise BuildError(f"kustomize build failed: {err}")
-    return [copy.deepcopy(x) for x in yaml.load_all(text, Loader=LOADER) if isinstance(x, dict)]
+    return [x for x in yaml.load_all(text, Loader=LOADER) if isinstance(x, dict)]
 
 
 @functools.lru_cache(maxsize=512)
 def _overlay_build(
-    directory: str, components: tuple[str, ...], stamp: str
+    directory: str, components: tuple[str, ...], stamp: str, root: str
 ) -> tuple[str, str | None]:
     # Keyed by what is built, not by the temporary overlay's name, so a retry is not a rebuild.
+    del stamp
+    key = _buildcache.content_key(
+        Path(directory), root=Path(root), components=[Path(c) for c in components]
+    )
+    if key is not None and (hit := _buildcache.lookup(key)) is not None:
+        return hit, None
     with tempfile.TemporaryDirectory(prefix="gpushift-flux-overlay-") as tmp:
         # kustomize refuses absolute roots; the overlay names everything relative to itself.
         overlay = {
@@ -221,7 +249,10 @@ def _overlay_build(
             "components": [os.path.relpath(c, tmp) for c in components],
         }
         Path(tmp, "kustomization.yaml").write_text(yaml.safe_dump(overlay))
-        return _kubectl_build.__wrapped__(tmp, stamp)
+        text, err = _keyed_build(tmp, None)
+    if err is None and key is not None:
+        _buildcache.store(key, text)
+    return text, err
 
 
 def transform(objects: list[Obj], spec: Mapping[str, Any]) -> list[Obj]:
@@ -265,6 +296,17 @@ def transform(objects: list[Obj], spec: Mapping[str, Any]) -> list[Obj]:
     return objects
 
 
+def _placeholders(value: Any) -> bool:
+    """Whether any key or string in ``value`` holds ``${``."""
+    if isinstance(value, str):
+        return "${" in value
+    if isinstance(value, dict):
+        return any(_placeholders(k) or _placeholders(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_placeholders(v) for v in value)
+    return False
+
+
 def substitute_objects(objects: list[Obj], variables: Mapping[str, str]) -> list[Obj]:
     """``postBuild`` substitution per object on its YAML text, as kustomize-controller does
     (unset variables without a default become empty; objects labelled or annotated
@@ -278,10 +320,11 @@ def substitute_objects(objects: list[Obj], variables: Mapping[str, str]) -> list
         if off:
             out.append(obj)
             continue
-        text = yaml.dump(obj, Dumper=_DUMPER, sort_keys=False, width=1 << 30)
-        if "${" not in text:
+        if not _placeholders(obj):
+            # Nothing to substitute: the YAML text of the object would not hold "${" either.
             out.append(obj)
             continue
+        text = yaml.dump(obj, Dumper=_DUMPER, sort_keys=False, width=1 << 30)
         new = yaml.load(substitute(text, variables), Loader=LOADER)
         out.append(new if isinstance(new, dict) else obj)
     return out

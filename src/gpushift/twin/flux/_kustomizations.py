@@ -81,7 +81,8 @@ class Kustomizations(Reconciler):
     _due: dict[str, float] = field(default_factory=dict)
     _waiting: dict[str, _Waiting] = field(default_factory=dict)
     _seen: dict[str, tuple[int, str | None, str | None]] = field(default_factory=dict)
-    _prebuilt: dict[tuple[Any, ...], Future[Any]] = field(default_factory=dict)
+    _prebuilt: dict[tuple[Any, ...], Future[list[Obj]]] = field(default_factory=dict)
+    _taken: set[tuple[Any, ...]] = field(default_factory=set)
     _pool: ThreadPoolExecutor | None = None
 
     def sync(self) -> float | None:
@@ -109,8 +110,16 @@ class Kustomizations(Reconciler):
     def _build(self, args: tuple[Any, ...]) -> list[Obj]:
         ahead = self._prebuilt.get(args)
         if ahead is not None and not ahead.cancelled():
-            with contextlib.suppress(Exception):  # reported by this build, from the cache
-                ahead.result()
+            try:
+                objects = ahead.result()
+            except Exception:  # reported by this build, from the cache
+                pass
+            else:
+                if args not in self._taken:
+                    # The first reconcile of these args takes the background build's objects;
+                    # later ones (retries, a forced re-apply) build again from the caches.
+                    self._taken.add(args)
+                    return objects
         return self._run_build(args)
 
     def _run_build(self, args: tuple[Any, ...]) -> list[Obj]:
