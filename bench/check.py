@@ -1,29 +1,34 @@
 """``gpushift check`` against PyYAML's C loader on a synthetic Flux repository.
 
-Run with ``python -m bench.check [--sizes 2500,5000] [--repeat 3]``. For each size it writes a
+Run with ``python -m bench.check [--sizes 2500,5000] [--repeat 5]``. For each size it writes a
 repository of app-template HelmReleases that request ``nvidia.com/gpu`` (each app with its Flux
 Kustomization and kustomize file, as home-ops repositories lay them out) plus a gpu-operator
-stack, then times, side by side and best of ``--repeat``:
+stack, then times, in ``--repeat`` interleaved rounds (alternating which side goes first, a
+full collection before each):
 
-- ``parse``: PyYAML's ``CSafeLoader`` reading every file (the floor: nothing can be faster
-  without skipping the YAML);
+- ``parse``: the floor. The same files check reads, walked and read as check reads them
+  (``os.walk``, ``open``), every document built by PyYAML's ``CSafeLoader``, with the cyclic
+  collector off as check reads its files; nothing can be faster without skipping the YAML;
 - ``check``: the whole ``gpushift check`` in-process (discovery, model, rules, json report).
 
-It prints CPU and wall times of both, the ratio check/parse (target <= 1.2) and documents
-per second of CPU time. ``--baseline SRC`` also times, in the same rounds, the
-``gpushift check`` of another source tree (a worktree's ``src``) in a child interpreter that
-imports it, and this tree's check in a second such child, so a before/after pair comes from
-one run under the same conditions: ``before`` is the other tree's check CPU, ``before/parse``
-its ratio to the same parse, ``after/before`` the ratio of the two children.
+It prints each side's best CPU and wall time, the ratio of the bests check/parse (target
+<= 1.2), the median of the per-round ratios, and documents per second of CPU time.
+``--baseline SRC`` also times, in the same rounds, the ``gpushift check`` of another source
+tree (a worktree's ``src``) in a child interpreter that imports it, and this tree's check in a
+second such child, so a before/after pair comes from one run under the same conditions:
+``before`` is the other tree's check CPU, ``before/parse`` its ratio to the same parse (best
+and median of rounds), ``after/before`` the ratio of the two children (best and median).
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import io
 import os
 import pstats
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -196,10 +201,38 @@ def generate(root: Path, *, apps: int) -> int:
     return docs + 3
 
 
+def _yaml_files(root: Path) -> list[str]:
+    """The files check reads (``.yaml``, ``.yml``, ``.json``; ``.git`` skipped), sorted, as
+    strings: the same walk and the same list as ``gpushift.flux.read_tree``."""
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        found.extend(
+            os.path.join(dirpath, n) for n in filenames if n.endswith((".yaml", ".yml", ".json"))
+        )
+    found.sort()
+    return found
+
+
 def _parse_only(root: Path) -> None:
+    """The floor: every file check reads, read as check reads it, and every document built by
+    PyYAML's C loader (``CSafeLoader``), nothing kept."""
     loader = yaml.CSafeLoader
-    for path in sorted(root.rglob("*.yaml")):
-        list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=loader))
+    for path in _yaml_files(root):
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        list(yaml.load_all(text, Loader=loader))
+
+
+def _own_parse(root: Path) -> None:
+    """Check's own parse alone: the same files through ``gpushift._yaml.parse_text`` (the C
+    loader's nodes built by the plain builder), so the model's own cost reads as
+    check / own parse."""
+    from gpushift._yaml import parse_text
+
+    for path in _yaml_files(root):
+        with open(path, encoding="utf-8") as fh:
+            parse_text(fh.read(), path)
 
 
 def _check(root: Path) -> None:
@@ -208,16 +241,17 @@ def _check(root: Path) -> None:
     run_check([root]).to_json()
 
 
-#: The child that runs another tree's check on request: one line in ("run"), one line out (its
-#: CPU and wall seconds, measured inside the child as ``_best`` measures here).
+#: The child that runs a tree's check on request: one line in ("run"), one line out (its CPU
+#: and wall seconds, measured inside the child as ``_timed`` measures here).
 _CHILD = """
-import sys, time
+import gc, sys, time
 from pathlib import Path
 from gpushift.rules import run_check
 root = Path(sys.argv[1])
 run_check([root]).to_json()
 print("ready", flush=True)
 for line in sys.stdin:
+    gc.collect()
     w0, c0 = time.perf_counter(), time.process_time()
     run_check([root]).to_json()
     print(time.process_time() - c0, time.perf_counter() - w0, flush=True)
@@ -254,26 +288,35 @@ class _Baseline:
         self._proc.wait(timeout=60)
 
 
-def _best(fn: Callable[[Path], None], root: Path, repeat: int) -> tuple[float, float]:
-    """Best wall-clock and best CPU seconds of ``repeat`` runs.
+def _timed(fn: Callable[[Path], None], root: Path, *, gc_off: bool) -> tuple[float, float]:
+    """CPU and wall seconds of one call, after a full collection (so neither side pays for
+    the other's garbage).
 
-    CPU time is the figure to compare on a shared machine: wall time also counts the time
-    other processes hold the cores. gpushift check runs in-process, so CPU time covers it.
+    CPU time (user + system of this process, ``time.process_time``) is the figure to compare
+    on a shared machine: wall time also counts the time other processes hold the cores.
+    ``gc_off`` runs the call with the cyclic collector off, as ``load_repo`` reads its files:
+    the floor parses under the same collector state as check's own parse.
     """
-    wall = cpu = float("inf")
-    for _ in range(repeat):
+    gc.collect()
+    if gc_off:
+        gc.disable()
+    try:
         w0, c0 = time.perf_counter(), time.process_time()
         fn(root)
-        wall = min(wall, time.perf_counter() - w0)
-        cpu = min(cpu, time.process_time() - c0)
-    return wall, cpu
+        return time.process_time() - c0, time.perf_counter() - w0
+    finally:
+        gc.enable()
+
+
+def _median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print one line per size (and a profile with ``--profile``)."""
     parser = argparse.ArgumentParser(prog="python -m bench.check")
     parser.add_argument("--sizes", default="2500,5000")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5, help="interleaved rounds per size")
     parser.add_argument("--profile", action="store_true", help="profile check at the last size")
     parser.add_argument(
         "--baseline", metavar="SRC", help="also time the check of the gpushift tree at SRC"
@@ -283,9 +326,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     print(
         f"{'apps':>6} {'docs':>7} {'parse cpu':>10} {'check cpu':>10} {'ratio':>6} "
-        f"{'docs/s':>8} {'parse wall':>11} {'check wall':>11} {'ratio':>6}"
+        f"{'median':>7} {'docs/s':>8} {'parse wall':>11} {'check wall':>11} {'ratio':>6}"
+        f" {'own parse':>10} {'check/own':>10}"
         + (
-            f" {'before cpu':>11} {'before/parse':>13} {'after/before':>13}"
+            f" {'before cpu':>11} {'before/parse':>13} {'median':>7} {'after/before':>13}"
+            f" {'median':>7}"
             if args.baseline
             else ""
         )
@@ -295,31 +340,51 @@ def main(argv: list[str] | None = None) -> int:
             root = Path(tmp)
             docs = generate(root, apps=size)
             _check(root)  # warm imports and the page cache once, for both sides
+            _parse_only(root)
             base = _Baseline(args.baseline, root) if args.baseline else None
             here = str(Path(__file__).resolve().parents[1] / "src")
             after = _Baseline(here, root) if args.baseline else None
-            # Interleave the sides so that load from other processes hits them alike.
-            parse_wall = parse_cpu = check_wall = check_cpu = float("inf")
-            before_cpu = after_cpu = float("inf")
-            for _ in range(args.repeat):
-                pw, pc = _best(_parse_only, root, 1)
-                cw, cc = _best(_check, root, 1)
-                parse_wall, parse_cpu = min(parse_wall, pw), min(parse_cpu, pc)
-                check_wall, check_cpu = min(check_wall, cw), min(check_cpu, cc)
+            # Interleave the sides, alternating which goes first, so that load from other
+            # processes hits them alike; keep each side's best and the per-round ratios.
+            parse: list[tuple[float, float]] = []
+            check: list[tuple[float, float]] = []
+            own: list[float] = []
+            before_cpu: list[float] = []
+            after_cpu: list[float] = []
+            for i in range(args.repeat):
+                if i % 2 == 0:
+                    parse.append(_timed(_parse_only, root, gc_off=True))
+                    check.append(_timed(_check, root, gc_off=False))
+                else:
+                    check.append(_timed(_check, root, gc_off=False))
+                    parse.append(_timed(_parse_only, root, gc_off=True))
+                own.append(_timed(_own_parse, root, gc_off=True)[0])
                 if base is not None and after is not None:
-                    before_cpu = min(before_cpu, base.run()[0])
-                    after_cpu = min(after_cpu, after.run()[0])
+                    pair = (base, after) if i % 2 == 0 else (after, base)
+                    got = {id(child): child.run()[0] for child in pair}
+                    before_cpu.append(got[id(base)])
+                    after_cpu.append(got[id(after)])
+            parse_cpu = min(c for c, _ in parse)
+            check_cpu = min(c for c, _ in check)
+            parse_wall = min(w for _, w in parse)
+            check_wall = min(w for _, w in check)
+            ratios = [c / p for (c, _), (p, _) in zip(check, parse, strict=True)]
             line = (
                 f"{size:>6} {docs:>7} {parse_cpu:>10.3f} {check_cpu:>10.3f} "
-                f"{check_cpu / parse_cpu:>6.2f} {docs / check_cpu:>8.0f} "
+                f"{check_cpu / parse_cpu:>6.2f} {_median(ratios):>7.2f} "
+                f"{docs / check_cpu:>8.0f} "
                 f"{parse_wall:>11.3f} {check_wall:>11.3f} {check_wall / parse_wall:>6.2f}"
+                f" {min(own):>10.3f} {check_cpu / min(own):>10.2f}"
             )
             if base is not None and after is not None:
                 base.close()
                 after.close()
+                b_ratios = [b / p for b, (p, _) in zip(before_cpu, parse, strict=True)]
+                ab = [a / b for a, b in zip(after_cpu, before_cpu, strict=True)]
                 line += (
-                    f" {before_cpu:>11.3f} {before_cpu / parse_cpu:>13.2f}"
-                    f" {after_cpu / before_cpu:>13.2f}"
+                    f" {min(before_cpu):>11.3f} {min(before_cpu) / parse_cpu:>13.2f}"
+                    f" {_median(b_ratios):>7.2f}"
+                    f" {min(after_cpu) / min(before_cpu):>13.2f} {_median(ab):>7.2f}"
                 )
             print(line + f"  (load {os.getloadavg()[0]:.2f})", flush=True)
             if args.profile and size == sizes[-1]:

@@ -87,12 +87,99 @@ _FAST_LOADER: Any = _FastLoader
 LOADER: Any = _FastLoader
 
 
+_STR = "tag:yaml.org,2002:str"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+_INT = "tag:yaml.org,2002:int"
+_BOOL = "tag:yaml.org,2002:bool"
+_NULL = "tag:yaml.org,2002:null"
+_FLOAT = "tag:yaml.org,2002:float"
+_BOOLS = yaml.constructor.SafeConstructor.bool_values
+#: PyYAML's own scalar constructors (stateless for scalars) for the forms the builder leaves.
+_SCALARS = yaml.constructor.SafeConstructor()
+
+
+class _UnusualNodeError(Exception):
+    """A node the plain builder leaves to PyYAML's constructor."""
+
+
+def _build(node: Node, memo: dict[int, Any]) -> Any:
+    """The object PyYAML's SafeConstructor builds from ``node``, for the tags Kubernetes YAML
+    uses (str, int, bool, null, float, map, seq), without its per-node generator machinery.
+
+    Raises _UnusualNodeError for anything else (merge keys, a value key, timestamps, binary, sets,
+    other tags, a non-scalar key, an alias to an enclosing node): the caller then builds the
+    whole document with PyYAML's constructor, so the result is always SafeConstructor's.
+    """
+    tag = node.tag
+    if tag == _STR:
+        if node.__class__ is ScalarNode:
+            return node.value
+        raise _UnusualNodeError
+    if tag == _MAP:
+        if node.__class__ is not MappingNode:
+            raise _UnusualNodeError
+        seen = memo.get(id(node), memo)
+        if seen is not memo:
+            if seen is None:
+                raise _UnusualNodeError  # an alias inside its own anchor: a recursive structure
+            return seen
+        memo[id(node)] = None
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.__class__ is not ScalarNode or key_node.tag not in _KEY_TAGS:
+                raise _UnusualNodeError
+            key = _build(key_node, memo)
+            out[key] = _build(value_node, memo)
+        memo[id(node)] = out
+        return out
+    if tag == _SEQ:
+        if node.__class__ is not SequenceNode:
+            raise _UnusualNodeError
+        seen = memo.get(id(node), memo)
+        if seen is not memo:
+            if seen is None:
+                raise _UnusualNodeError
+            return seen
+        memo[id(node)] = None
+        items = [_build(child, memo) for child in node.value]
+        memo[id(node)] = items
+        return items
+    if node.__class__ is not ScalarNode:
+        raise _UnusualNodeError
+    if tag == _INT:
+        value = node.value
+        if value.isdigit() and (value[0] != "0" or value == "0"):
+            return int(value)
+        return _SCALARS.construct_yaml_int(node)  # signs, 0x, 0o, 0b, octal, "_", sexagesimal
+    if tag == _BOOL:
+        return _BOOLS[node.value.lower()]
+    if tag == _NULL:
+        return None
+    if tag == _FLOAT:
+        return _SCALARS.construct_yaml_float(node)
+    raise _UnusualNodeError
+
+
+#: Key tags built plainly; a merge key (``<<``) or value key (``=``) goes to PyYAML's
+#: flatten_mapping.
+_KEY_TAGS = frozenset((_STR, _INT, _BOOL, _NULL, _FLOAT))
+
+
+def construct(loader: Any, node: Node) -> Any:
+    """One document from its node: the plain builder, else PyYAML's constructor."""
+    try:
+        return _build(node, {})
+    except (_UnusualNodeError, RecursionError):
+        return loader.construct_document(node)
+
+
 def _iter_docs(loader: Any, path: str) -> Iterator[Document]:
     index = 0
     try:
         while loader.check_node():
             node = loader.get_node()
-            data = loader.construct_document(node)
+            data = construct(loader, node)
             yield Document(data, path, node.start_mark.line + 1, index)
             index += 1
     finally:
