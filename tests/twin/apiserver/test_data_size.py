@@ -82,9 +82,9 @@ def test_kubectl_create_configmap_over_the_limit(twin: Twin, tmp_path: Path) -> 
     assert KUBECTL is not None
     big = tmp_path / "big.txt"
     big.write_bytes(b"x" * (MIB + 1))
+    args = ["create", "configmap", "kbig", f"--from-file={big}"]
     done = subprocess.run(
-        [KUBECTL, "--cache-dir", str(tmp_path / "cache"), "-n", "sz"]
-        + ["create", "configmap", "kbig", f"--from-file={big}"],
+        [KUBECTL, "--cache-dir", str(tmp_path / "cache"), "-n", "sz", *args],
         capture_output=True,
         text=True,
         env={**os.environ, "KUBECONFIG": str(twin.kubeconfig)},
