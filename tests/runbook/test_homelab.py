@@ -15,7 +15,7 @@ import pytest
 from tests.runbook.conftest import MEDIA, Env, homelab, wait_for
 
 from gpushift.kube import ResourceRef
-from gpushift.runbook import STEPS
+from gpushift.runbook import JOURNAL_NAME, STEPS, read_local
 
 pytestmark = [pytest.mark.slow(seconds=25)]
 
@@ -277,10 +277,10 @@ def test_cutover_to_dra_then_rollback(env: Env) -> None:
     assert len(env.running("default")) == 3
     assert env.violations() == []
     # The journal: finished, in the cluster and in the file, every change applied.
-    cm = env.get("ConfigMap", "flux-system", "gpushift-cutover-journal")
-    stored = json.loads(cm["data"]["journal.json"])
+    stored = env.journal()
     assert stored["state"] == "done" and stored["run"] == result["run"]
-    assert json.loads(journal.read_text())["seq"] == stored["seq"]
+    local = read_local(journal.read_text())
+    assert local is not None and local.seq == stored["seq"] and local.to_json() == stored
     assert {c["state"] for c in stored["changes"]} == {"applied"}
     lease = env.get("Lease", "flux-system", "gpushift-cutover")
     assert not lease["spec"].get("holderIdentity")
@@ -306,7 +306,7 @@ def test_cutover_to_dra_then_rollback(env: Env) -> None:
     assert len(media) == 6 and not any(p["spec"].get("resourceClaims") for p in media)
     _unsuspended(env)
     assert env.violations() == []
-    cm = env.get("ConfigMap", "flux-system", "gpushift-cutover-journal")
+    cm = env.get("ConfigMap", "flux-system", JOURNAL_NAME)
     history = json.loads(cm["data"]["history.json"])
     assert [h["to"] for h in history] == ["dra"]
 
@@ -353,9 +353,7 @@ def test_ctrl_c_stops_between_changes_and_abort_undoes_the_journal(env: Env) -> 
     assert strip(undone) == strip(expected)
     wait_for(lambda: len(env.running("media")) == 6, what="media pods back")
     _unsuspended(env)
-    stored = json.loads(
-        env.get("ConfigMap", "flux-system", "gpushift-cutover-journal")["data"]["journal.json"]
-    )
+    stored = env.journal()
     assert stored["state"] == "aborted"
     assert {c["state"] for c in stored["changes"]} == {"undone"}
     assert env.violations() == []
