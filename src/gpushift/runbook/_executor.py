@@ -1212,8 +1212,39 @@ def prometheus_labels(url: str, kube: Kube | None = None) -> list[str]:
     return []
 
 
+def journal_objects(the_plan: Plan) -> Obj:
+    """The objects the run writes besides the plan's changes: the journal's head ConfigMap,
+    its chunks (as many as the plan's consumers and changes fill, counted as the store places
+    their records), the Lease; the previous run's chunks are deleted when the run starts."""
+    ns = the_plan.options.source.namespace
+    journal = Journal.begin(
+        run=str(uuid.UUID(int=0)),
+        to=the_plan.options.to,
+        started=now_rfc3339(),
+        options=_options_json(the_plan.options),
+        facts=dict(the_plan.facts),
+        consumers=[c.to_json() for c in the_plan.consumers],
+    )
+    when = now_rfc3339()
+    for step in the_plan.steps:
+        journal.start_step(step.name, when)
+        for action in step.actions:
+            if isinstance(action, Change):
+                journal.plan_change(action, when)
+                journal.applied(action, when)
+        journal.finish_step(step.name, "done", 0.0, when)
+    chunks = len(chunk_plan(journal.log, index=0, used=0))
+    return {
+        "head": f"ConfigMap/{ns}/{JOURNAL_NAME}",
+        "chunks": [f"ConfigMap/{ns}/{chunk_name(i)}" for i in range(1, chunks + 1)],
+        "lease": f"Lease/{ns}/{LEASE_NAME}",
+        "deletes": f"ConfigMap/{ns}/{chunk_name(1)}… of the previous run",
+    }
+
+
 def plan_lines(the_plan: Plan) -> Iterator[str]:
-    """The plan as text: every patch and every wait, step by step."""
+    """The plan as text: every patch and every wait, step by step, then the journal's
+    objects."""
     yield f"cutover to {the_plan.options.to}: {len(the_plan.consumers)} GPU consumers"
     for c in the_plan.consumers:
         extra = " (bridged: resumed last)" if c.bridged and the_plan.options.to == "dra" else ""
@@ -1234,6 +1265,15 @@ def plan_lines(the_plan: Plan) -> Iterator[str]:
                 yield f"  run {shlex.quote(action.shell)}"
             else:
                 yield f"  wait for {action.condition.describe()}"
+    objects = journal_objects(the_plan)
+    chunks = objects["chunks"]
+    yield (
+        f"journal: {objects['head']} (created or replaced once, then merge patches of the keys "
+        f"that change, under its resourceVersion), {len(chunks)} chunk(s) {chunks[0]}"
+        + (f" to {chunks[-1]}" if len(chunks) > 1 else "")
+        + f" (created, then merge patches adding records), {objects['lease']}; "
+        f"{objects['deletes']} deleted"
+    )
     for reason in the_plan.refusals:
         yield f"refused: {reason}"
 
@@ -1266,4 +1306,5 @@ def plan_json(the_plan: Plan) -> Obj:
         "consumers": [c.to_json() for c in the_plan.consumers],
         "steps": steps,
         "refusals": list(the_plan.refusals),
+        "journal": journal_objects(the_plan),
     }
