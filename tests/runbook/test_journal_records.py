@@ -14,11 +14,12 @@ from gpushift.runbook import (
     Change,
     Journal,
     ObjectRef,
+    chunk_plan,
     cluster_journal,
+    head_journal,
     parse_lines,
     read_local,
 )
-from gpushift.runbook._journal import chunk_plan, dumps, head_journal
 
 DEPLOY = ObjectRef("apps/v1", "Deployment", "team-1", "app")
 
@@ -41,6 +42,11 @@ def _new(consumers: int = 3) -> Journal:
         facts={"oldShares": 5},
         consumers=[_consumer(i) for i in range(consumers)],
     )
+
+
+def dumps(doc: Any) -> str:
+    """Compact JSON, keys sorted, as the journal stores its text."""
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"))
 
 
 def _lines(journal: Journal) -> str:
