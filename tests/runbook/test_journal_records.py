@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from gpushift.runbook import (
     CHUNK_BYTES,
+    PART_BYTES,
     Change,
     Journal,
     ObjectRef,
@@ -164,6 +165,23 @@ def test_chunk_plan_fills_the_last_chunk_first() -> None:
         {"seq": 2, "op": "state", "state": "done"},
     ]
     assert [i for i, _ in chunk_plan(big, index=0, used=0, limit=1_000)] == [1, 2]
+
+
+def test_a_large_value_is_split_over_bounded_records() -> None:
+    journal = _new(0)
+    snapshot = {
+        "pods": [{"pod": f"team-{i % 10}/app-{i:05d}", "phase": "Running"} for i in range(5000)]
+    }
+    assert len(dumps(snapshot)) > 5 * PART_BYTES
+    journal.set_data("before", snapshot)
+    parts = [r for r in journal.log if r["op"] == "data-part"]
+    assert len(parts) == -(-len(dumps(snapshot)) // PART_BYTES)
+    # Each part's text is escaped in its record: at most twice as long, well under a chunk.
+    assert max(len(dumps(r)) for r in journal.log) < 2 * PART_BYTES + 200 < CHUNK_BYTES
+    assert journal.data["before"] == snapshot
+    assert Journal.replay(journal.log).data["before"] == snapshot
+    # Until its last part is read the value is not there.
+    assert "before" not in Journal.replay(journal.log[:-1]).data
 
 
 def test_consumer_records_not_all_stored_read_as_not_recorded() -> None:

@@ -35,6 +35,9 @@ JOURNAL_KEY = "journal.json"
 CHUNK_RUN_KEY = "run"
 #: What a chunk's record values may total: well under kube-apiserver's 1 MiB per object.
 CHUNK_BYTES = 128 * 1024
+#: What one record's text may hold of a data value: a larger value (a snapshot of thousands
+#: of GPU pods) is split over ``data-part`` records, so no record nears a chunk's bound.
+PART_BYTES = 32 * 1024
 #: Consumers per ``consumers`` record.
 CONSUMERS_PER_RECORD = 50
 LEASE_NAME = "gpushift-cutover"
@@ -102,6 +105,7 @@ class Journal:
     _by_key: dict[str, Obj] = field(default_factory=dict, repr=False)
     _pending_consumers: list[Obj] = field(default_factory=list, repr=False)
     _expect: int = field(default=0, repr=False)
+    _parts: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     @property
     def seq(self) -> int:
@@ -212,6 +216,14 @@ class Journal:
                 found.update(state=rec["state"], **{str(rec["state"]): rec["at"]})
         elif op == "data":
             self.data[str(rec["key"])] = rec.get("value")
+        elif op == "data-part":
+            key, part, parts = str(rec["key"]), int(rec["part"]), int(rec["parts"])
+            got = [] if part == 0 else self._parts.get(key, [])
+            if len(got) == part:
+                got.append(str(rec["text"]))
+                self._parts[key] = got
+            if len(got) == parts:
+                self.data[key] = json.loads("".join(self._parts.pop(key)))
         elif op == "state":
             self.state = str(rec["state"])
         else:
@@ -268,8 +280,18 @@ class Journal:
             self._append({"op": "mark", "key": change.key, "state": state, "at": when})
 
     def set_data(self, key: str, value: Any) -> None:
-        """Record one of the run's data (snapshots, tokens, the merge's times, the verdict)."""
-        self._append({"op": "data", "key": key, "value": value})
+        """Record one of the run's data (snapshots, tokens, the merge's times, the verdict):
+        one ``data`` record, or ``data-part`` records of :data:`PART_BYTES` of its text each
+        when it is larger (the value is set when the last part is read)."""
+        text = dumps(value)
+        if len(text) <= PART_BYTES:
+            self._append({"op": "data", "key": key, "value": value})
+            return
+        pieces = [text[i : i + PART_BYTES] for i in range(0, len(text), PART_BYTES)]
+        for i, piece in enumerate(pieces):
+            self._append(
+                {"op": "data-part", "key": key, "part": i, "parts": len(pieces), "text": piece}
+            )
 
     def set_state(self, state: str) -> None:
         """Record the run's state (``running``, then done, unhealthy or aborted)."""
