@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import os
 import re
+import resource
 import shlex
 import subprocess
 import sys
@@ -61,12 +63,45 @@ def _cutover_argv(kubeconfig: Path, target: Path, journal: Path) -> list[str]:
 def _run(
     argv: list[str], *, log: Path, env: dict[str, str] | None = None, timeout: float
 ) -> tuple[float, int]:
+    seconds, code, _ = _run_cpu(argv, log=log, env=env, timeout=timeout)
+    return seconds, code
+
+
+def _run_cpu(
+    argv: list[str], *, log: Path, env: dict[str, str] | None = None, timeout: float
+) -> tuple[float, int, float]:
+    """Wall seconds, exit code and the child's CPU seconds (user + sys)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     with log.open("wb") as out:
         done = subprocess.run(
             argv, stdout=out, stderr=subprocess.STDOUT, env=env, timeout=timeout, check=False
         )
-    return time.perf_counter() - start, done.returncode
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return time.perf_counter() - start, done.returncode, cpu
+
+
+def _steps(log: Path) -> dict[str, float]:
+    """Seconds per step from the run's final JSON object (empty when it has none)."""
+    for line in reversed(log.read_text(errors="replace").splitlines()):
+        if line.startswith("{") and '"CutoverResult"' in line:
+            return {s["name"]: s["seconds"] for s in json.loads(line).get("steps") or []}
+    return {}
+
+
+def _journal_sizes(kubeconfig: Path) -> tuple[int, int]:
+    """(journal ConfigMaps, bytes of data in the largest) in flux-system after the run."""
+    from gpushift import kube
+    from gpushift.kube import ResourceRef
+
+    with kube.connect(kubeconfig=kubeconfig) as c:
+        sizes = [
+            sum(len(str(v).encode()) for v in (cm.get("data") or {}).values())
+            for cm in c.list(ResourceRef.named("ConfigMap", "v1"), namespace="flux-system")
+            if cm["metadata"]["name"].startswith("gpushift-cutover-journal")
+        ]
+    return len(sizes), max(sizes, default=0)
 
 
 def _gpushift_bin(tmp: Path) -> Path:
@@ -216,15 +251,23 @@ def part_requests(*, sizes: list[tuple[int, int]], time_scale: float, timeout: f
                 settle = time.perf_counter() - started
                 offset = twin.stderr.stat().st_size
                 argv = _cutover_argv(twin.kubeconfig, target, work / "journal.json")
-                seconds, code = _run(argv, log=work / "cutover.log", timeout=timeout)
+                seconds, code, cpu = _run_cpu(argv, log=work / "cutover.log", timeout=timeout)
                 _quiet(twin.stderr)
                 counts = count_requests(twin.stderr, offset=offset)
+                objects, largest = _journal_sizes(twin.kubeconfig)
             results.append((nodes, consumers, settle, seconds, code, counts))
+            steps = _steps(work / "cutover.log")
             print(
                 f"{nodes} nodes x {consumers} consumers: settled in {settle:.0f} s, cutover "
-                f"{seconds:.1f} s (exit {code}), {sum(counts.values())} requests",
+                f"{seconds:.1f} s wall, {cpu:.1f} s CPU (exit {code}), "
+                f"{sum(counts.values())} requests; journal {objects} ConfigMaps, the largest "
+                f"{largest} bytes; load {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
+            print("  steps (s): " + ", ".join(f"{k} {v:.1f}" for k, v in steps.items()))
+            if code != 0:
+                tail = (work / "cutover.log").read_text(errors="replace")[-1500:]
+                print(f"  the cutover exited {code}:\n{tail}", file=sys.stderr)
     print("\nAPI requests of one move to DRA, by resource (method resource: count per size)")
     keys = sorted({k for *_, c in results for k in c}, key=lambda k: (k[1], k[0]))
     head = "".join(f"{f'{n}x{c}':>11}" for n, c, *_ in results)

@@ -18,6 +18,7 @@ from typing import Any
 from gpushift import kube
 from gpushift._kinds import by_kind, lookup
 from gpushift.render import write_example
+from gpushift.runbook import JOURNAL_NAME, chunk_name, cluster_journal
 from gpushift.twin import Twin
 from gpushift.twin.cluster import Cluster, example
 from gpushift.twin.flux import Flux, run_gitops, wait_ready
@@ -93,6 +94,20 @@ class Env:
             and (p.get("status") or {}).get("phase") == "Running"
             and not p["metadata"].get("deletionTimestamp")
         ]
+
+    def journal(self, namespace: str = "flux-system") -> dict[str, Any]:
+        """The cutover journal as the cluster holds it (head and chunks), as one document."""
+        head = self.get("ConfigMap", namespace, JOURNAL_NAME)
+        assert head is not None, "no journal ConfigMap"
+        chunks = []
+        for i in range(1, 10_000):
+            cm = self.get("ConfigMap", namespace, chunk_name(i))
+            if cm is None:
+                break
+            chunks.append(cm.get("data") or {})
+        found = cluster_journal(head.get("data") or {}, chunks)
+        assert found is not None, "the journal ConfigMap holds no journal"
+        return found.to_json()
 
     def violations(self) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = self.cluster.violations()["items"]

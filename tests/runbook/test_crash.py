@@ -62,8 +62,7 @@ def _crash_through(
             return got, kills
         assert point is not None
         kills.append(point)
-        cm = env.get("ConfigMap", "flux-system", "gpushift-cutover-journal")
-        stored = json.loads(cm["data"]["journal.json"])
+        stored = env.journal()
         if stored["state"] in ("done", "unhealthy"):
             # The signal landed after the run had finished.
             return {"result": stored["state"], "to": stored["to"], "reasons": []}, kills
@@ -118,9 +117,7 @@ def test_kill9_everywhere_then_resume_converges_both_ways(tmp_path: Path) -> Non
         assert len({step for event, step, _ in kills if event == "wait"}) >= 2, kills
         assert env.allocatable() == {"k8s-1": "0", "k8s-2": "0", "k8s-3": "0"}
         assert len(env.running("media")) == 6
-        stored = json.loads(
-            env.get("ConfigMap", "flux-system", "gpushift-cutover-journal")["data"]["journal.json"]
-        )
+        stored = env.journal()
         assert stored["state"] == "done"
         _back(env, stored)
         assert env.violations() == []
@@ -138,8 +135,6 @@ def test_kill9_everywhere_then_resume_converges_both_ways(tmp_path: Path) -> Non
         assert result["result"] == "done" and result["to"] == "device-plugin", result
         assert len(kills) >= 2, kills
         assert env.allocatable() == {"k8s-1": "5", "k8s-2": "5", "k8s-3": "5"}
-        stored = json.loads(
-            env.get("ConfigMap", "flux-system", "gpushift-cutover-journal")["data"]["journal.json"]
-        )
+        stored = env.journal()
         _back(env, stored)
         assert env.violations() == []

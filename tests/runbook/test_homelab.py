@@ -15,7 +15,7 @@ import pytest
 from tests.runbook.conftest import MEDIA, Env, homelab, wait_for
 
 from gpushift.kube import ResourceRef
-from gpushift.runbook import STEPS
+from gpushift.runbook import JOURNAL_NAME, STEPS, chunk_name, read_local
 
 pytestmark = [pytest.mark.slow(seconds=25)]
 
@@ -140,6 +140,13 @@ def test_plan_changes_nothing_and_shows_every_patch_and_wait(env: Env) -> None:
     waits = [a["wait"] for s in plan["steps"] for a in s["actions"] if "wait" in a]
     assert "allocatable nvidia.com/gpu: k8s-1 0, k8s-2 0, k8s-3 0" in waits
     assert any("shares 5" in w for w in waits)
+    # The journal's objects are named too: the homelab's records fill one chunk.
+    assert plan["journal"] == {
+        "head": f"ConfigMap/flux-system/{JOURNAL_NAME}",
+        "chunks": [f"ConfigMap/flux-system/{chunk_name(1)}"],
+        "lease": "Lease/flux-system/gpushift-cutover",
+        "deletes": f"ConfigMap/flux-system/{chunk_name(1)}… of the previous run",
+    }
     assert out[-1]["result"] == "done" and out[-1]["exitCode"] == 0
 
 
@@ -277,10 +284,18 @@ def test_cutover_to_dra_then_rollback(env: Env) -> None:
     assert len(env.running("default")) == 3
     assert env.violations() == []
     # The journal: finished, in the cluster and in the file, every change applied.
-    cm = env.get("ConfigMap", "flux-system", "gpushift-cutover-journal")
-    stored = json.loads(cm["data"]["journal.json"])
+    stored = env.journal()
     assert stored["state"] == "done" and stored["run"] == result["run"]
-    assert json.loads(journal.read_text())["seq"] == stored["seq"]
+    local = read_local(journal.read_text())
+    assert local is not None and local.seq == stored["seq"] and local.to_json() == stored
+    # Nothing outside the plan was written: the changed objects and the journal's.
+    journal_objects = {
+        f"ConfigMap/flux-system/{JOURNAL_NAME}",
+        f"ConfigMap/flux-system/{chunk_name(1)}",
+        "Lease/flux-system/gpushift-cutover",
+    }
+    written = set(_written_by_gpushift(env))
+    assert written - {c["object"] for c in changes} == journal_objects
     assert {c["state"] for c in stored["changes"]} == {"applied"}
     lease = env.get("Lease", "flux-system", "gpushift-cutover")
     assert not lease["spec"].get("holderIdentity")
@@ -306,7 +321,7 @@ def test_cutover_to_dra_then_rollback(env: Env) -> None:
     assert len(media) == 6 and not any(p["spec"].get("resourceClaims") for p in media)
     _unsuspended(env)
     assert env.violations() == []
-    cm = env.get("ConfigMap", "flux-system", "gpushift-cutover-journal")
+    cm = env.get("ConfigMap", "flux-system", JOURNAL_NAME)
     history = json.loads(cm["data"]["history.json"])
     assert [h["to"] for h in history] == ["dra"]
 
@@ -353,9 +368,7 @@ def test_ctrl_c_stops_between_changes_and_abort_undoes_the_journal(env: Env) -> 
     assert strip(undone) == strip(expected)
     wait_for(lambda: len(env.running("media")) == 6, what="media pods back")
     _unsuspended(env)
-    stored = json.loads(
-        env.get("ConfigMap", "flux-system", "gpushift-cutover-journal")["data"]["journal.json"]
-    )
+    stored = env.journal()
     assert stored["state"] == "aborted"
     assert {c["state"] for c in stored["changes"]} == {"undone"}
     assert env.violations() == []

@@ -2,7 +2,8 @@
 
 Steps are frozen values (what to patch, what to wait for), built by a pure planner from what
 the cluster shows and what the journal recorded; one executor does the I/O: the Lease lock,
-the journal (a ConfigMap and a local file), each change and each watch-based wait::
+the journal (ConfigMaps appended to by records, and a local JSON-lines file), each change
+and each watch-based wait::
 
     outcome = Executor(kube, Request(Options(to="dra", merge="…")), emit=print).run()
     outcome.exit_code   # 0 done, 1 unhealthy, 4 refused, 5 timed out (docs/runbook.md)
@@ -16,12 +17,27 @@ from gpushift.runbook._executor import (
     EXIT,
     Cache,
     Executor,
+    JournalStore,
     Outcome,
     Request,
+    StoppedError,
     plan_json,
     plan_lines,
 )
-from gpushift.runbook._journal import JOURNAL_NAME, LEASE_NAME, Journal, judge_lease
+from gpushift.runbook._journal import (
+    CHUNK_BYTES,
+    JOURNAL_NAME,
+    LEASE_NAME,
+    PART_BYTES,
+    Journal,
+    chunk_name,
+    chunk_plan,
+    cluster_journal,
+    head_journal,
+    judge_lease,
+    parse_lines,
+    read_local,
+)
 from gpushift.runbook._model import (
     STEPS,
     Change,
@@ -41,9 +57,11 @@ from gpushift.runbook._view import View
 
 __all__ = [
     "BRIDGE_REMEDIES",
+    "CHUNK_BYTES",
     "EXIT",
     "JOURNAL_NAME",
     "LEASE_NAME",
+    "PART_BYTES",
     "STEPS",
     "Allocatable",
     "Cache",
@@ -56,6 +74,7 @@ __all__ = [
     "DriverChart",
     "Executor",
     "Journal",
+    "JournalStore",
     "Judge",
     "ObjectRef",
     "Options",
@@ -64,23 +83,30 @@ __all__ = [
     "Request",
     "Snapshotter",
     "Step",
+    "StoppedError",
     "Target",
     "View",
     "Wait",
     "WorkloadsUp",
+    "chunk_name",
+    "chunk_plan",
+    "cluster_journal",
     "discover",
     "facts",
     "gpu_pods",
+    "head_journal",
     "holds_gpu",
     "is_agent",
     "judge",
     "judge_lease",
     "older_than",
+    "parse_lines",
     "plan",
     "plan_json",
     "plan_lines",
     "plan_step",
     "preflight",
+    "read_local",
     "read_target",
     "resume_waits",
     "snapshot_of",

@@ -31,17 +31,26 @@ from gpushift._obj import Obj
 from gpushift.kube import Kube, KubeError, ResourceRef
 from gpushift.runbook._discover import discover
 from gpushift.runbook._journal import (
+    CHUNK_RUN_KEY,
     HISTORY_KEY,
-    JOURNAL_KEY,
     JOURNAL_NAME,
     LEASE_NAME,
     RENEW_SECONDS,
+    RUN_KEY,
+    STATE_KEY,
+    STEPS_KEY,
     Journal,
+    chunk_name,
+    chunk_plan,
+    chunk_records,
+    dumps,
+    head_journal,
     holder_identity,
     judge_lease,
     lease_body,
     newer,
     now_rfc3339,
+    read_local,
 )
 from gpushift.runbook._model import (
     STEPS,
@@ -235,7 +244,16 @@ def server_facts(kube: Kube, cache: Cache) -> None:
 
 
 class JournalStore:
-    """The journal in the ConfigMap (optimistic concurrency) and in the local file."""
+    """The journal in the cluster and in the local file, each written by appending.
+
+    In the cluster: the head ConfigMap ``gpushift-cutover-journal`` (the run, its state and
+    steps, the history), written whole once per run and then by merge patches of the keys
+    that changed; the records in chunk ConfigMaps ``gpushift-cutover-journal-1``, ``-2``, …,
+    each patched with the new records' keys only and filled to :data:`CHUNK_BYTES`. Every
+    write carries the object's ``metadata.resourceVersion`` as a precondition, so a write by
+    anyone else since this run's last one is a 409 and stops the run. In the local file: JSON
+    lines, appended. The cluster is written first: the file is never ahead of it.
+    """
 
     def __init__(self, kube: Kube, *, namespace: str, path: Path) -> None:
         self.kube = kube
@@ -244,28 +262,87 @@ class JournalStore:
         self.version: str | None = None
         self.history: list[Obj] = []
         self.exists = False
+        #: The run the head holds, and the head's keys as stored.
+        self.run = ""
+        self.head: dict[str, str] = {}
+        self.rewrite_head = False
+        #: This run's chunks: resourceVersion by index; bytes in the last one.
+        self.chunks: dict[int, str] = {}
+        self.used = 0
+        #: Records each copy holds; chunks of the run before, to delete when this run starts.
+        self.cluster_seq = 0
+        self.file_seq = 0
+        self.file_run = ""
+        self.stale: list[int] = []
+
+    def _get(self, name: str) -> Obj | None:
+        try:
+            return self.kube.get(_CONFIGMAP, name=name, namespace=self.namespace)
+        except KubeError as err:
+            if err.code != 404:
+                raise
+            return None
+
+    def _read_chunks(self, run: str) -> tuple[list[Obj], list[int]]:
+        """This run's records, in order, and the indexes of the chunks holding them."""
+        records: list[Obj] = []
+        found: list[int] = []
+        index = 1
+        while True:
+            cm = self._get(chunk_name(index))
+            if cm is None:
+                break
+            got = chunk_records(cm.get("data") or {}, run=run)
+            if got is None:
+                break
+            records += got
+            found.append(index)
+            self.chunks[index] = str(cm["metadata"].get("resourceVersion") or "")
+            self.used = sum(len(str(v).encode()) for k, v in (cm.get("data") or {}).items())
+            index += 1
+        return records, found
 
     def read(self) -> Journal | None:
         """The newer of the cluster's and the file's copy (None: no journal)."""
         cluster: Journal | None = None
-        try:
-            cm = self.kube.get(_CONFIGMAP, name=JOURNAL_NAME, namespace=self.namespace)
+        cm = self._get(JOURNAL_NAME)
+        if cm is not None:
             self.exists = True
             self.version = str(cm["metadata"].get("resourceVersion") or "") or None
             data = cm.get("data") or {}
             with contextlib.suppress(ValueError, KeyError, TypeError):
                 self.history = list(json.loads(data.get(HISTORY_KEY) or "[]"))
-            with contextlib.suppress(ValueError, KeyError, TypeError):
-                cluster = Journal.from_json(json.loads(data.get(JOURNAL_KEY) or "{}"))
-        except KubeError as err:
-            if err.code != 404:
-                raise
+            head = head_journal(data)
+            self.rewrite_head = RUN_KEY not in data
+            if head is not None:
+                self.run = head.run
+                self.head = {k: str(data[k]) for k in (RUN_KEY, STATE_KEY, STEPS_KEY) if k in data}
+                records, found = self._read_chunks(head.run)
+                self.stale = found
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    cluster = Journal.replay(records)
+                if cluster is not None and cluster.seq == len(records):
+                    self.cluster_seq = cluster.seq
+                else:
+                    # Records not all readable: the journal the head holds is written again,
+                    # head and chunks, as a new run's is.
+                    cluster, self.rewrite_head = head, True
         local: Journal | None = None
-        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-            local = Journal.from_json(json.loads(self.path.read_text()))
+        lines = -1
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            text = self.path.read_text()
+            local = read_local(text)
+            lines = len([x for x in text.splitlines() if x.strip()])
+        chosen: Journal | None
         if local is not None and cluster is not None and local.run != cluster.run:
-            return cluster  # the cluster is the record; a stale local file of an older run
-        return newer(cluster, local)
+            chosen = cluster  # the cluster is the record; a stale local file of an older run
+        else:
+            chosen = newer(cluster, local)
+        if local is not None and chosen is not None and local.run == chosen.run:
+            # Appended to only when it is whole JSON lines of this run (no torn last line).
+            whole = local.seq == lines and local.seq <= chosen.seq
+            self.file_run, self.file_seq = (local.run, local.seq) if whole else ("", 0)
+        return chosen
 
     def archive(self, old: Journal) -> None:
         """Keep a finished journal as history (the last ten)."""
@@ -279,50 +356,170 @@ class JournalStore:
         self.history = [*self.history, summary][-10:]
 
     def write(self, journal: Journal) -> None:
-        """Persist: the ConfigMap first (conditional on its resourceVersion), then the file.
+        """Persist the records not yet stored: the chunks and the head, then the file.
 
         Raises:
-            StoppedError: another run wrote the journal (the lock was lost).
+            StoppedError: another run (or another process) wrote the journal.
         """
-        journal.seq += 1
-        text = journal.dumps()
-        body: Obj = {
-            "metadata": {
-                "name": JOURNAL_NAME,
-                "namespace": self.namespace,
-                "labels": {"app.kubernetes.io/managed-by": "gpushift"},
-            },
-            "data": {JOURNAL_KEY: text, HISTORY_KEY: json.dumps(self.history)},
+        if journal.run != self.run or self.rewrite_head:
+            self._write_head(journal, whole=True)
+            for index in self.stale:
+                with contextlib.suppress(KubeError):
+                    self.kube.delete(_CONFIGMAP, name=chunk_name(index), namespace=self.namespace)
+            self.stale, self.chunks, self.used, self.cluster_seq = [], {}, 0, 0
+            self._write_chunks(journal)
+        else:
+            self._write_chunks(journal)
+            self._write_head(journal, whole=False)
+        self._write_file(journal)
+
+    def _write_head(self, journal: Journal, *, whole: bool) -> None:
+        head = journal.head()
+        history = dumps(self.history)
+        want = {**head, HISTORY_KEY: history}
+        if not whole:
+            changed = {k: v for k, v in head.items() if self.head.get(k) != v}
+            if not changed:
+                return
+        meta: Obj = {
+            "name": JOURNAL_NAME,
+            "namespace": self.namespace,
+            "labels": {"app.kubernetes.io/managed-by": "gpushift"},
         }
         for _ in range(5):
             try:
                 if not self.exists:
-                    out = self.kube.create(_CONFIGMAP, body, namespace=self.namespace)
-                    self.exists = True
-                else:
-                    meta = {**body["metadata"], "resourceVersion": self.version}
-                    out = self.kube.replace(
-                        _CONFIGMAP, {**body, "metadata": meta}, namespace=self.namespace
+                    out = self.kube.create(
+                        _CONFIGMAP, {"metadata": meta, "data": want}, namespace=self.namespace
                     )
-                self.version = str(out["metadata"].get("resourceVersion") or "")
+                    self.exists = True
+                elif whole:
+                    body = {"metadata": {**meta, "resourceVersion": self.version}, "data": want}
+                    out = self.kube.replace(_CONFIGMAP, body, namespace=self.namespace)
+                else:
+                    # kube-apiserver honours metadata.resourceVersion in a patch as a
+                    # precondition (409 Conflict when stale), as on an update.
+                    out = self.kube.patch(
+                        _CONFIGMAP,
+                        name=JOURNAL_NAME,
+                        namespace=self.namespace,
+                        patch={"metadata": {"resourceVersion": self.version}, "data": changed},
+                    )
                 break
             except KubeError as err:
                 if err.code != 409:
                     raise
-                current = self.kube.get(_CONFIGMAP, name=JOURNAL_NAME, namespace=self.namespace)
+                current = self._get(JOURNAL_NAME)
+                if current is None:
+                    self.exists = False
+                    continue
                 self.exists = True
-                try:
-                    theirs = Journal.from_json(
-                        json.loads((current.get("data") or {}).get(JOURNAL_KEY) or "{}")
-                    )
-                except (ValueError, KeyError, TypeError):
-                    theirs = None
-                if theirs is not None and theirs.run != journal.run and not theirs.finished:
+                data = current.get("data") or {}
+                theirs = head_journal(data)
+                mine = want if whole else changed
+                if theirs is not None and theirs.run == journal.run:
+                    if all(data.get(k) == v for k, v in mine.items()):
+                        out = current  # this write, retried after its answer was lost
+                        break
+                    raise StoppedError(
+                        f"another process wrote the journal of run {journal.run}; this run stopped"
+                    ) from None
+                if theirs is not None and not theirs.finished:
                     raise StoppedError(f"run {theirs.run} took over the journal") from None
+                if not whole:
+                    raise StoppedError("the journal was replaced under this run") from None
                 self.version = str(current["metadata"].get("resourceVersion") or "")
         else:
             raise StoppedError("the journal ConfigMap keeps changing under this run")
-        write_file(self.path, text + "\n")
+        self.version = str(out["metadata"].get("resourceVersion") or "")
+        self.run = journal.run
+        self.rewrite_head = False
+        self.head = dict(head)
+
+    def _write_chunks(self, journal: Journal) -> None:
+        records = journal.log[self.cluster_seq :]
+        if not records:
+            return
+        last = max(self.chunks, default=0)
+        for index, keys in chunk_plan(records, index=last, used=self.used):
+            size = sum(len(v.encode()) for v in keys.values())
+            if index in self.chunks:
+                out = self._patch_chunk(journal.run, index, keys)
+                self.used += size
+            else:
+                out = self._create_chunk(journal.run, index, keys)
+                self.used = size
+            self.chunks[index] = str(out["metadata"].get("resourceVersion") or "")
+        self.cluster_seq = journal.seq
+
+    def _chunk_body(self, run: str, index: int, keys: Mapping[str, str], rv: str | None) -> Obj:
+        meta: Obj = {
+            "name": chunk_name(index),
+            "namespace": self.namespace,
+            "labels": {"app.kubernetes.io/managed-by": "gpushift"},
+        }
+        if rv:
+            meta["resourceVersion"] = rv
+        return {"metadata": meta, "data": {CHUNK_RUN_KEY: run, **keys}}
+
+    def _create_chunk(self, run: str, index: int, keys: Mapping[str, str]) -> Obj:
+        try:
+            return self.kube.create(
+                _CONFIGMAP, self._chunk_body(run, index, keys, None), namespace=self.namespace
+            )
+        except KubeError as err:
+            if err.code != 409:
+                raise
+        current = self._get(chunk_name(index))
+        if current is None:
+            return self.kube.create(
+                _CONFIGMAP, self._chunk_body(run, index, keys, None), namespace=self.namespace
+            )
+        data = current.get("data") or {}
+        if data.get(CHUNK_RUN_KEY) != run:
+            # A chunk an older run left behind (it stopped before deleting it): reused.
+            rv = str(current["metadata"].get("resourceVersion") or "")
+            return self.kube.replace(
+                _CONFIGMAP, self._chunk_body(run, index, keys, rv), namespace=self.namespace
+            )
+        return self._ours_or_stop(run, current, keys)
+
+    def _patch_chunk(self, run: str, index: int, keys: Mapping[str, str]) -> Obj:
+        try:
+            return self.kube.patch(
+                _CONFIGMAP,
+                name=chunk_name(index),
+                namespace=self.namespace,
+                patch={"metadata": {"resourceVersion": self.chunks[index]}, "data": dict(keys)},
+            )
+        except KubeError as err:
+            if err.code not in (404, 409):
+                raise
+        current = self._get(chunk_name(index))
+        if current is None:
+            raise StoppedError(f"{chunk_name(index)} was deleted under this run")
+        return self._ours_or_stop(run, current, keys)
+
+    def _ours_or_stop(self, run: str, current: Obj, keys: Mapping[str, str]) -> Obj:
+        """A chunk found changed: this write's own, retried after its answer was lost, or
+        another process's (which stops this run)."""
+        data = current.get("data") or {}
+        if data.get(CHUNK_RUN_KEY) == run and all(data.get(k) == v for k, v in keys.items()):
+            return current
+        raise StoppedError(f"another process wrote the journal of run {run}; this run stopped")
+
+    def _write_file(self, journal: Journal) -> None:
+        if self.file_run != journal.run or self.file_seq == 0:
+            write_file(self.path, "".join(dumps(r) + "\n" for r in journal.log))
+        else:
+            records = journal.log[self.file_seq :]
+            if not records:
+                return
+            with self.path.open("a", encoding="utf-8") as out:
+                out.write("".join(dumps(r) + "\n" for r in records))
+                out.flush()
+                os.fsync(out.fileno())
+        self.file_run, self.file_seq = journal.run, journal.seq
 
 
 def _alive(pid: int) -> bool:
@@ -595,11 +792,14 @@ class Executor:
                 return self._refused(err.reasons, to=to)
             if found is not None and found.finished:
                 self.store.archive(found)
-            journal = Journal(run=run, to=to, started=now_rfc3339())
-            journal.options = _options_json(options)
-            journal.facts = f
-            journal.consumers = [c.to_json() for c in the_plan.consumers]
-            self.journal = journal
+            self.journal = Journal.begin(
+                run=run,
+                to=to,
+                started=now_rfc3339(),
+                options=_options_json(options),
+                facts=f,
+                consumers=[c.to_json() for c in the_plan.consumers],
+            )
         else:
             assert unfinished is not None
             try:
@@ -689,7 +889,7 @@ class Executor:
                 {"name": name, "seconds": round(seconds, 3), "result": result, **extra}
             )
         healthy = journal.data.get("healthy", True)
-        journal.state = "done" if healthy else "unhealthy"
+        journal.set_state("done" if healthy else "unhealthy")
         outcome.result = journal.state
         outcome.reasons = list(journal.data.get("verdictReasons") or [])
         self._persist()
@@ -727,7 +927,7 @@ class Executor:
         if name == "preflight":
             return "done"
         if name == "snapshot":
-            journal.data["before"] = self._snapshot()
+            journal.set_data("before", self._snapshot())
             # The whole GpuSnapshot stays beside the local journal: a ConfigMap holds at most
             # 1 MiB, and the verdict judges the move against this file.
             write_file(
@@ -737,10 +937,12 @@ class Executor:
         if name == "verdict":
             return self._verdict()
         # A fresh reconcile token per step, kept for a resumed run.
-        tokens = journal.data.setdefault("tokens", {})
+        tokens = dict(journal.data.get("tokens") or {})
         if name not in tokens:
             tokens[name] = flux.new_token()
-        journal.data["token"] = tokens[name]
+            journal.set_data("tokens", tokens)
+        if journal.data.get("token") != tokens[name]:
+            journal.set_data("token", tokens[name])
         step = plan_step(name, self.cache.view(), self.options, self._context())
         if step.skip and not step.actions:
             return "skipped"
@@ -793,8 +995,9 @@ class Executor:
                 patch=change.patch,
             )
         log.info("%s %s: %r -> %r", change.obj.key, change.field, change.before, change.after)
+        # Stored with the next write (the next change's plan, or the step's end): a change
+        # recorded as planned may have been made, and a resumed run looks before it patches.
         journal.applied(change, now_rfc3339())
-        self._persist()
         self.emit(
             _event(
                 "change",
@@ -812,7 +1015,7 @@ class Executor:
         if following is not None and following.condition.check(self.cache.view())[0]:
             return  # the merge already happened (a resumed run)
         self._interrupted()
-        journal.data["mergeStarted"] = now_rfc3339()
+        journal.set_data("mergeStarted", now_rfc3339())
         self._persist()
         self.emit(_event("wait", command.step, **{"for": f"the merge: {command.shell}"}))
         log.info("running the merge: %s", command.shell)
@@ -823,7 +1026,7 @@ class Executor:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
-        journal.data["mergeDone"] = now_rfc3339()
+        journal.set_data("mergeDone", now_rfc3339())
         self._persist()
 
     def _wait(self, wait: Wait, deadline: float) -> None:
@@ -865,7 +1068,7 @@ class Executor:
         if self.options.prometheus_url:
             reasons += prometheus_labels(self.options.prometheus_url, self.kube)
         after = self._snapshot()
-        journal.data["after"] = after
+        journal.set_data("after", after)
         healthy, why = self.req.judge(journal.data.get("before") or {}, after)
         reasons += why
         before_path = self._gpu_snapshot_path()
@@ -874,9 +1077,9 @@ class Executor:
             doc = verdict.judge(self._gpu_snapshot(), against=verdict.load_snapshot(before_path))
             reasons += verdict_reasons(doc)
             healthy = healthy and verdict.exit_code(doc) == 0
-            journal.data["verdict"] = doc["verdict"]
-        journal.data["healthy"] = healthy and not reasons
-        journal.data["verdictReasons"] = reasons
+            journal.set_data("verdict", doc["verdict"])
+        journal.set_data("healthy", healthy and not reasons)
+        journal.set_data("verdictReasons", reasons)
         return "done"
 
     # --- abort -------------------------------------------------------------------------------
@@ -892,7 +1095,7 @@ class Executor:
         self.journal = journal
         self.emit(_event("run-start", None, to=journal.to, run=journal.run, resumed=True))
         started = time.monotonic()
-        for rec in reversed(journal.changes):
+        for rec in list(reversed(journal.changes)):
             if not rec.get("undo", True) or rec.get("state") not in ("planned", "applied"):
                 continue
             change = Change.from_json(rec)
@@ -915,8 +1118,7 @@ class Executor:
                     namespace=change.obj.namespace or None,
                     patch=change.undo_patch,
                 )
-            rec["state"] = "undone"
-            rec["undone"] = now_rfc3339()
+            journal.applied(change, now_rfc3339(), state="undone")
             self._persist()
             self.emit(
                 _event(
@@ -928,7 +1130,7 @@ class Executor:
                     after=undo.after,
                 )
             )
-        journal.state = "aborted"
+        journal.set_state("aborted")
         self._persist()
         merged = journal.step("merge")
         reasons = []
@@ -1010,8 +1212,39 @@ def prometheus_labels(url: str, kube: Kube | None = None) -> list[str]:
     return []
 
 
+def journal_objects(the_plan: Plan) -> Obj:
+    """The objects the run writes besides the plan's changes: the journal's head ConfigMap,
+    its chunks (as many as the plan's consumers and changes fill, counted as the store places
+    their records), the Lease; the previous run's chunks are deleted when the run starts."""
+    ns = the_plan.options.source.namespace
+    journal = Journal.begin(
+        run=str(uuid.UUID(int=0)),
+        to=the_plan.options.to,
+        started=now_rfc3339(),
+        options=_options_json(the_plan.options),
+        facts=dict(the_plan.facts),
+        consumers=[c.to_json() for c in the_plan.consumers],
+    )
+    when = now_rfc3339()
+    for step in the_plan.steps:
+        journal.start_step(step.name, when)
+        for action in step.actions:
+            if isinstance(action, Change):
+                journal.plan_change(action, when)
+                journal.applied(action, when)
+        journal.finish_step(step.name, "done", 0.0, when)
+    chunks = len(chunk_plan(journal.log, index=0, used=0))
+    return {
+        "head": f"ConfigMap/{ns}/{JOURNAL_NAME}",
+        "chunks": [f"ConfigMap/{ns}/{chunk_name(i)}" for i in range(1, chunks + 1)],
+        "lease": f"Lease/{ns}/{LEASE_NAME}",
+        "deletes": f"ConfigMap/{ns}/{chunk_name(1)}… of the previous run",
+    }
+
+
 def plan_lines(the_plan: Plan) -> Iterator[str]:
-    """The plan as text: every patch and every wait, step by step."""
+    """The plan as text: every patch and every wait, step by step, then the journal's
+    objects."""
     yield f"cutover to {the_plan.options.to}: {len(the_plan.consumers)} GPU consumers"
     for c in the_plan.consumers:
         extra = " (bridged: resumed last)" if c.bridged and the_plan.options.to == "dra" else ""
@@ -1032,6 +1265,15 @@ def plan_lines(the_plan: Plan) -> Iterator[str]:
                 yield f"  run {shlex.quote(action.shell)}"
             else:
                 yield f"  wait for {action.condition.describe()}"
+    objects = journal_objects(the_plan)
+    chunks = objects["chunks"]
+    yield (
+        f"journal: {objects['head']} (created or replaced once, then merge patches of the keys "
+        f"that change, under its resourceVersion), {len(chunks)} chunk(s) {chunks[0]}"
+        + (f" to {chunks[-1]}" if len(chunks) > 1 else "")
+        + f" (created, then merge patches adding records), {objects['lease']}; "
+        f"{objects['deletes']} deleted"
+    )
     for reason in the_plan.refusals:
         yield f"refused: {reason}"
 
@@ -1064,4 +1306,5 @@ def plan_json(the_plan: Plan) -> Obj:
         "consumers": [c.to_json() for c in the_plan.consumers],
         "steps": steps,
         "refusals": list(the_plan.refusals),
+        "journal": journal_objects(the_plan),
     }

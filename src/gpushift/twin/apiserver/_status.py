@@ -120,6 +120,7 @@ _CAUSE_TYPES = {
     "Forbidden": "FieldValueForbidden",
     "Unsupported value": "FieldValueNotSupported",
     "Duplicate value": "FieldValueDuplicate",
+    "Too long": "FieldValueTooLong",
 }
 
 

@@ -578,6 +578,7 @@ class Store:
         if problems:
             value = f'Invalid value: "{name}"'
             raise invalid(kind, str(name), [("metadata.name", value, p) for p in problems])
+        _validation.check_size(kind, {**obj, "metadata": meta})
         key = ((meta.get("namespace") or ""), name)
         if key in self._data[(kind.group, kind.plural)]:
             raise already_exists(kind, name)
@@ -865,6 +866,7 @@ class Store:
         new["metadata"] = meta
         if subresource is None:
             _validation.check_update(kind, old, new)
+            _validation.check_size(kind, new)
         # Without a status subresource, status is part of what generation counts.
         with_status = "status" not in kind.subresources
         if "generation" in old_meta and _spec_part(new, with_status) != _spec_part(

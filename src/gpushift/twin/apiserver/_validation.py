@@ -2,11 +2,14 @@
 
 Rules and wording follow kube-apiserver's validation (pkg/apis/apps/validation,
 pkg/apis/resource/validation, pkg/apis/core/validation ``ValidateConfigMapUpdate`` and
-``ValidateSecretUpdate``). Go renders the old value with ``%#v``; the twin shows it as JSON.
+``ValidateSecretUpdate``, and the size limit of ``ValidateConfigMap`` and ``ValidateSecret``).
+Go renders the old value with ``%#v``; the twin shows it as JSON.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from typing import Any
 
@@ -55,6 +58,55 @@ def check_update(kind: Kind, old: Obj, new: Obj) -> None:
                 raise invalid(
                     kind, name, [(field, "Forbidden", "field is immutable when `immutable` is set")]
                 )
+
+
+#: core.MaxSecretSize (pkg/apis/core/types.go): what a ConfigMap's or a Secret's data may total.
+MAX_DATA_BYTES = 1024 * 1024
+
+
+def _decoded_len(value: Any) -> int:
+    try:
+        return len(base64.b64decode(str(value), validate=True))
+    except (binascii.Error, ValueError):
+        return len(str(value))
+
+
+def data_size(kind: Kind, obj: Obj) -> int | None:
+    """The bytes kube-apiserver counts against :data:`MAX_DATA_BYTES`, None for other kinds:
+    a ConfigMap's ``data`` (UTF-8) plus its decoded ``binaryData``; a Secret's decoded
+    ``data`` plus its ``stringData`` (which the API server folds into ``data``)."""
+    key = (kind.group, kind.plural)
+    if key == ("", "configmaps"):
+        data = obj.get("data") or {}
+        binary = obj.get("binaryData") or {}
+        return sum(len(str(v).encode()) for v in data.values()) + sum(
+            _decoded_len(v) for v in binary.values()
+        )
+    if key == ("", "secrets"):
+        data = obj.get("data") or {}
+        strings = obj.get("stringData") or {}
+        folded = {k: _decoded_len(v) for k, v in data.items()}
+        folded.update({k: len(str(v).encode()) for k, v in strings.items()})
+        return sum(folded.values())
+    return None
+
+
+def check_size(kind: Kind, obj: Obj) -> None:
+    """Refuse a ConfigMap or Secret whose data passes 1 MiB, on create and on update.
+
+    Mirrors pkg/apis/core/validation ValidateConfigMap (``field.TooLong`` at the root path,
+    shown as ``[]``) and ValidateSecret (at ``data``); the detail is apimachinery's TooLong.
+
+    Raises:
+        ApiError: 422 Invalid, ``ConfigMap "x" is invalid: []: Too long: may not be more
+            than 1048576 bytes``.
+    """
+    size = data_size(kind, obj)
+    if size is None or size <= MAX_DATA_BYTES:
+        return
+    name = str((obj.get("metadata") or {}).get("name") or "")
+    field = "[]" if kind.plural == "configmaps" else "data"
+    raise invalid(kind, name, [(field, "Too long", f"may not be more than {MAX_DATA_BYTES} bytes")])
 
 
 def _immutable(kind: Kind, name: str, field: str, value: Any) -> ApiError:
