@@ -292,8 +292,9 @@ class Scheduler:
         #: Per class, nodes it can never fit (until a preemption frees room): the failure and
         #: the node's version when it was found. The reason can go stale as use grows (a
         #: node that failed DRA may now have too many pods), so it is found again when read
-        #: at a later version.
-        self._dead: dict[Any, dict[int, tuple[Failure, int]]] = {}
+        #: at a later version. The flag says the failure came from a filter after
+        #: PodTopologySpread, which may fail first as the other nodes fill.
+        self._dead: dict[Any, dict[int, tuple[Failure, int, bool]]] = {}
         self._views: dict[Any, _ClassView] = {}
         #: The object being read or placed, for error messages.
         self.current: dict[str, Any] | None = None
@@ -603,6 +604,12 @@ class Scheduler:
             hit = dead.get(node.order)
             if hit is not None:
                 if hit[1] == node.version:
+                    if hit[2] and ctx.spread_hard:
+                        # The skew depends on the other nodes' pods: the spreading filter,
+                        # which runs first, may fail now where it passed then.
+                        spread = ctx.spread_filter(node)
+                        if spread is not None:
+                            return spread, None, None
                     return hit[0], None, None
                 stale = True
         static_cache = self._static.setdefault(key, {}) if key is not None else {}
@@ -612,9 +619,11 @@ class Scheduler:
             failure = self._static_filter(pod, node)
             if key is not None:
                 static_cache[node.order] = failure
+        late = False
         if failure is None:
             delegated = self._delegated(pod, node)
             failure = self._fit(pod, node, delegated)
+            late = failure is None
             if failure is None and ctx.spread_hard:
                 failure = ctx.spread_filter(node)
                 if failure is not None:
@@ -639,16 +648,16 @@ class Scheduler:
                         del self._dead[key][node.order]
                     return None, results, bridge
         if key is not None and not ctx.needs_affinity:
-            self._dead.setdefault(key, {})[node.order] = (failure, node.version)
+            self._dead.setdefault(key, {})[node.order] = (failure, node.version, late)
         return failure, None, None
 
     def _dead_failures(self, pod: PodInfo, ctx: _Context) -> dict[int, Failure]:
         """The failures of the nodes the pod's class can never fit, each as of now."""
         dead = self._dead.get(pod.class_key, {})
         out: dict[int, Failure] = {}
-        for order, (failure, version) in list(dead.items()):
+        for order, (failure, version, late) in list(dead.items()):
             node = self.nodes[order]
-            if version != node.version:
+            if version != node.version or (late and ctx.spread_hard):
                 found = self._filter(pod, node, ctx)[0]
                 if found is None:
                     continue
