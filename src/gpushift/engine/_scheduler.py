@@ -246,6 +246,9 @@ class _ClassView:
     node_key: dict[int, tuple[int, ...]]
     log_pos: int
     key_of: Callable[[NodeInfo], tuple[int, ...]]
+    #: The class's resource score (:func:`_resource_score`) by group key: pods of one class
+    #: request the same, so a group scores the same for all of them.
+    scores: dict[tuple[int, ...], int] = field(default_factory=dict)
 
     def remove(self, node: NodeInfo, key: tuple[int, ...]) -> None:
         group = self.groups[key]
@@ -306,6 +309,7 @@ class Scheduler:
         self._specs: dict[bytes | str, tuple[dict[str, int], int, int, int, bytes | str]] = {}
         self._fit_cache: dict[Any, dict[int, tuple[int, list[AllocationResult] | None]]] = {}
         self._terms: dict[Any, _SpecTerms] = {}
+        self._label_keys: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
 
     # -- setup --
 
@@ -435,14 +439,14 @@ class Scheduler:
                 tname = str(pc["resourceClaimTemplateName"])
                 # The resourceclaim controller looks for the claim it already generated
                 # (pod.status.resourceClaimStatuses) before creating one from the template.
-                made = next(
-                    (
-                        self.claims_by_key.get((pod.namespace, str(st.get("resourceClaimName"))))
-                        for st in (pod.obj.get("status") or {}).get("resourceClaimStatuses") or []
-                        if isinstance(st, dict) and st.get("name") == pc_name
-                    ),
-                    None,
-                )
+                made = None
+                status = pod.obj.get("status")
+                for st in (status.get("resourceClaimStatuses") or []) if status else ():
+                    if isinstance(st, dict) and st.get("name") == pc_name:
+                        made = self.claims_by_key.get(
+                            (pod.namespace, str(st.get("resourceClaimName")))
+                        )
+                        break
                 if made is not None:
                     pod.claims.append((pc_name, cast(ResourceClaim, made)))
                     statuses.append(
@@ -459,9 +463,12 @@ class Scheduler:
         if statuses:
             pod.obj.setdefault("status", {})["resourceClaimStatuses"] = statuses
         if not shared and pod.prefilter is None and not self.full_search:
-            labels = tuple(
-                sorted((k, v) for k, v in pod.labels.items() if k not in self._ignored_labels)
-            )
+            # Pods of one workload carry the same labels: their part of the key is made once.
+            items = tuple(pod.labels.items())
+            labels = self._label_keys.get(items)
+            if labels is None:
+                labels = tuple(sorted((k, v) for k, v in items if k not in self._ignored_labels))
+                self._label_keys[items] = labels
             pod.class_key = (pod.namespace, labels, pod.priority, class_text)
 
     def _claim_from_template(
@@ -798,8 +805,16 @@ class Scheduler:
             hi, lo = (max(raw.values()), min(raw.values())) if raw else (0, 0)
             spread = {k: 100 if hi == 0 else 100 * (hi + lo - r) // hi for k, r in raw.items()}
         scored: dict[int, list[tuple[int, ...]]] = {}
+        known = view.scores if view is not None else None
         for key in groups:
-            score = _resource_score(pod, key[:6]) + spread.get(key, 0) * _W_SPREAD
+            if known is None:
+                score = _resource_score(pod, key[:6])
+            else:
+                score = known.get(key, -1)
+                if score < 0:
+                    score = known[key] = _resource_score(pod, key[:6])
+            if spread:
+                score += spread.get(key, 0) * _W_SPREAD
             scored.setdefault(score, []).append(key)
         dead: list[int] = []
         chosen = None
