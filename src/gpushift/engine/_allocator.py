@@ -311,6 +311,7 @@ class StructuredAllocator:
         #: Per (node view, request): the ledger, its release count and the device index a
         #: first-fit walk may start from (see :meth:`_first_fit`).
         self._cursors: dict[tuple[int, int], tuple[AllocatedState, int, int]] = {}
+        self._singles: dict[int, tuple[Any, tuple[_Req, list[list[_Req]]] | None]] = {}
 
     # -- construction helpers --
 
@@ -600,6 +601,13 @@ class StructuredAllocator:
         a selector fails at run time or returns a non-bool (upstream aborts the allocation).
         """
         view = self._view(node)
+        if len(claims) == 1 and not view.counters:
+            claim = claims[0]
+            if not claim.get("status", {}).get("allocation"):
+                single = self._single(claim)
+                if single is not None:
+                    pick = self._first_fit(claim, single[0], view, state)
+                    return None if pick is None else [_result(claim, single[1], [pick])]
         meta = node["metadata"]
         out: list[AllocationResult | None] = []
         todo: list[int] = []
@@ -638,6 +646,24 @@ class StructuredAllocator:
         for j, i in enumerate(todo):
             out[i] = _result(claims[i], requests[j], [p for p in picks if p.claim == j])
         return [a for a in out if a is not None]
+
+    def _single(self, claim: ResourceClaim) -> tuple[_Req, list[list[_Req]]] | None:
+        """The request of a claim for exactly one device without constraints (the walk of
+        :meth:`_first_fit` serves it), with the claim's prepared requests; None for any other
+        claim. Worked out once per spec object: claims from one template share theirs."""
+        spec = claim["spec"]
+        hit = self._singles.get(id(spec))
+        if hit is not None and hit[0] is spec:
+            return hit[1]
+        reqs = self._requests(claim)
+        out = None
+        if len(reqs) == 1 and len(reqs[0]) == 1:
+            r = reqs[0][0]
+            devices = spec.get("devices") or {}
+            if r.count == 1 and not r.mode_all and not devices.get("constraints"):
+                out = (r, reqs)
+        self._singles[id(spec)] = (spec, out)
+        return out
 
     def _first_fit(
         self, claim: ResourceClaim, r: _Req, view: _NodeView, state: AllocatedState

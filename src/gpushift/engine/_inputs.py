@@ -70,11 +70,6 @@ class Inputs:
     #: :func:`content_key` of pod specs that passed every check; pods from one template share
     #: a spec.
     valid_pod_specs: set[bytes | str] = field(default_factory=set, repr=False, compare=False)
-    #: While loading: each checked pod spec's :func:`content_key` by the spec's id (with the
-    #: spec, so a reused id cannot match); emptied when loading ends.
-    spec_keys: dict[int, tuple[Any, bytes | str]] = field(
-        default_factory=dict, repr=False, compare=False
-    )
 
     def origin(self, obj: object) -> Origin | None:
         """Where ``obj`` was read, if it came from a file."""
@@ -425,9 +420,7 @@ def _check(inputs: Inputs, obj: dict[str, Any]) -> None:
     if kind == "Pod":
         # The checks read nothing but the spec, so an equal spec (same keys, types and values)
         # passes them again; only specs that passed are remembered.
-        spec = obj.get("spec")
-        spec_text = content_key(spec)
-        inputs.spec_keys[id(spec)] = (spec, spec_text)
+        spec_text = content_key(obj.get("spec"))
         if spec_text not in inputs.valid_pod_specs:
             _check_pod_spec(inputs, obj, prefix=("spec",))
             inputs.valid_pod_specs.add(spec_text)
@@ -661,14 +654,12 @@ def _finish(inputs: Inputs, workloads: list[dict[str, Any]]) -> Inputs:
     _check_admin_access(inputs)
     _check_cel(inputs)
     summed: set[bytes | str] = set()
-    known = inputs.spec_keys
     for p in inputs.pods:
         meta = p.setdefault("metadata", {})
         meta.setdefault("namespace", "default")
         spec = p.get("spec") or {}
         # Requests follow from the spec alone: an equal spec adds up as before.
-        hit = known.get(id(spec))
-        key = hit[1] if hit is not None and hit[0] is spec else content_key(spec)
+        key = content_key(spec)
         if key in summed:
             continue
         try:
@@ -676,7 +667,6 @@ def _finish(inputs: Inputs, workloads: list[dict[str, Any]]) -> Inputs:
         except InputError as err:
             raise inputs.error(p, str(err), ["spec"]) from None
         summed.add(key)
-    known.clear()
     for obj in [*inputs.claims, *inputs.templates]:
         obj.setdefault("metadata", {}).setdefault("namespace", "default")
     return inputs
