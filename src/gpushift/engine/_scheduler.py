@@ -1254,6 +1254,30 @@ class _SpecTerms:
 class _Context:
     """Per-pod data for one scheduling attempt: affinity and spreading state, failures."""
 
+    # One is made per pod and attempt: slots make that and every read cheaper.
+    __slots__ = (
+        "_aff_domains",
+        "_anti_domains",
+        "_existing_anti",
+        "all_dead",
+        "checks_affinity",
+        "failures",
+        "needs_affinity",
+        "only_nodes",
+        "plain",
+        "pod",
+        "post",
+        "pref_aff",
+        "pref_anti",
+        "pref_node",
+        "req_aff",
+        "req_anti",
+        "sched",
+        "spread_default",
+        "spread_hard",
+        "spread_soft",
+    )
+
     def __init__(self, sched: Scheduler, pod: PodInfo) -> None:
         self.sched = sched
         self.pod = pod
