@@ -9,12 +9,16 @@ Run: ``python -m bench.simulate`` (sizes: ``--sizes 1000,2000``; ``--profile`` p
 cProfile of the smaller size in-process). ``--floor`` also times, in turn with the command on
 the same file, the floor of the work: a fresh interpreter that ``json.load``s the input and
 writes ``json.dumps`` of an output of the same size, and prints the command's ratio to it.
+``--baseline SRC`` also runs another tree's command (``PYTHONPATH=SRC``, e.g. a worktree of the
+commit before a change) in the same rounds, right before this tree's, and prints its figures
+and the ratio between the two.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -100,9 +104,13 @@ def cluster(nodes: int) -> tuple[dict[str, Any], int]:
     return {"apiVersion": "v1", "kind": "List", "items": items}, pods
 
 
-def run_command(path: Path) -> tuple[float, float, int]:
+def run_command(path: Path, src: str | None = None) -> tuple[float, float, int]:
     """Wall and CPU seconds of ``gpushift simulate PATH`` in a new interpreter, and its exit
-    code. CPU time (user + system of the child) is steadier on a shared machine."""
+    code; with ``src``, the ``gpushift`` package found there. CPU time (user + system of the
+    child) is steadier on a shared machine."""
+    env = None
+    if src is not None:
+        env = {**os.environ, "PYTHONPATH": src}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
@@ -111,6 +119,7 @@ def run_command(path: Path) -> tuple[float, float, int]:
         stderr=subprocess.PIPE,
         text=True,
         check=False,
+        env=env,
     )
     elapsed = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -187,6 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--rss", action="store_true", help="one run per size, ascending: print peak RSS"
     )
+    parser.add_argument(
+        "--baseline", metavar="SRC", help="also time the gpushift package under SRC, same rounds"
+    )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.rss:
@@ -205,9 +217,18 @@ def main(argv: list[str] | None = None) -> int:
         best: dict[int, tuple[float, float, int]] = {}
         floor: dict[int, tuple[float, float]] = {}
         ratios: dict[int, list[float]] = {}
+        base: dict[int, tuple[float, float]] = {}
+        base_ratios: dict[int, list[float]] = {}
+        base_floor: dict[int, list[float]] = {}
         for _ in range(args.rounds):
             for nodes, _pods, path in paths:
+                if args.baseline:
+                    bw, bc, _ = run_command(path, args.baseline)
+                    oldb = base.get(nodes)
+                    base[nodes] = (min(bw, oldb[0]), min(bc, oldb[1])) if oldb else (bw, bc)
                 wall, cpu, code = run_command(path)
+                if args.baseline:
+                    base_ratios.setdefault(nodes, []).append(cpu / bc)
                 old = best.get(nodes)
                 best[nodes] = (
                     (min(wall, old[0]), min(cpu, old[1]), code) if old else (wall, cpu, code)
@@ -218,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
                     oldf = floor.get(nodes)
                     floor[nodes] = (min(fw, oldf[0]), min(fc, oldf[1])) if oldf else (fw, fc)
                     ratios.setdefault(nodes, []).append(cpu / fc)
+                    if args.baseline:
+                        base_floor.setdefault(nodes, []).append(bc / fc)
     for nodes, pods, _ in paths:
         wall, cpu, code = best[nodes]
         print(
@@ -232,12 +255,32 @@ def main(argv: list[str] | None = None) -> int:
                 f"command/floor: wall {wall / fw:.2f}x, cpu {cpu / fc:.2f}x "
                 f"(median of pairs, cpu {pair:.2f}x)"
             )
+        if args.baseline:
+            bw, bc = base[nodes]
+            line = (
+                f"{'':>6} baseline     wall {bw:6.2f} s  cpu {bc:6.2f} s  "
+                f"this/baseline: wall {wall / bw:.2f}x, cpu {cpu / bc:.2f}x "
+                f"(median of pairs {statistics.median(base_ratios[nodes]):.2f}x)"
+            )
+            if args.floor:
+                fw, fc = floor[nodes]
+                line += (
+                    f"; baseline/floor cpu {bc / fc:.2f}x "
+                    f"(median of pairs {statistics.median(base_floor[nodes]):.2f}x)"
+                )
+            print(line)
     if len(paths) >= 2:
         a, b = best[paths[0][0]], best[paths[-1][0]]
         print(
             f"ratio {paths[-1][0]}/{paths[0][0]} nodes: wall {b[0] / a[0]:.2f}x, "
             f"cpu {b[1] / a[1]:.2f}x"
         )
+        if args.baseline:
+            c, d = base[paths[0][0]], base[paths[-1][0]]
+            print(
+                f"baseline ratio {paths[-1][0]}/{paths[0][0]} nodes: wall {d[0] / c[0]:.2f}x, "
+                f"cpu {d[1] / c[1]:.2f}x"
+            )
     return 0
 
 

@@ -346,3 +346,67 @@ def test_shared_counters_are_never_overdrawn(
         # Each distinct device in use draws its counters once, however many shares it has.
         in_use = {r["device"] for h in held for r in h["devices"]["results"]}
         assert sum(need[d] for d in in_use) <= total
+
+
+@st.composite
+def one_device_claims(draw: st.DrawFn) -> dict[str, Any]:
+    """Mostly claims the single-device walk serves (one request for one device, no
+    constraint), now and then one for two devices, which takes the full search."""
+    e: dict[str, Any] = {"deviceClassName": "any", "count": draw(st.sampled_from([1, 1, 1, 2]))}
+    caps = {}
+    if draw(st.booleans()):
+        caps["shares"] = str(draw(st.integers(1, 3)))
+    if draw(st.booleans()):
+        caps["memory"] = f"{draw(st.integers(0, 4))}Gi"
+    if caps:
+        e["capacity"] = {"requests": caps}
+    return {
+        "metadata": {"name": "c", "namespace": "ns"},
+        "spec": {"devices": {"requests": [{"name": "r", "exactly": e}]}},
+    }
+
+
+def _picked(got: list[dict[str, Any]] | None) -> list[tuple[str, str, Any]] | None:
+    if got is None:
+        return None
+    return [
+        (r["request"], r["device"], sorted((r.get("consumedCapacity") or {}).items()))
+        for a in got
+        for r in a["devices"]["results"]
+    ]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    devs=devices(),
+    sequence=st.lists(
+        st.tuples(one_device_claims(), st.integers(0, 3), st.booleans()), max_size=25
+    ),
+)
+def test_the_remembered_walk_picks_what_a_fresh_allocator_picks(
+    devs: list[dict[str, Any]], sequence: list[tuple[dict[str, Any], int, bool]]
+) -> None:
+    """Claims come and go; one allocator, which remembers where each single-device walk
+    stopped, picks the same devices and amounts as a new allocator for every call."""
+    s = {
+        "metadata": {"name": "s"},
+        "spec": {
+            "driver": DRV,
+            "nodeName": "n1",
+            "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+            "devices": devs,
+        },
+    }
+    kept = StructuredAllocator(slices=[s], classes=[CLASS])
+    state = AllocatedState()
+    held: list[dict[str, Any]] = []
+    for claim, release, release_first in sequence:
+        if release_first and held:
+            state.remove(held.pop(release % len(held)))
+        fresh = StructuredAllocator(slices=[s], classes=[CLASS])
+        want = fresh.allocate(claims=[claim], node=NODE, state=state)
+        got = kept.allocate(claims=[claim], node=NODE, state=state)
+        assert _picked(got) == _picked(want)
+        if got is not None:
+            state.add(got[0])
+            held.append(got[0])

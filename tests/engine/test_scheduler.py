@@ -841,3 +841,58 @@ def test_a_node_failing_the_spread_filter_is_tried_again_once_the_other_domains_
     sim = simulate(from_objects(objs))
     placed = {p.name: p.node.name if p.node else None for p in sim.outcome.pods}
     assert placed == {"p0": "a1", "p1": "b1", "p2": "a1", "p3": "b1", "p4": "a1"}
+
+
+def test_a_cached_dra_failure_gives_way_to_the_spread_filter_that_runs_first() -> None:
+    # Zone a holds a1 (one GPU, room for one pod) and a2, zone b holds b1; neither a2 nor b1
+    # has a device. p0 goes to a1; its class learns that a2 and b1 cannot allocate the claim.
+    # For p1, zone a holds one matching pod and b none: on a2 the skew is 1 + 1 - 0 = 2 >
+    # maxSkew 1, and PodTopologySpread runs before DynamicResources, so a2 fails spreading
+    # (not DRA, as the cache had it); b1 passes spreading and fails DRA; a1 is full.
+    from gpushift.engine import GpuInfo, nvidia_resource_slice
+
+    def zone_node(name: str, zone: str, pods: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}},
+            "status": {"allocatable": {"cpu": "8", "pods": pods}},
+        }
+
+    gpu = GpuInfo(
+        minor=0,
+        uuid="GPU-0",
+        product_name="NVIDIA L4",
+        memory_bytes=24 * 2**30,
+        architecture="Ada Lovelace",
+        cuda_compute_capability="8.9",
+    )
+    spread = {
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "x"}},
+            }
+        ]
+    }
+    objs = [
+        zone_node("a1", "a", "1"),
+        zone_node("a2", "a", "10"),
+        zone_node("b1", "b", "10"),
+        dict(nvidia_resource_slice(node_name="a1", gpus=[gpu], sharing=5)),
+        *_dra_objects()[2:],  # the DeviceClasses and the "gpu" template
+    ]
+    for name in ("p0", "p1"):
+        p = _claim_pod(name, {"resourceClaimTemplateName": "gpu"})
+        p["metadata"]["labels"] = {"app": "x"}
+        p["spec"].update(spread)
+        objs.append(p)
+    sim = simulate(from_objects(objs))
+    assert where(sim) == {"p0": "a1", "p1": None}
+    assert message(sim, "p1") == (
+        "0/3 nodes are available: 1 Too many pods, 1 cannot allocate all claims, "
+        "1 node(s) didn't match pod topology spread constraints. preemption: 0/3 nodes are "
+        f"available: 3 {NO_VICTIMS}."
+    )

@@ -153,6 +153,14 @@ def simulate(
     sys.stdout.flush()
     # Pods and nodes point at each other, so with collection off the run's objects stay until
     # the interpreter's final collection, which walks them all (a sixth of the command at
-    # 1,000 nodes); frozen, they are left to the process's exit.
+    # 1,000 nodes); frozen, they are left to the process's exit. Held by a frozen cycle, the
+    # rest (the inputs' origins, the table) is not freed object by object either, when this
+    # frame goes or the module is cleared at exit (a fortieth of the command).
+    _KEPT.append(sim)
     gc.freeze()
     raise typer.Exit(sim.exit_code)
+
+
+#: Each run's outcome, in a list that holds itself: see the end of :func:`simulate`.
+_KEPT: list[object] = []
+_KEPT.append(_KEPT)

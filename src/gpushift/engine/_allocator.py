@@ -49,6 +49,7 @@ from gpushift.engine._dra_types import (
     ResourceSlice,
 )
 from gpushift.engine._filters import node_selector_matches
+from gpushift.engine._inputs import content_key
 
 __all__ = [
     "ALLOCATION_RESULTS_MAX_SIZE",
@@ -289,7 +290,7 @@ class StructuredAllocator:
         self._classes: dict[str, DeviceClass] = {
             c["metadata"]["name"]: c for c in classes if c.get("metadata", {}).get("name")
         }
-        self._cap_ids: dict[str, tuple[int, dict[str, Capacity]]] = {}
+        self._cap_ids: dict[bytes | str, tuple[int, dict[str, Capacity]]] = {}
         self._by_node: dict[str, list[tuple[ResourceSlice, list[_Dev]]]] = {}
         self._other: list[tuple[ResourceSlice, list[_Dev]]] = []
         for s in slices:
@@ -307,12 +308,16 @@ class StructuredAllocator:
         self._capreq_ids: dict[tuple[tuple[str, str], ...], int] = {}
         self._uses: dict[tuple[int, int], _Use | None] = {}
         self._whole: dict[tuple[int, int], bool] = {}
+        #: Per (node view, request): the ledger, its release count and the device index a
+        #: first-fit walk may start from (see :meth:`_first_fit`).
+        self._cursors: dict[tuple[int, int], tuple[AllocatedState, int, int]] = {}
+        self._singles: dict[int, tuple[Any, tuple[_Req, list[list[_Req]]] | None]] = {}
 
     # -- construction helpers --
 
     def _capacity(self, body: Mapping[str, Any] | None) -> tuple[int, dict[str, Capacity]]:
-        # Devices of one model repeat the same capacity body; repr is a cheap content key.
-        frozen = repr(body)
+        # Devices of one model repeat the same capacity body: keyed by its content.
+        frozen = content_key(body)
         hit = self._cap_ids.get(frozen)
         if hit is None:
             caps = {name: parse_capacity(c) for name, c in (body or {}).items()}
@@ -596,6 +601,13 @@ class StructuredAllocator:
         a selector fails at run time or returns a non-bool (upstream aborts the allocation).
         """
         view = self._view(node)
+        if len(claims) == 1 and not view.counters:
+            claim = claims[0]
+            if not claim.get("status", {}).get("allocation"):
+                single = self._single(claim)
+                if single is not None:
+                    pick = self._first_fit(claim, single[0], view, state)
+                    return None if pick is None else [_result(claim, single[1], [pick])]
         meta = node["metadata"]
         out: list[AllocationResult | None] = []
         todo: list[int] = []
@@ -635,16 +647,45 @@ class StructuredAllocator:
             out[i] = _result(claims[i], requests[j], [p for p in picks if p.claim == j])
         return [a for a in out if a is not None]
 
+    def _single(self, claim: ResourceClaim) -> tuple[_Req, list[list[_Req]]] | None:
+        """The request of a claim for exactly one device without constraints (the walk of
+        :meth:`_first_fit` serves it), with the claim's prepared requests; None for any other
+        claim. Worked out once per spec object: claims from one template share theirs."""
+        spec = claim["spec"]
+        hit = self._singles.get(id(spec))
+        if hit is not None and hit[0] is spec:
+            return hit[1]
+        reqs = self._requests(claim)
+        out = None
+        if len(reqs) == 1 and len(reqs[0]) == 1:
+            r = reqs[0][0]
+            devices = spec.get("devices") or {}
+            if r.count == 1 and not r.mode_all and not devices.get("constraints"):
+                out = (r, reqs)
+        self._singles[id(spec)] = (spec, out)
+        return out
+
     def _first_fit(
         self, claim: ResourceClaim, r: _Req, view: _NodeView, state: AllocatedState
     ) -> _Pick | None:
         """The search for one single-device request without constraints: the first device
-        that passes the same checks as :meth:`_Search._try` (no backtracking is possible)."""
+        that passes the same checks as :meth:`_Search._try` (no backtracking is possible).
+
+        Devices a request was turned away from stay unusable for it while ``state`` only
+        grows (each check is fixed per device and request, or fails more as use grows), so
+        the walk starts where the last one for this node and request stopped, unless
+        ``state`` released something since (:attr:`AllocatedState.releases`)."""
+        devices = view.devices
+        ck = (id(view), id(r))
+        hit = self._cursors.get(ck)
+        releases = state.releases
+        start = hit[2] if hit is not None and hit[0] is state and hit[1] == releases else 0
         exclusive = state.exclusive
         shared = state.shared
         consumed = state.consumed
         admin = r.admin
-        for d in view.devices:
+        for pos in range(start, len(devices)):
+            d = devices[pos]
             key = d.key
             if not admin and (key in exclusive or (not d.multi and key in shared)):
                 continue
@@ -677,7 +718,9 @@ class StructuredAllocator:
                         continue
             elif r.cap_requests and not self._fits_whole(d, r):
                 continue
+            self._cursors[ck] = (state, releases, pos)
             return _Pick(0, r, d, use, [])
+        self._cursors[ck] = (state, releases, len(devices))
         return None
 
 

@@ -56,14 +56,20 @@ class AllocatedState:
     ``shared`` counts shares of multi-allocatable devices (results with ``shareID``), whose
     ``consumedCapacity`` adds up in ``consumed``. Results with ``adminAccess: true`` are not
     counted, as upstream. Keys are :func:`device_key` strings.
+
+    Change it through :meth:`add` and :meth:`remove` (and the claim forms) only: ``releases``
+    counts the changes that gave something back, and the allocator trusts that between two
+    of them use only grew.
     """
 
-    __slots__ = ("consumed", "exclusive", "shared")
+    __slots__ = ("consumed", "exclusive", "releases", "shared")
 
     def __init__(self) -> None:
         self.exclusive: dict[str, int] = {}
         self.shared: dict[str, int] = {}
         self.consumed: dict[str, dict[str, Number]] = {}
+        #: How many changes so far released a device or capacity (or added a negative amount).
+        self.releases = 0
 
     def copy(self) -> AllocatedState:
         """An independent copy."""
@@ -71,6 +77,7 @@ class AllocatedState:
         c.exclusive = dict(self.exclusive)
         c.shared = dict(self.shared)
         c.consumed = {k: dict(v) for k, v in self.consumed.items()}
+        c.releases = self.releases
         return c
 
     def add(self, allocation: AllocationResult) -> None:
@@ -99,11 +106,16 @@ class AllocatedState:
         if r.get("adminAccess"):
             return
         key = device_key(r["driver"], r["pool"], r["device"])
+        if sign < 0:
+            self.releases += 1
         if r.get("shareID"):
             _bump(self.shared, key, sign)
             agg = self.consumed.setdefault(key, {})
             for name, text in (r.get("consumedCapacity") or {}).items():
-                agg[name] = agg.get(name, 0) + sign * _amount(text)
+                amount = _amount(text)
+                if amount < 0 and sign > 0:
+                    self.releases += 1  # a negative amount read back gives capacity back
+                agg[name] = agg.get(name, 0) + sign * amount
             if key not in self.shared:
                 self.consumed.pop(key, None)
         else:

@@ -71,6 +71,8 @@ def dra_tenants(
     """
     out: dict[tuple[str, int], list[DraTenant]] = {}
     cards: dict[str, int | None] = {}
+    # The node of each NVIDIA pool, looked up once per pool name.
+    pool_nodes: dict[str, str | None] = {}
     for claim in outcome.claims:
         status = claim.get("status")
         if not status:
@@ -78,24 +80,36 @@ def dra_tenants(
         alloc = status.get("allocation")
         if not alloc:
             continue
+        results = (alloc.get("devices") or {}).get("results")
+        if not results:
+            continue
         meta = claim["metadata"]
         ns = meta.get("namespace", "")
         name = f"{ns}/{meta.get('name', '')}"
         pods = [f"{ns}/{r.get('name', '')}" for r in status.get("reservedFor") or ()]
-        for r in (alloc.get("devices") or {}).get("results") or ():
+        for r in results:
             # KEP-5018: admin access (a monitor watching every card) is not an allocation.
             if r.get("driver") != NVIDIA_DRIVER or r.get("adminAccess") is True:
                 continue
-            # The slice may be gone (the driver was removed without draining): the claim
-            # still holds the card, on the node its allocation is pinned to.
-            node = pools.get((NVIDIA_DRIVER, str(r.get("pool")))) or _allocated_node(alloc)
+            pool = str(r.get("pool"))
+            if pool in pool_nodes:
+                node = pool_nodes[pool]
+            else:
+                node = pool_nodes[pool] = pools.get((NVIDIA_DRIVER, pool))
+            if node is None:
+                # The slice may be gone (the driver was removed without draining): the claim
+                # still holds the card, on the node its allocation is pinned to.
+                node = _allocated_node(alloc)
             device = str(r.get("device", ""))
             card = cards[device] if device in cards else cards.setdefault(device, card_of(device))
             if node is None or card is None:
                 continue
-            out.setdefault((node, card), []).append(
-                DraTenant(name, "shareID" in r, r.get("consumedCapacity") or {}, pods)
-            )
+            tenant = DraTenant(name, "shareID" in r, r.get("consumedCapacity") or {}, pods)
+            held = out.get((node, card))
+            if held is None:
+                out[(node, card)] = [tenant]
+            else:
+                held.append(tenant)
     return out
 
 

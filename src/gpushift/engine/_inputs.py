@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -37,12 +37,15 @@ KNOWN_KINDS = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Origin:
-    """Where an object was read: file, document index, keys from the document root, line."""
+class Origin(NamedTuple):
+    """Where an object was read: file, document index in it, keys from the document root,
+    line.
+
+    A named tuple: one is made per object read, and a tuple is made several times faster
+    than a frozen dataclass."""
 
     path: str
-    index: int
+    document: int
     prefix: tuple[str | int, ...]
     line: int | None
 
@@ -80,7 +83,7 @@ class Inputs:
             return InputError(message, obj=desc)
         line = o.line
         if (keys or line is None) and os.path.exists(o.path):
-            found = _yaml.locate(o.path, o.index, [*o.prefix, *keys])
+            found = _yaml.locate(o.path, o.document, [*o.prefix, *keys])
             line = found if found is not None else line
         return InputError(message, path=o.path, line=line, obj=desc)
 
@@ -147,12 +150,61 @@ def _shapes(
     prefix: Sequence[str | int],
     fields: Sequence[tuple[str, type]],
 ) -> None:
-    for dotted, want in fields:
-        keys = [*prefix, *dotted.split(".")]
-        value = _shape(inputs, obj, keys, want)
-        if want is list and dotted in _LISTS_OF_OBJECTS:
-            for i in range(len(value or [])):
-                _shape(inputs, obj, [*keys, i], dict)
+    """:func:`_shape` of each dotted field under ``prefix`` (and of each item of the lists
+    of objects among them)."""
+    base: Any = obj
+    for k in prefix:
+        if isinstance(k, int):
+            base = base[k] if isinstance(base, list) and k < len(base) else None
+        else:
+            base = base.get(k) if isinstance(base, dict) else None
+        if base is None:
+            return
+    _shapes_at(inputs, obj, base, prefix, fields)
+
+
+def _shapes_at(
+    inputs: Inputs,
+    obj: dict[str, Any],
+    base: Any,
+    prefix: Sequence[str | int],
+    fields: Sequence[tuple[str, type]],
+) -> None:
+    """:func:`_shapes` with the value at ``prefix`` already in hand (``base``). Every value is
+    looked at in place; only a value of the wrong type goes through :func:`_shape`, which
+    walks from the root and raises the error."""
+    for parts, want, objects in _compiled(fields):
+        cur = base
+        for k in parts:
+            cur = cur.get(k) if isinstance(cur, dict) else None
+            if cur is None:
+                break
+        if cur is None:
+            continue
+        if not isinstance(cur, want) or isinstance(cur, bool):
+            _shape(inputs, obj, [*prefix, *parts], want)
+        if objects:
+            for i, item in enumerate(cur):
+                if item is not None and not isinstance(item, dict):
+                    _shape(inputs, obj, [*prefix, *parts, i], dict)
+
+
+_Compiled = list[tuple[tuple[str, ...], type, bool]]
+#: :func:`_compiled` by the id of the field table (kept, so the id stays its own).
+_COMPILED: dict[int, tuple[Sequence[tuple[str, type]], _Compiled]] = {}
+
+
+def _compiled(fields: Sequence[tuple[str, type]]) -> _Compiled:
+    """``fields`` with each dotted name split, and whether it is a list of objects."""
+    hit = _COMPILED.get(id(fields))
+    if hit is not None and hit[0] is fields:
+        return hit[1]
+    out = [
+        (tuple(dotted.split(".")), want, want is list and dotted in _LISTS_OF_OBJECTS)
+        for dotted, want in fields
+    ]
+    _COMPILED[id(fields)] = (fields, out)
+    return out
 
 
 #: List fields whose items must be objects.
@@ -200,6 +252,21 @@ _REQUEST_FIELDS = (
     ("capacity.requests", dict),
     ("tolerations", list),
 )
+_CLAIM_SPEC_FIELDS = (
+    ("devices", dict),
+    ("devices.requests", list),
+    ("devices.constraints", list),
+)
+_CLAIM_REQUEST_FIELDS = (("exactly", dict), ("firstAvailable", list))
+_SLICE_SPEC_FIELDS = (("driver", str), ("pool", dict), ("nodeName", str))
+_SLICE_POOL_FIELDS = (("name", str), ("generation", int), ("resourceSliceCount", int))
+_SLICE_DEVICES_FIELDS = (("devices", list), ("nodeSelector", dict))
+_DEVICE_FIELDS = (("attributes", dict), ("capacity", dict), ("taints", list), ("name", str))
+_CAPACITY_FIELDS = (("requestPolicy", dict), ("requestPolicy.validRange", dict))
+_META_FIELDS = (("labels", dict), ("annotations", dict))
+_OBJECT_FIELDS = (("spec", dict), ("status", dict))
+_CLASS_FIELDS = (("selectors", list), ("config", list), ("extendedResourceName", str))
+_NODE_FIELDS = (("spec.taints", list), ("status.allocatable", dict))
 
 
 def field_path(keys: Sequence[str | int], *, maps: int = 0) -> str:
@@ -275,18 +342,13 @@ def _check_claim_spec(
 ) -> None:
     spec: Any = _require(inputs, obj, list(prefix))
     _shape(inputs, obj, prefix, dict)
-    _shapes(
-        inputs,
-        obj,
-        prefix,
-        (("devices", dict), ("devices.requests", list), ("devices.constraints", list)),
-    )
+    _shapes(inputs, obj, prefix, _CLAIM_SPEC_FIELDS)
     requests = (spec.get("devices") or {}).get("requests") or []
     for i, req in enumerate(requests):
         keys = [*prefix, "devices", "requests", i]
         if not isinstance(req, dict) or not req.get("name"):
             raise inputs.error(obj, f"missing required field 'requests[{i}].name'", keys)
-        _shapes(inputs, obj, keys, (("exactly", dict), ("firstAvailable", list)))
+        _shapes(inputs, obj, keys, _CLAIM_REQUEST_FIELDS)
         subs: list[tuple[list[str | int], Any]] = []
         if req.get("exactly") is not None:
             subs.append(([*keys, "exactly"], req["exactly"]))
@@ -310,16 +372,11 @@ def _check_claim_spec(
 
 def _check_slice(inputs: Inputs, obj: dict[str, Any]) -> None:
     _require(inputs, obj, ["spec", "driver"])
-    _shapes(inputs, obj, ["spec"], (("driver", str), ("pool", dict), ("nodeName", str)))
+    _shapes(inputs, obj, ["spec"], _SLICE_SPEC_FIELDS)
     _require(inputs, obj, ["spec", "pool", "name"])
-    _shapes(
-        inputs,
-        obj,
-        ["spec", "pool"],
-        (("name", str), ("generation", int), ("resourceSliceCount", int)),
-    )
     spec = obj["spec"]
-    _shapes(inputs, obj, ["spec"], (("devices", list), ("nodeSelector", dict)))
+    _shapes_at(inputs, obj, spec["pool"], ["spec", "pool"], _SLICE_POOL_FIELDS)
+    _shapes_at(inputs, obj, spec, ["spec"], _SLICE_DEVICES_FIELDS)
     if not any(spec.get(k) for k in ("nodeName", "nodeSelector", "allNodes")) and not spec.get(
         "perDeviceNodeSelection"
     ):
@@ -329,23 +386,22 @@ def _check_slice(inputs: Inputs, obj: dict[str, Any]) -> None:
     for i, dev in enumerate(spec.get("devices") or []):
         if not isinstance(dev, dict) or not dev.get("name"):
             raise inputs.error(obj, f"missing required field 'devices[{i}].name'", ["spec"])
-        _shapes(
-            inputs,
-            obj,
-            ["spec", "devices", i],
-            (("attributes", dict), ("capacity", dict), ("taints", list), ("name", str)),
-        )
-        for aname in dev.get("attributes") or {}:
-            _shape(inputs, obj, ["spec", "devices", i, "attributes", aname], dict)
+        _shapes_at(inputs, obj, dev, ("spec", "devices", i), _DEVICE_FIELDS)
+        for aname, attr in (dev.get("attributes") or {}).items():
+            if attr is not None and not isinstance(attr, dict):
+                _shape(inputs, obj, ["spec", "devices", i, "attributes", aname], dict)
         for cname, cap in (dev.get("capacity") or {}).items():
-            keys: list[str | int] = ["spec", "devices", i, "capacity", cname]
+            keys = ("spec", "devices", i, "capacity", cname)
             if not isinstance(cap, dict) or "value" not in cap:
                 raise inputs.error(obj, f"capacity {cname!r}: missing required field 'value'", keys)
-            _check_quantity(inputs, obj, cap["value"], [*keys, "value"])
-            _shapes(
-                inputs, obj, keys, (("requestPolicy", dict), ("requestPolicy.validRange", dict))
-            )
-            policy = cap.get("requestPolicy") or {}
+            raw = cap["value"]
+            # A quantity met before (the same model's devices repeat them) passed already.
+            if type(raw) is not str or raw not in _VALID_QUANTITIES:
+                _check_quantity(inputs, obj, raw, [*keys, "value"])
+            _shapes_at(inputs, obj, cap, keys, _CAPACITY_FIELDS)
+            policy = cap.get("requestPolicy")
+            if not policy:
+                continue
             if "default" in policy:
                 _check_quantity(inputs, obj, policy["default"], [*keys, "requestPolicy"])
             for part in ("min", "max", "step"):
@@ -359,8 +415,8 @@ def _check(inputs: Inputs, obj: dict[str, Any]) -> None:
     _shape(inputs, obj, ["metadata"], dict)
     if not _meta_name(obj):
         raise inputs.error(obj, "missing required field 'metadata.name'", ["metadata"])
-    _shapes(inputs, obj, ["metadata"], (("labels", dict), ("annotations", dict)))
-    _shapes(inputs, obj, [], (("spec", dict), ("status", dict)))
+    _shapes(inputs, obj, ["metadata"], _META_FIELDS)
+    _shapes_at(inputs, obj, obj, [], _OBJECT_FIELDS)
     if kind == "Pod":
         # The checks read nothing but the spec, so an equal spec (same keys, types and values)
         # passes them again; only specs that passed are remembered.
@@ -378,17 +434,12 @@ def _check(inputs: Inputs, obj: dict[str, Any]) -> None:
     elif kind == "ResourceClaimTemplate":
         _check_claim_spec(inputs, obj, prefix=("spec", "spec"))
     elif kind == "DeviceClass":
-        _shapes(
-            inputs,
-            obj,
-            ["spec"],
-            (("selectors", list), ("config", list), ("extendedResourceName", str)),
-        )
+        _shapes(inputs, obj, ["spec"], _CLASS_FIELDS)
     elif kind == "PriorityClass":
         if not isinstance(obj.get("value"), int):
             raise inputs.error(obj, "missing required field 'value'")
     elif kind == "Node":
-        _shapes(inputs, obj, [], (("spec.taints", list), ("status.allocatable", dict)))
+        _shapes_at(inputs, obj, obj, [], _NODE_FIELDS)
         status = obj.get("status") or {}
         for part in ("capacity", "allocatable"):
             for rname, raw in (status.get(part) or {}).items():
@@ -539,17 +590,20 @@ def _add(inputs: Inputs, obj: dict[str, Any], origin: Origin, workloads: list[An
     if kind in ("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet"):
         workloads.append(obj)
         return
-    target = {
-        "Node": inputs.nodes,
-        "Pod": inputs.pods,
-        "ResourceSlice": inputs.slices,
-        "DeviceClass": inputs.classes,
-        "ResourceClaim": inputs.claims,
-        "ResourceClaimTemplate": inputs.templates,
-        "PriorityClass": inputs.priority_classes,
-        "Namespace": inputs.namespaces,
-    }[kind]
-    target.append(obj)
+    getattr(inputs, _LIST_OF_KIND[kind]).append(obj)
+
+
+#: The ``Inputs`` list each kind that is not a workload goes to.
+_LIST_OF_KIND = {
+    "Node": "nodes",
+    "Pod": "pods",
+    "ResourceSlice": "slices",
+    "DeviceClass": "classes",
+    "ResourceClaim": "claims",
+    "ResourceClaimTemplate": "templates",
+    "PriorityClass": "priority_classes",
+    "Namespace": "namespaces",
+}
 
 
 def _keys(obj: dict[str, Any]) -> list[object]:
@@ -594,7 +648,7 @@ def _finish(inputs: Inputs, workloads: list[dict[str, Any]]) -> Inputs:
             pods = _workloads.daemonset_pods(w, node_names=_daemon_nodes(w, inputs.nodes))
         origin = inputs.origins[id(w)]
         for p in pods:
-            inputs.origins[id(p)] = Origin(origin.path, origin.index, origin.prefix, origin.line)
+            inputs.origins[id(p)] = Origin(origin.path, origin.document, origin.prefix, origin.line)
             inputs.pods.append(p)
     _check_class_refs(inputs)
     _check_admin_access(inputs)

@@ -15,7 +15,7 @@ from gpushift.engine._allocator import device_key
 from gpushift.engine._core_types import Event, KubeList, ObjectReference
 from gpushift.engine._hazards import card_of
 from gpushift.engine._ledger import GPU_RESOURCE
-from gpushift.engine._scheduler import NVIDIA_DRIVER, PodInfo, iter_results
+from gpushift.engine._scheduler import NVIDIA_DRIVER, PodInfo
 from gpushift.engine._simulation import Simulation
 from gpushift.engine._workloads import stable_suffix
 
@@ -58,6 +58,15 @@ def _consumed_text(consumed: dict[str, str]) -> str:
     return text
 
 
+def _claim_results(claim: Any) -> Any:
+    """:func:`iter_results` of one claim, inline for the per-pod loop."""
+    status = claim.get("status")
+    alloc = status.get("allocation") if status else None
+    if not alloc:
+        return ()
+    return (alloc.get("devices") or {}).get("results") or ()
+
+
 def _placement(pod: PodInfo) -> tuple[str | None, str, list[str], str]:
     """Node, via, cards and share of :func:`placement`."""
     node = pod.node.name if pod.node else None
@@ -73,12 +82,21 @@ def _placement(pod: PodInfo) -> tuple[str | None, str, list[str], str]:
                 cards.append(name)
                 n = units.get(i, 1)
                 shares.append("whole card" if n <= 1 else f"1 of {n} replicas")
-    claims = [c for _, c in pod.claims]
+    bridged = pod.bridge.claim if pod.bridge is not None else None
+    for _, claim in pod.claims:
+        for r in _claim_results(claim):
+            via = VIA_BRIDGED if claim is bridged else VIA_DRA
+            cards.append(str(r.get("device")))
+            consumed = r.get("consumedCapacity")
+            if not consumed:
+                shares.append("whole device")
+            else:
+                shares.append(
+                    _consumed_text(consumed if type(consumed) is dict else dict(consumed))
+                )
     if pod.bridge is not None:
-        claims.append(pod.bridge.claim)  # type: ignore[arg-type]
-    for claim in claims:
-        for r in iter_results(claim):
-            via = VIA_BRIDGED if pod.bridge is not None and claim is pod.bridge.claim else VIA_DRA
+        for r in _claim_results(pod.bridge.claim):
+            via = VIA_BRIDGED
             cards.append(str(r.get("device")))
             consumed = r.get("consumedCapacity")
             shares.append(_consumed_text(dict(consumed)) if consumed else "whole device")

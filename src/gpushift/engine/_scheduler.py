@@ -246,6 +246,9 @@ class _ClassView:
     node_key: dict[int, tuple[int, ...]]
     log_pos: int
     key_of: Callable[[NodeInfo], tuple[int, ...]]
+    #: The class's resource score (:func:`_resource_score`) by group key: pods of one class
+    #: request the same, so a group scores the same for all of them.
+    scores: dict[tuple[int, ...], int] = field(default_factory=dict)
 
     def remove(self, node: NodeInfo, key: tuple[int, ...]) -> None:
         group = self.groups[key]
@@ -292,10 +295,8 @@ class Scheduler:
         #: Per class, nodes it can never fit (until a preemption frees room): the failure and
         #: the node's version when it was found. The reason can go stale as use grows (a
         #: node that failed DRA may now have too many pods), so it is found again when read
-        #: at a later version.
-        #: The third item says the failure came from DRA, after the cross-node filters
-        #: (spreading, inter-pod affinity): those are checked again when it is read, since
-        #: kube-scheduler reports a node's first failing filter and they depend on other nodes.
+        #: at a later version. The flag says the failure came from a filter after
+        #: PodTopologySpread, which may fail first as the other nodes fill.
         self._dead: dict[Any, dict[int, tuple[Failure, int, bool]]] = {}
         self._views: dict[Any, _ClassView] = {}
         #: The object being read or placed, for error messages.
@@ -308,6 +309,7 @@ class Scheduler:
         self._specs: dict[bytes | str, tuple[dict[str, int], int, int, int, bytes | str]] = {}
         self._fit_cache: dict[Any, dict[int, tuple[int, list[AllocationResult] | None]]] = {}
         self._terms: dict[Any, _SpecTerms] = {}
+        self._label_keys: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
 
     # -- setup --
 
@@ -437,14 +439,14 @@ class Scheduler:
                 tname = str(pc["resourceClaimTemplateName"])
                 # The resourceclaim controller looks for the claim it already generated
                 # (pod.status.resourceClaimStatuses) before creating one from the template.
-                made = next(
-                    (
-                        self.claims_by_key.get((pod.namespace, str(st.get("resourceClaimName"))))
-                        for st in (pod.obj.get("status") or {}).get("resourceClaimStatuses") or []
-                        if isinstance(st, dict) and st.get("name") == pc_name
-                    ),
-                    None,
-                )
+                made = None
+                status = pod.obj.get("status")
+                for st in (status.get("resourceClaimStatuses") or []) if status else ():
+                    if isinstance(st, dict) and st.get("name") == pc_name:
+                        made = self.claims_by_key.get(
+                            (pod.namespace, str(st.get("resourceClaimName")))
+                        )
+                        break
                 if made is not None:
                     pod.claims.append((pc_name, cast(ResourceClaim, made)))
                     statuses.append(
@@ -461,9 +463,12 @@ class Scheduler:
         if statuses:
             pod.obj.setdefault("status", {})["resourceClaimStatuses"] = statuses
         if not shared and pod.prefilter is None and not self.full_search:
-            labels = tuple(
-                sorted((k, v) for k, v in pod.labels.items() if k not in self._ignored_labels)
-            )
+            # Pods of one workload carry the same labels: their part of the key is made once.
+            items = tuple(pod.labels.items())
+            labels = self._label_keys.get(items)
+            if labels is None:
+                labels = tuple(sorted((k, v) for k, v in items if k not in self._ignored_labels))
+                self._label_keys[items] = labels
             pod.class_key = (pod.namespace, labels, pod.priority, class_text)
 
     def _claim_from_template(
@@ -606,7 +611,13 @@ class Scheduler:
             hit = dead.get(node.order)
             if hit is not None:
                 if hit[1] == node.version:
-                    return (hit[2] and self._cross_node(node, ctx)) or hit[0], None, None
+                    if hit[2] and ctx.spread_hard:
+                        # The skew depends on the other nodes' pods: the spreading filter,
+                        # which runs first, may fail now where it passed then.
+                        spread = ctx.spread_filter(node)
+                        if spread is not None:
+                            return spread, None, None
+                    return hit[0], None, None
                 stale = True
         static_cache = self._static.setdefault(key, {}) if key is not None else {}
         if node.order in static_cache:
@@ -619,6 +630,7 @@ class Scheduler:
         if failure is None:
             delegated = self._delegated(pod, node)
             failure = self._fit(pod, node, delegated)
+            late = failure is None
             if failure is None and ctx.spread_hard:
                 failure = ctx.spread_filter(node)
                 if failure is not None:
@@ -636,7 +648,6 @@ class Scheduler:
                     if hit2 is not None and hit2[0] == node.version:
                         return None, hit2[1], None
                 failure, results, bridge = self._dra(pod, node, delegated)
-                late = True
                 if failure is None:
                     if cache is not None and not delegated:
                         cache[node.order] = (node.version, results)
@@ -647,27 +658,17 @@ class Scheduler:
             self._dead.setdefault(key, {})[node.order] = (failure, node.version, late)
         return failure, None, None
 
-    @staticmethod
-    def _cross_node(node: NodeInfo, ctx: _Context) -> Failure | None:
-        """The filters that run before DRA and read other nodes' pods, as of now."""
-        failure = ctx.spread_filter(node) if ctx.spread_hard else None
-        if failure is None and ctx.checks_affinity:
-            failure = ctx.affinity_filter(node)
-        return failure
-
     def _dead_failures(self, pod: PodInfo, ctx: _Context) -> dict[int, Failure]:
         """The failures of the nodes the pod's class can never fit, each as of now."""
         dead = self._dead.get(pod.class_key, {})
         out: dict[int, Failure] = {}
         for order, (failure, version, late) in list(dead.items()):
             node = self.nodes[order]
-            if version != node.version:
+            if version != node.version or (late and ctx.spread_hard):
                 found = self._filter(pod, node, ctx)[0]
                 if found is None:
                     continue
                 failure = found
-            elif late:
-                failure = self._cross_node(node, ctx) or failure
             out[order] = failure
         return out
 
@@ -804,8 +805,16 @@ class Scheduler:
             hi, lo = (max(raw.values()), min(raw.values())) if raw else (0, 0)
             spread = {k: 100 if hi == 0 else 100 * (hi + lo - r) // hi for k, r in raw.items()}
         scored: dict[int, list[tuple[int, ...]]] = {}
+        known = view.scores if view is not None else None
         for key in groups:
-            score = _resource_score(pod, key[:6]) + spread.get(key, 0) * _W_SPREAD
+            if known is None:
+                score = _resource_score(pod, key[:6])
+            else:
+                score = known.get(key, -1)
+                if score < 0:
+                    score = known[key] = _resource_score(pod, key[:6])
+            if spread:
+                score += spread.get(key, 0) * _W_SPREAD
             scored.setdefault(score, []).append(key)
         dead: list[int] = []
         chosen = None
@@ -1244,6 +1253,30 @@ class _SpecTerms:
 
 class _Context:
     """Per-pod data for one scheduling attempt: affinity and spreading state, failures."""
+
+    # One is made per pod and attempt: slots make that and every read cheaper.
+    __slots__ = (
+        "_aff_domains",
+        "_anti_domains",
+        "_existing_anti",
+        "all_dead",
+        "checks_affinity",
+        "failures",
+        "needs_affinity",
+        "only_nodes",
+        "plain",
+        "pod",
+        "post",
+        "pref_aff",
+        "pref_anti",
+        "pref_node",
+        "req_aff",
+        "req_anti",
+        "sched",
+        "spread_default",
+        "spread_hard",
+        "spread_soft",
+    )
 
     def __init__(self, sched: Scheduler, pod: PodInfo) -> None:
         self.sched = sched
