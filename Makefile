@@ -27,14 +27,18 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-# A worker per core (pytest-xdist); --dist loadscope keeps each module on one worker, so a
+# pytest-xdist workers; --dist loadscope keeps each module on one worker, so a
 # module's shared twin is started once. --no-loadscope-reorder keeps the order tests/conftest.py
 # gives (longest modules first) instead of xdist's most-tests-first, which left the few-test
 # cluster rehearsals, minutes each, to the end. PYTHONDONTWRITEBYTECODE is cleared for pytest
 # alone so its rewritten test modules are cached: each worker otherwise rewrites all of them,
 # about ten seconds of CPU per worker per run.
+# One worker more than the cores: the scenario tests spend part of their time waiting on the
+# twin's virtual clock, and the extra worker fills those waits (bench/README.md, the test suite).
+WORKERS ?= $(shell python3 -c "import os; print(len(os.sched_getaffinity(0)) + 1)")
+
 unit: setup
-	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -q -p no:cacheprovider -n auto --dist loadscope --no-loadscope-reorder
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadscope --no-loadscope-reorder
 
 test: lint typecheck unit
 
