@@ -7,8 +7,8 @@ and the run ends with one line saying where the fixtures are expected, instead o
 collection error.
 
 ``make unit`` runs the modules on one worker more than the cores (``--dist loadscope``, one
-module per worker) in the order collection leaves them, so this file puts the longest first: a module
-marked ``slow(seconds=N)`` goes before every unmarked one, longest first (the rule of
+module per worker) in the order collection leaves them, so this file puts the longest first: a
+module marked ``slow(seconds=N)`` goes before every unmarked one, longest first (the rule of
 longest-processing-time scheduling). Left to xdist's own order (most tests first) the
 one- and two-test cluster rehearsals, minutes each, started last and ran alone at the end.
 
