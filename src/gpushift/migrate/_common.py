@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -213,6 +213,28 @@ def kustomization_dependents(
         for i, dep in enumerate(other.depends_on):
             if dep.name == ks.name and dep.namespace == ks.namespace:
                 yield other, i
+
+
+def retarget_dependents(
+    b: Builder,
+    dependents: Iterable[tuple[HelmRelease | FluxKustomization, int]],
+    *,
+    old: str,
+    new: str,
+    reason: str,
+) -> None:
+    """Point each dependent's ``spec.dependsOn[i].name`` (from :func:`release_dependents` or
+    :func:`kustomization_dependents`) from ``old`` at ``new``."""
+    for other, i in dependents:
+        b.edit(
+            other.source.path,
+            other.source.doc,
+            ("spec", "dependsOn", i, "name"),
+            "set",
+            old=old,
+            new=new,
+            reason=reason,
+        )
 
 
 def under(files: frozenset[str], directory: str) -> list[str]:

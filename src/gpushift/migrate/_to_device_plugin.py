@@ -36,6 +36,7 @@ from gpushift.migrate._common import (
     note_errors,
     plain_dict,
     release_dependents,
+    retarget_dependents,
     runtime_classes_in,
     under,
 )
@@ -339,30 +340,27 @@ def _redirect(
     kustomization: str | None,
 ) -> None:
     """What waited for the DRA driver waits for the device plugin again."""
-    for other, i in release_dependents(repo, dra):
-        b.edit(
-            other.source.path,
-            other.source.doc,
-            ("spec", "dependsOn", i, "name"),
-            "set",
-            old=dra.name,
-            new=release,
-            reason="the DRA driver release it waited for is gone",
-        )
+    retarget_dependents(
+        b,
+        release_dependents(repo, dra),
+        old=dra.name,
+        new=release,
+        reason="the DRA driver release it waited for is gone",
+    )
     if kustomization is None:
         return
-    for other_ks, i in kustomization_dependents(repo, ks):
-        if other_ks is ks or posixpath.basename(app_dir(other_ks)) == _shapes.CLAIM_TEMPLATES_APP:
-            continue
-        b.edit(
-            other_ks.source.path,
-            other_ks.source.doc,
-            ("spec", "dependsOn", i, "name"),
-            "set",
-            old=ks.name,
-            new=kustomization,
-            reason="the DRA driver Kustomization it waited for is gone",
-        )
+    retarget_dependents(
+        b,
+        (
+            (other_ks, i)
+            for other_ks, i in kustomization_dependents(repo, ks)
+            if other_ks is not ks
+            and posixpath.basename(app_dir(other_ks)) != _shapes.CLAIM_TEMPLATES_APP
+        ),
+        old=ks.name,
+        new=kustomization,
+        reason="the DRA driver Kustomization it waited for is gone",
+    )
 
 
 def _consumer(b: Builder, repo: Repo, c: Consumer, *, template: str) -> None:

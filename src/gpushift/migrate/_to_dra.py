@@ -36,6 +36,7 @@ from gpushift.migrate._common import (
     note_errors,
     plain_dict,
     release_dependents,
+    retarget_dependents,
     runtime_classes_in,
     under,
 )
@@ -457,26 +458,20 @@ def _standalone(
         for f in [ks.source.path, *under(b.files, ks.directory or app + "/app")]:
             b.remove_file(f, "the standalone device plugin is removed")
     # Whatever waited for the device plugin waits for the DRA driver instead.
-    for other, i in release_dependents(repo, hr):
-        b.edit(
-            other.source.path,
-            other.source.doc,
-            ("spec", "dependsOn", i, "name"),
-            "set",
-            old=hr.name,
-            new=_shapes.DRA_APP,
-            reason="the device plugin release it waited for is gone",
-        )
-    for other_ks, i in kustomization_dependents(repo, ks):
-        b.edit(
-            other_ks.source.path,
-            other_ks.source.doc,
-            ("spec", "dependsOn", i, "name"),
-            "set",
-            old=ks.name,
-            new=_shapes.DRA_APP,
-            reason="the device plugin Kustomization it waited for is gone",
-        )
+    retarget_dependents(
+        b,
+        release_dependents(repo, hr),
+        old=hr.name,
+        new=_shapes.DRA_APP,
+        reason="the device plugin release it waited for is gone",
+    )
+    retarget_dependents(
+        b,
+        kustomization_dependents(repo, ks),
+        old=ks.name,
+        new=_shapes.DRA_APP,
+        reason="the device plugin Kustomization it waited for is gone",
+    )
 
 
 # -- consumers -----------------------------------------------------------------------------------
