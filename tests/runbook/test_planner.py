@@ -311,18 +311,70 @@ def test_merge_step_runs_the_command_then_reconciles_source_then_apps() -> None:
     options = Options(to="dra", merge="gh pr merge 1")
     step = plan_step("merge", view, options, _ctx(view, options, token="T1"))
     kinds = [type(a).__name__ for a in step.actions]
-    assert kinds == ["Command", "Wait", "Change", "Wait", "Change", "Wait"]
-    assert isinstance(step.actions[0], Command) and step.actions[0].shell == "gh pr merge 1"
-    moved = step.actions[1]
+    # The two GPU nodes are held first (test_the_taint_holds_the_nodes_from_merge_to_new_up).
+    assert kinds == ["Change", "Change", "Command", "Wait", "Change", "Wait", "Change", "Wait"]
+    assert isinstance(step.actions[2], Command) and step.actions[2].shell == "gh pr merge 1"
+    moved = step.actions[3]
     assert isinstance(moved, Wait)
     assert not moved.condition.check(view)[0]
     assert moved.condition.check(_view([_git("main@sha1:bbb")]))[0]
-    source, apps = step.actions[2], step.actions[4]
+    source, apps = step.actions[4], step.actions[6]
     assert isinstance(source, Change) and isinstance(apps, Change)
     assert source.obj.key == "GitRepository/flux-system/flux-system"
     assert apps.obj.key == "Kustomization/flux-system/cluster-apps"
     assert apps.patch == {"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "T1"}}}
     assert not apps.undo
+
+
+HOLD = {"key": "gpushift.dev/cutover", "value": "dra", "effect": "NoSchedule"}
+OTHER = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+
+
+def test_the_taint_holds_the_nodes_from_merge_to_new_up() -> None:
+    objs = _cluster()
+    objs[0]["spec"] = {"taints": [OTHER]}  # n1 keeps a taint of its own
+    view = _view(objs)
+    assert [o["metadata"]["name"] for o in objs[:2]] == ["n1", "n2"]
+    held = [
+        a for a in plan_step("merge", view, OPTIONS, _ctx(view)).actions if isinstance(a, Change)
+    ]
+    assert [(c.obj.key, c.before, c.after) for c in held[:2]] == [
+        ("Node/n1", [OTHER], [OTHER, HOLD]),
+        ("Node/n2", None, [HOLD]),
+    ]
+    assert held[0].patch == {"spec": {"taints": [OTHER, HOLD]}}
+    assert held[1].undo and held[1].undo_patch == {"spec": {"taints": None}}
+    # Nothing to release before the merge held the nodes.
+    assert not plan_step("new-allocator-up", view, OPTIONS, _ctx(view)).changes
+    # Once held: the release restores each node's own taints, and is never undone.
+    objs[0]["spec"] = {"taints": [OTHER, HOLD]}
+    objs[1]["spec"] = {"taints": [HOLD]}
+    after = _view(objs)
+    released = plan_step("new-allocator-up", after, OPTIONS, _ctx(after)).changes
+    assert [(c.obj.key, c.before, c.after, c.undo) for c in released] == [
+        ("Node/n1", [OTHER, HOLD], [OTHER], False),
+        ("Node/n2", [HOLD], None, False),
+    ]
+    # A resumed merge step keeps the taints recorded before and does not hold twice.
+    recorded = {c.key: c for c in held}
+    again = plan_step("merge", after, OPTIONS, _ctx(after, recorded=recorded)).changes
+    assert [(c.before, c.after) for c in again[:2]] == [([OTHER], [OTHER, HOLD]), (None, [HOLD])]
+
+
+def test_the_plan_shows_the_hold_and_its_release() -> None:
+    the_plan = plan(_view(_cluster()), OPTIONS, Context(token="T"))
+    by_step = {s.name: [(c.obj.key, c.field, c.after) for c in s.changes] for s in the_plan.steps}
+    assert by_step["merge"][:2] == [
+        ("Node/n1", "spec.taints", [HOLD]),
+        ("Node/n2", "spec.taints", [HOLD]),
+    ]
+    assert by_step["new-allocator-up"] == [
+        ("Node/n1", "spec.taints", None),
+        ("Node/n2", "spec.taints", None),
+    ]
+    back = plan(_view(_cluster()), Options(to="device-plugin"), Context(token="T"))
+    held = [c.after for s in back.steps if s.name == "merge" for c in s.changes][:1]
+    assert held == [[{**HOLD, "value": "device-plugin"}]]
 
 
 def test_old_and_new_allocator_waits_both_ways() -> None:
@@ -647,3 +699,86 @@ def test_resume_waits_without_a_recorded_running_count_wait_for_the_replicas() -
     idle = Consumer(workload=ref, running=0)
     assert resume_waits([idle], {ref.key: 3}) == ((), (idle,))
     assert Consumer.from_json(old.to_json()).running is None
+
+
+def _agent_ds(name: str, *, desired: int, updated: int, generation: int = 1) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": "gpu-operator", "generation": generation},
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [{"name": "exporter", "image": "nvcr.io/k8s/dcgm-exporter:4"}]
+                }
+            }
+        },
+        "status": {
+            "observedGeneration": 1,
+            "desiredNumberScheduled": desired,
+            "updatedNumberScheduled": updated,
+        },
+    }
+
+
+def _agent_pod(
+    name: str, *, ready: bool = False, waiting: str = "", restarts: int = 0
+) -> dict[str, Any]:
+    state = {"waiting": {"reason": waiting}} if waiting else {"running": {}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "gpu-operator",
+            "ownerReferences": [{"kind": "DaemonSet", "name": "dcgm"}],
+        },
+        "spec": {"containers": [{"name": "exporter", "image": "nvcr.io/k8s/dcgm-exporter:4"}]},
+        "status": {
+            "phase": "Running" if not waiting else "Pending",
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+            "containerStatuses": [
+                {"name": "exporter", "ready": ready, "restartCount": restarts, "state": state}
+            ],
+        },
+    }
+
+
+def test_the_verdict_waits_for_the_agents_to_settle() -> None:
+    view = _view(_cluster())
+    settled = plan_step("verdict", view, OPTIONS, _ctx(view)).waits[0].condition
+
+    def check(*objs: dict[str, Any]) -> tuple[bool, str]:
+        return settled.check(_view(list(objs)))
+
+    ok = _agent_pod("dcgm-a", ready=True)
+    assert check(_agent_ds("dcgm", desired=1, updated=1), ok) == (True, "GPU agents settled")
+    # Still starting: a container being created, a rollout not done, a pod not seen yet.
+    assert check(
+        _agent_ds("dcgm", desired=1, updated=1), _agent_pod("dcgm-a", waiting="ContainerCreating")
+    ) == (
+        False,
+        "GPU agents settled: dcgm-exporter gpu-operator/dcgm-a ContainerCreating",
+    )
+    assert check(_agent_ds("dcgm", desired=2, updated=1), ok)[1] == (
+        "GPU agents settled: DaemonSet/gpu-operator/dcgm 1/2 updated"
+    )
+    assert check(_agent_ds("dcgm", desired=2, updated=2), ok)[1] == (
+        "GPU agents settled: DaemonSet/gpu-operator/dcgm 1/2 pods"
+    )
+    assert check(_agent_ds("dcgm", desired=1, updated=1, generation=2), ok)[1] == (
+        "GPU agents settled: DaemonSet/gpu-operator/dcgm rolling out"
+    )
+    # Stuck is settled: the verdict names it, waiting would not help.
+    for stuck in (
+        _agent_pod("dcgm-a", waiting="CrashLoopBackOff", restarts=3),
+        _agent_pod("dcgm-a", waiting="ImagePullBackOff"),
+        _agent_pod("dcgm-a", restarts=2),
+    ):
+        assert check(_agent_ds("dcgm", desired=1, updated=1), stuck)[0], stuck
+    # A Terminating agent pod and a consumer pod are not waited for.
+    gone = _agent_pod("dcgm-old", waiting="ContainerCreating")
+    gone["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:00Z"
+    consumer = _agent_pod("plex", waiting="ContainerCreating")
+    consumer["spec"]["containers"][0]["image"] = "plexinc/pms-docker"
+    assert check(_agent_ds("dcgm", desired=1, updated=1), ok, gone, consumer)[0]

@@ -108,27 +108,44 @@ def merge_dra(env: Env) -> None:
         )
 
 
+NODES = ("k8s-1", "k8s-2", "k8s-3")
+HOLD = {"key": "gpushift.dev/cutover", "value": "dra", "effect": "NoSchedule"}
+
+
 def drained_cutover(env: Env) -> None:
-    """docs/twin.md's rehearsal: suspend and scale the consumers to 0, merge, wait for one
-    slice per node and no device-plugin units, resume and scale back."""
+    """docs/twin.md's rehearsal: suspend and scale the consumers to 0, taint the nodes, merge,
+    wait for no device-plugin units and the plugin gone, lift the taint, wait for one slice
+    per node, resume and scale back."""
     consumers = [(n, "media") for n in MEDIA] + [("llmkube-models", "ai")]
+    node = ResourceRef.named("Node")
     with env.client() as c:
         for name, ns in consumers:
             c.patch(KS, name=name, namespace=ns, patch={"spec": {"suspend": True}})
         for name in MEDIA:
             c.scale(DEPLOY, name=name, namespace="media", replicas=0)
         c.scale(DEPLOY, name="llama-nvidia", namespace="ai", replicas=0)
+        for name in NODES:
+            c.patch(node, name=name, patch={"spec": {"taints": [HOLD]}})
     wait_for(lambda: not _running(env, "media"), what="consumers to stop")
     merge_dra(env)
 
-    def flipped() -> bool:
+    def plugin_gone() -> bool:
         with env.client() as c:
-            nodes = c.list(ResourceRef.named("Node"))
-            slices = c.list(ResourceRef.named("ResourceSlice"))
+            nodes = c.list(node)
+            plugins = c.list(ResourceRef.named("DaemonSet", "apps/v1"), namespace="gpu-operator")
         alloc = {(n["status"].get("allocatable") or {}).get("nvidia.com/gpu") for n in nodes}
-        return alloc == {"0"} and len(slices) == 3
+        names = {d["metadata"]["name"] for d in plugins}
+        return alloc == {"0"} and "nvidia-device-plugin-daemonset" not in names
 
-    wait_for(flipped, timeout=90, what="allocatable 0 and one slice per node")
+    wait_for(plugin_gone, timeout=90, what="allocatable 0 and the device plugin gone")
+    with env.client() as c:
+        for name in NODES:
+            c.patch(node, name=name, patch={"spec": {"taints": None}})
+        wait_for(
+            lambda: len(c.list(ResourceRef.named("ResourceSlice"))) == 3,
+            timeout=90,
+            what="one slice per node",
+        )
     with env.client() as c:
         for name, ns in consumers:
             c.patch(KS, name=name, namespace=ns, patch={"spec": {"suspend": None}})

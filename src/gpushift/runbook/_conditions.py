@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gpushift import flux
+from gpushift import flux, verdict
 from gpushift._errors import InputError
 from gpushift._obj import Obj
 from gpushift._quantity import value as quantity_value
@@ -398,6 +398,115 @@ def recorded_replicas(consumer: Consumer, before: Mapping[str, Any]) -> int:
     return int(value) if isinstance(value, int) else 1
 
 
+#: Container waiting reasons that do not pass by themselves: the kubelet backs off and retries,
+#: but the pod will not become Ready until someone acts (kubelet's own reasons,
+#: pkg/kubelet/images and pkg/kubelet/kuberuntime).
+STUCK_REASONS = frozenset(
+    {
+        "CrashLoopBackOff",
+        "ImagePullBackOff",
+        "ErrImagePull",
+        "ErrImageNeverPull",
+        "InvalidImageName",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        "RunContainerError",
+        "PreStartHookError",
+        "PostStartHookError",
+    }
+)
+
+
+def _ready(pod: Mapping[str, Any]) -> bool:
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
+
+
+def _stuck(pod: Mapping[str, Any]) -> str:
+    """Why a pod that is not Ready will stay so without help ("": it is still starting)."""
+    status = pod.get("status") or {}
+    if status.get("phase") in ("Succeeded", "Failed"):
+        return str(status.get("phase"))
+    unschedulable = _pending_reason(pod)
+    if unschedulable:
+        return unschedulable
+    for c in [
+        *(status.get("initContainerStatuses") or []),
+        *(status.get("containerStatuses") or []),
+    ]:
+        waiting = (c.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") in STUCK_REASONS:
+            return str(waiting["reason"])
+        if int(c.get("restartCount") or 0) > 0 and not c.get("ready"):
+            return f"{c.get('restartCount')} restarts"
+    return ""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentsSettled:
+    """The NVIDIA agents (device plugin, DRA kubelet plugin and controller, GFD,
+    dcgm-exporter, validator) are no longer starting: every agent DaemonSet has a pod of its
+    current generation for each node it selects, and every agent pod is Ready or stuck in a
+    way that will not pass by itself (crash loop, image pull, unschedulable), which the
+    verdict then reports. Terminating pods are not waited for; the verdict ignores them."""
+
+    kinds = ("DaemonSet", "Pod")
+
+    def describe(self) -> str:
+        """For the plan."""
+        return "the GPU agents settled: each agent DaemonSet rolled out, each pod Ready or stuck"
+
+    def check(self, view: View) -> Result:
+        """Holds once nothing of the GPU stack is still starting."""
+        waiting: list[str] = []
+        # Pods by owning DaemonSet, counted from the Pod watch: the DaemonSet's status and
+        # its new pods arrive on two watches, and either may be seen first.
+        owned: dict[tuple[str, str], int] = {}
+        for pod in view.all("Pod"):
+            meta = pod.get("metadata") or {}
+            if meta.get("deletionTimestamp"):
+                continue
+            for ref in meta.get("ownerReferences") or []:
+                if ref.get("kind") == "DaemonSet":
+                    owner = (str(meta.get("namespace")), str(ref.get("name")))
+                    owned[owner] = owned.get(owner, 0) + 1
+        for ds in view.all("DaemonSet"):
+            spec = (ds.get("spec") or {}).get("template", {}).get("spec") or {}
+            if verdict.component(spec) is None:
+                continue
+            meta, st = ds.get("metadata") or {}, ds.get("status") or {}
+            key = f"DaemonSet/{meta.get('namespace')}/{meta.get('name')}"
+            desired = int(st.get("desiredNumberScheduled") or 0)
+            pods = owned.get((str(meta.get("namespace")), str(meta.get("name"))), 0)
+            if int(st.get("observedGeneration") or 0) < int(meta.get("generation") or 1):
+                waiting.append(f"{key} rolling out")
+            elif int(st.get("updatedNumberScheduled") or 0) < desired:
+                waiting.append(f"{key} {st.get('updatedNumberScheduled') or 0}/{desired} updated")
+            elif pods < desired:
+                waiting.append(f"{key} {pods}/{desired} pods")
+        for pod in view.all("Pod"):
+            if (pod.get("metadata") or {}).get("deletionTimestamp") or _ready(pod):
+                continue
+            found = verdict.component(pod.get("spec") or {})
+            if found is None or _stuck(pod):
+                continue
+            status = pod.get("status") or {}
+            why = next(
+                (
+                    str(((c.get("state") or {}).get("waiting") or {}).get("reason"))
+                    for c in status.get("containerStatuses") or []
+                    if ((c.get("state") or {}).get("waiting") or {}).get("reason")
+                ),
+                str(status.get("phase") or "Pending"),
+            )
+            waiting.append(f"{found[0]} {pod_key(pod)} {why}")
+        if not waiting:
+            return True, "GPU agents settled"
+        return False, "GPU agents settled: " + _few(waiting, 3)
+
+
 Condition = (
     NoGpuPods
     | SourceRevision
@@ -407,4 +516,5 @@ Condition = (
     | DriverGone
     | PoolsUp
     | WorkloadsUp
+    | AgentsSettled
 )

@@ -935,6 +935,7 @@ class Executor:
             )
             return "done"
         if name == "verdict":
+            self._actions(plan_step(name, self.cache.view(), self.options, self._context()))
             return self._verdict()
         # A fresh reconcile token per step, kept for a resumed run.
         tokens = dict(journal.data.get("tokens") or {})

@@ -38,6 +38,10 @@ DRA_DRIVER = "gpu.nvidia.com"
 GPU_RESOURCE = "nvidia.com/gpu"
 #: The label a drained DaemonSet's pods must match: no node carries it.
 PARKED_LABEL = "gpushift.dev/cutover-parked"
+#: The taint that holds every GPU node between the merge and the moment the old allocator is
+#: gone: neither allocator's agent (nor any pod that does not tolerate it) starts there, so
+#: the node never advertises through both ledgers (docs/runbook.md, the merge step).
+CUTOVER_TAINT = "gpushift.dev/cutover"
 
 
 def resource_ref(api_version: str, kind: str) -> ResourceRef:

@@ -14,6 +14,7 @@ from typing import Any
 
 from gpushift import flux
 from gpushift.runbook._conditions import (
+    AgentsSettled,
     Allocatable,
     DaemonSetsGone,
     DriverGone,
@@ -26,6 +27,7 @@ from gpushift.runbook._conditions import (
 )
 from gpushift.runbook._discover import discover, merge_consumers
 from gpushift.runbook._model import (
+    CUTOVER_TAINT,
     DRA_DRIVER,
     GPU_RESOURCE,
     PARKED_LABEL,
@@ -531,6 +533,65 @@ def _reconcile(
     return out
 
 
+def _node(name: str) -> ObjectRef:
+    return ObjectRef(api_version_of("Node"), "Node", "", name)
+
+
+def _untainted(taints: Any) -> list[Any]:
+    return [
+        t for t in taints or [] if not (isinstance(t, Mapping) and t.get("key") == CUTOVER_TAINT)
+    ]
+
+
+def hold_changes(nodes: Sequence[str], view: View, ctx: Context, *, to: str) -> list[Change]:
+    """The merge step's taint on every GPU node: ``gpushift.dev/cutover=<to>:NoSchedule``
+    added to the taints the node has (a resumed run keeps the list recorded before)."""
+    out: list[Change | None] = []
+    taint = {"key": CUTOVER_TAINT, "value": to, "effect": "NoSchedule"}
+    path = ("spec", "taints")
+    for name in nodes:
+        live = field_value(view.get("Node", "", name), path)
+        out.append(
+            _change(
+                ctx,
+                view,
+                step="merge",
+                obj=_node(name),
+                path=path,
+                after=[*_untainted(live), taint],
+                why="hold both allocators' agents off the node until the old one is gone",
+            )
+        )
+    return [c for c in out if c is not None]
+
+
+def release_changes(nodes: Sequence[str], view: View, ctx: Context) -> list[Change]:
+    """The new-allocator-up step's removal of that taint, from the node's live taints (or,
+    in a plan, from the taints the merge step will have set)."""
+    out: list[Change] = []
+    path = ("spec", "taints")
+    for name in nodes:
+        ref = _node(name)
+        live = field_value(view.get("Node", "", name), path)
+        held = ctx.recorded.get(Change("merge", ref, path, None, None).key)
+        if list(live or []) == _untainted(live) and held is not None and held.step == "merge":
+            live = held.after  # planned, not made yet
+        after = _untainted(live)
+        if list(live or []) != after:
+            out.append(
+                Change(
+                    "new-allocator-up",
+                    ref,
+                    path,
+                    live,
+                    after or None,
+                    "the old allocator is gone: let the new one's agents start",
+                    undo=False,
+                )
+            )
+    return out
+
+
 def _consumers(view: View, options: Options, ctx: Context) -> tuple[Consumer, ...]:
     apps = (
         ObjectRef.from_json(ctx.facts["apps"])
@@ -571,7 +632,7 @@ def plan_step(
     if name == "merge":
         before = str(f.get("revisionBefore") or "")
         moved = SourceRevision(options.source, before, options.revision)
-        actions: list[Action] = []
+        actions: list[Action] = list(hold_changes(nodes, view, ctx, to=options.to))
         if options.merge:
             actions.append(Command(name, options.merge, "the merge"))
         actions.append(Wait(name, moved, "the source fetched the merged revision"))
@@ -595,13 +656,18 @@ def plan_step(
         return Step(name, (Wait(name, DriverGone(), "no card is held through DRA"),))
     if name == "new-allocator-up":
         shares = int(f.get("shares") or 1)
+        released: list[Action] = list(release_changes(nodes, view, ctx))
         if to_dra:
-            return Step(name, (Wait(name, PoolsUp(nodes, shares), "the DRA driver publishes"),))
+            return Step(
+                name,
+                (*released, Wait(name, PoolsUp(nodes, shares), "the DRA driver publishes")),
+            )
         expected = f.get("expectedAllocatable") or {}
         want = tuple((n, int(expected.get(n, shares))) for n in nodes)
         return Step(
             name,
             (
+                *released,
                 Wait(
                     name,
                     Allocatable(GPU_RESOURCE, want),
@@ -646,7 +712,13 @@ def plan_step(
             )
         return Step(name, tuple(actions), note=note)
     if name == "verdict":
-        return Step(name, note="snapshot the GPU state again and judge it against the first")
+        # The new allocator's agents (dcgm-exporter, the validator) may still be starting
+        # when the consumers run again; the verdict judges the stack once it has settled.
+        return Step(
+            name,
+            (Wait(name, AgentsSettled(), "judge the GPU stack once it stopped starting"),),
+            note="snapshot the GPU state again and judge it against the first",
+        )
     raise ValueError(f"unknown step {name!r}")
 
 
