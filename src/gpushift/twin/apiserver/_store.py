@@ -345,6 +345,17 @@ class Store:
         out: Obj = decode(self.get_raw(kind, name=name, namespace=namespace))
         return out
 
+    def peek(self, kind: Kind, *, name: str, namespace: str | None = None) -> Obj:
+        """The stored object itself, at its storage version: shared and read-only, never
+        mutate it. For the agents' reads of objects they only look at (a source's revision,
+        a dependency's Ready), where :meth:`get`'s copy is most of the cost.
+
+        Raises:
+            ApiError: 404 NotFound.
+        """
+        out: Obj = self._entry(kind, namespace, name).obj
+        return out
+
     def _as_version(self, obj: Obj, kind: Kind) -> Obj:
         if obj.get("apiVersion") == kind.api_version:
             return obj

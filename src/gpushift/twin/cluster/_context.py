@@ -69,6 +69,9 @@ class Context:
     _stamp: tuple[int, str] = (-1, "")
     _epoch: float | None = None  # the clock's start in Unix seconds
     _recorded: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    #: Workload template hashes by (uid, generation), for this store's objects only: uids
+    #: come from the seeded generator, so another twin in the process repeats them.
+    template_hashes: dict[tuple[str, int], str] = field(default_factory=dict)
 
     def now(self) -> float:
         """Virtual seconds since the start."""

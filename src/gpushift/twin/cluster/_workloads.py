@@ -39,6 +39,21 @@ def _hash_of(text: str) -> str:
     return _engine_template_hash(json.loads(text))
 
 
+def workload_hash(ctx: Context, obj: Obj) -> str:
+    """:func:`template_hash` of a workload's ``spec.template``, remembered by the object's uid
+    and generation: the template is part of spec, which generation follows, so a pass over
+    unchanged workloads serialises none of them."""
+    meta = obj["metadata"]
+    key = (str(meta.get("uid")), int(meta.get("generation") or 0))
+    cache = ctx.template_hashes
+    found = cache.get(key)
+    if found is None:
+        if len(cache) >= 65536:
+            cache.clear()
+        found = cache[key] = template_hash((obj.get("spec") or {}).get("template") or {})
+    return found
+
+
 HASH_LABEL = "pod-template-hash"
 REVISION_LABEL = "controller-revision-hash"
 REVISION = "deployment.kubernetes.io/revision"
@@ -320,7 +335,7 @@ def sync_deployments(ctx: Context, pods: list[Obj]) -> None:
             continue
         spec = deploy.get("spec") or {}
         want = _replicas(deploy)
-        hash_ = template_hash(spec.get("template") or {})
+        hash_ = workload_hash(ctx, deploy)
         rss = [
             r for r in owned_rs.get(meta["uid"], []) if not r["metadata"].get("deletionTimestamp")
         ]
@@ -483,7 +498,7 @@ def sync_statefulsets(ctx: Context, pods: list[Obj]) -> None:
         ordered = spec.get("podManagementPolicy", "OrderedReady") != "Parallel"
         mine = {p["metadata"]["name"]: p for p in owned.get(meta["uid"], [])}
         name = meta["name"]
-        revision = f"{name}-{template_hash(spec.get('template') or {})}"
+        revision = f"{name}-{workload_hash(ctx, sts)}"
         deleted = False
         for i in range(want):
             pod_name = f"{name}-{i}"
@@ -597,7 +612,7 @@ def daemon_should_run(spec: Obj, node: Obj) -> bool:
     return untolerated_taint(taints, tolerations) is None
 
 
-def _daemon_pod(ds: Obj, *, node: str, generation: int) -> Obj:
+def _daemon_pod(ctx: Context, ds: Obj, *, node: str, generation: int) -> Obj:
     meta = ds["metadata"]
     template = (ds.get("spec") or {}).get("template") or {}
     pod = pod_from_template(
@@ -606,7 +621,7 @@ def _daemon_pod(ds: Obj, *, node: str, generation: int) -> Obj:
         owner=ds,
         labels={
             "pod-template-generation": str(generation),
-            "controller-revision-hash": template_hash(template),
+            "controller-revision-hash": workload_hash(ctx, ds),
         },
     )
     pin_daemon_pod(pod["spec"], node=node)
@@ -652,7 +667,7 @@ def sync_daemonsets(ctx: Context, *, pods: list[Obj], nodes: list[Obj]) -> None:
                 not is_active(p) and p["metadata"].get("deletionTimestamp")
                 for p in on_node.get(node, [])
             ):
-                created = _create(ctx, _daemon_pod(ds, node=node, generation=generation))
+                created = _create(ctx, _daemon_pod(ctx, ds, node=node, generation=generation))
                 if created is not None:
                     on_node[node].append(created)
                     ctx.event(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import copy
 import hashlib
 import json
 from collections.abc import Callable
@@ -15,6 +16,7 @@ import yaml
 from gpushift._kinds import by_kind, lookup
 from gpushift._obj import Obj
 from gpushift._obj import as_dict as d
+from gpushift._yaml import LOADER
 from gpushift.flux import (
     REQUESTED_AT,
     drop_condition,
@@ -65,6 +67,10 @@ class HelmReleases(Reconciler):
     releases: dict[str, _Release] = field(default_factory=dict)
     _due: dict[str, float] = field(default_factory=dict)
     _seen: dict[str, tuple[int, str | None]] = field(default_factory=dict)
+    #: Per release: what its chart and values were computed from, and the result.
+    _inputs: dict[str, tuple[tuple[Any, ...], tuple[str, str, dict[str, Any], str]]] = field(
+        default_factory=dict
+    )
 
     def _mark(
         self,
@@ -133,7 +139,7 @@ class HelmReleases(Reconciler):
         try:
             if kind is None:
                 raise ApiError(404, "NotFound", f'no matches for kind "{kind_name}"')
-            src = self.store.get(kind, name=name, namespace=str(ref.get("namespace") or ns))
+            src = self.store.peek(kind, name=name, namespace=str(ref.get("namespace") or ns))
         except ApiError as err:
             if self.lenient:
                 # A partial repository: the chart source is not in it; judge by the values.
@@ -147,6 +153,58 @@ class HelmReleases(Reconciler):
         tag = str(d(sspec.get("ref")).get("tag") or d(sspec.get("ref")).get("semver") or "latest")
         return url.rstrip("/").rsplit("/", 1)[-1], tag
 
+    def _sources(self, hr: Obj) -> tuple[Any, ...]:
+        """What the chart and values are read from: the release's generation (its spec) and
+        the resourceVersion of its chart source and of each valuesFrom object (None: absent)."""
+        spec = d(hr.get("spec"))
+        ns = str(hr["metadata"].get("namespace"))
+        out: list[Any] = [hr["metadata"].get("uid"), hr["metadata"].get("generation")]
+        refs = [
+            (
+                lookup("source.toolkit.fluxcd.io/v1", str(r.get("kind") or "OCIRepository")),
+                r,
+            )
+            for r in [d(spec.get("chartRef"))]
+            if r
+        ]
+        refs += [
+            (lookup("v1", str(r.get("kind") or "ConfigMap")), r)
+            for r in spec.get("valuesFrom") or []
+        ]
+        for kind, ref in refs:
+            try:
+                if kind is None:
+                    raise ApiError(404, "NotFound", "")
+                obj = self.store.peek(
+                    kind, name=str(ref.get("name") or ""), namespace=str(ref.get("namespace") or ns)
+                )
+                out.append(obj["metadata"].get("resourceVersion"))
+            except ApiError:
+                out.append(None)
+        return tuple(out)
+
+    def _chart_and_values(self, hr: Obj) -> tuple[str, str, dict[str, Any], str]:
+        """The chart, its values and their digest, computed again only when what they are
+        read from changed (every pass looks at every release)."""
+        key = self._key(hr)
+        sources = self._sources(hr)
+        memo = self._inputs.get(key)
+        if memo is not None and memo[0] == sources:
+            return memo[1]
+        chart_name, chart_version = self._chart(hr)
+        values = self._values(hr)
+        digest = (
+            "sha256:"
+            + hashlib.sha256(
+                json.dumps(
+                    [chart_name, chart_version, values], sort_keys=True, default=str
+                ).encode()
+            ).hexdigest()
+        )
+        result = (chart_name, chart_version, values, digest)
+        self._inputs[key] = (sources, result)
+        return result
+
     def _values(self, hr: Obj) -> dict[str, Any]:
         # helm-controller chartutil.ChartValuesFromReferences: valuesFrom in order, then values.
         spec = d(hr.get("spec"))
@@ -157,7 +215,7 @@ class HelmReleases(Reconciler):
             name = str(ref.get("name") or "")
             key = str(ref.get("valuesKey") or "values.yaml")
             try:
-                obj = self.store.get(by_kind(kind_name), name=name, namespace=ns)
+                obj = self.store.peek(by_kind(kind_name), name=name, namespace=ns)
             except ApiError:
                 if ref.get("optional") is True:
                     continue
@@ -172,7 +230,7 @@ class HelmReleases(Reconciler):
             if ref.get("targetPath"):
                 acc = merge_values(acc, value_at_target_path(str(ref["targetPath"]), data[key]))
                 continue
-            parsed = yaml.safe_load(data[key])
+            parsed = yaml.load(data[key], Loader=LOADER)
             if isinstance(parsed, dict):
                 acc = merge_values(acc, parsed)
         return merge_values(acc, d(spec.get("values")))
@@ -197,7 +255,7 @@ class HelmReleases(Reconciler):
         for dep in spec.get("dependsOn") or []:
             dns = str(dep.get("namespace") or meta.get("namespace"))
             try:
-                other = self.store.get(self.kind, name=str(dep.get("name")), namespace=dns)
+                other = self.store.peek(self.kind, name=str(dep.get("name")), namespace=dns)
                 ok, _ = ready(other)
             except ApiError:
                 ok = False
@@ -208,21 +266,12 @@ class HelmReleases(Reconciler):
                 self._due[key] = now + 30.0
                 return self._due[key]
         try:
-            chart_name, chart_version = self._chart(hr)
-            values = self._values(hr)
+            chart_name, chart_version, values, digest = self._chart_and_values(hr)
         except _ValuesError as err:
             self._mark(hr, state="False", reason="InitFailed", message=str(err))
             self._seen.pop(key, None)
             self._due[key] = now + min(interval, 60.0)
             return self._due[key]
-        digest = (
-            "sha256:"
-            + hashlib.sha256(
-                json.dumps(
-                    [chart_name, chart_version, values], sort_keys=True, default=str
-                ).encode()
-            ).hexdigest()
-        )
         # Same chart and values: nothing to do, unless the release failed and its retry is due
         # (install/upgrade remediation retries).
         unchanged = release is not None and release.digest == digest and release.done
@@ -241,7 +290,10 @@ class HelmReleases(Reconciler):
         chart_label = f"{known if known != 'other' else chart_name}@{chart_version}"
         failed = f"Helm {action} failed for release {target_ns}/{release_name} with chart"
         try:
-            rendered = render(chart_name, release=release_name, namespace=target_ns, values=values)
+            # A copy: the values are kept for the next pass's comparison.
+            rendered = render(
+                chart_name, release=release_name, namespace=target_ns, values=copy.deepcopy(values)
+            )
         except ChartError as err:
             reason = "InstallFailed" if action == "install" else "UpgradeFailed"
             message = f"{failed} {chart_label}: {err}"
@@ -358,7 +410,7 @@ class HelmReleases(Reconciler):
             if kind is None:
                 continue
             try:
-                obj = self.store.get(kind, name=name, namespace=ns)
+                obj = self.store.peek(kind, name=name, namespace=ns)
             except ApiError:
                 pending.append(f"{kind_name}/{ns}/{name}")
                 continue

@@ -180,7 +180,7 @@ class Kustomizations(Reconciler):
         if kind is None:
             return None, label
         try:
-            return self.store.get(kind, name=str(ref.get("name")), namespace=ns), label
+            return self.store.peek(kind, name=str(ref.get("name")), namespace=ns), label
         except ApiError:
             return None, label
 
@@ -226,7 +226,7 @@ class Kustomizations(Reconciler):
             kind_name = str(ref.get("kind") or "ConfigMap")
             name = str(ref.get("name") or "")
             try:
-                obj = self.store.get(by_kind(kind_name), name=name, namespace=ns)
+                obj = self.store.peek(by_kind(kind_name), name=name, namespace=ns)
             except ApiError as err:
                 if ref.get("optional") is True and err.code == 404:
                     continue
@@ -474,7 +474,7 @@ class Kustomizations(Reconciler):
                 continue
             namespace = ns if kind.namespaced else None
             try:
-                obj = self.store.get(kind, name=name, namespace=namespace)
+                obj = self.store.peek(kind, name=name, namespace=namespace)
             except ApiError:
                 charts = (
                     self.unmodelled(namespace)
@@ -522,7 +522,7 @@ class Kustomizations(Reconciler):
             ns = str(dep.get("namespace") or own_ns)
             name = str(dep.get("name"))
             try:
-                other = self.store.get(self.kind, name=name, namespace=ns)
+                other = self.store.peek(self.kind, name=name, namespace=ns)
             except ApiError:
                 if self.lenient and not self._defined(ns=ns, name=name):
                     continue  # a partial repository: the dependency is not in it at all
@@ -564,7 +564,7 @@ class Kustomizations(Reconciler):
             if kind is None:
                 continue
             try:
-                live = self.store.get(kind, name=name, namespace=ns or None)
+                live = self.store.peek(kind, name=name, namespace=ns or None)
             except ApiError:
                 continue
             meta = live["metadata"]
