@@ -228,6 +228,17 @@ def test_chart_from_a_helm_repository_with_values_from(twin: tuple[Store, Cluste
     assert dep["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:2"
     repo = store.get(by_kind("HelmRepository"), name="bjw-s", namespace="apps")
     assert ready_condition(repo)["status"] == "True"
+    # A valuesFrom ConfigMap changed without a new generation of the release: it upgrades.
+    store.update(
+        by_kind("ConfigMap"),
+        name="web-values",
+        namespace="apps",
+        mutate=lambda cm: {**cm, "data": {**cm["data"], "tag": "3"}},
+    )
+    upgraded = "Helm upgrade succeeded for release apps/web.v2 with chart app-template@4.1.1"
+    wait_for(lambda: _ready(store, "web").get("message") == upgraded, what="the upgrade")
+    dep = store.get(by_kind("Deployment"), name="web", namespace="apps")
+    assert dep["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:3"
 
 
 TIME_SLICING = """\
