@@ -174,6 +174,36 @@ def construct(loader: Any, node: Node) -> Any:
         return loader.construct_document(node)
 
 
+def load_all(text: str | bytes) -> list[Any]:
+    """Every document of ``text``, as ``yaml.load_all(text, Loader=LOADER)`` reads them, built
+    by the plain builder where it can (the same objects, a third of the time).
+
+    Raises yaml.YAMLError as PyYAML does.
+    """
+    loader = _FAST_LOADER(text)
+    try:
+        out = []
+        while loader.check_node():
+            out.append(construct(loader, loader.get_node()))
+        return out
+    finally:
+        loader.dispose()
+
+
+def load(text: str | bytes) -> Any:
+    """The one document of ``text`` (None when there is none), as ``yaml.load(text,
+    Loader=LOADER)`` reads it, built by the plain builder where it can.
+
+    Raises yaml.YAMLError as PyYAML does (also for more than one document).
+    """
+    loader = _FAST_LOADER(text)
+    try:
+        node = loader.get_single_node()
+        return None if node is None else construct(loader, node)
+    finally:
+        loader.dispose()
+
+
 def _iter_docs(loader: Any, path: str) -> Iterator[Document]:
     index = 0
     try:

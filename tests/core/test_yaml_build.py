@@ -111,3 +111,28 @@ def test_any_dumped_value_reads_back_as_pyyaml_reads_it(data: Any, flow: bool | 
 def test_a_recursive_alias_is_left_to_pyyaml() -> None:
     (doc,) = parse_text("&a [1, *a]\n", "f.yaml")
     assert doc.data[1] is doc.data
+
+
+def _pyyaml(fn: Any, text: str) -> str:
+    try:
+        return repr(fn())
+    except yaml.YAMLError as err:
+        return f"{type(err).__name__}: {err}"
+    except RecursionError:
+        return "recursion"
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=_block(0), documents=st.integers(min_value=1, max_value=3))
+@example(lines=["", "a: &a", "  b: 1", "c: *a"], documents=2)
+def test_load_and_load_all_read_as_pyyaml_reads(lines: list[str], documents: int) -> None:
+    # gpushift._yaml.load/load_all stand in for yaml.load/load_all with the same loader.
+    body = "\n".join(lines).lstrip("\n") + "\n"
+    text = "---\n".join([body] * documents)
+    assert _pyyaml(lambda: _yaml.load_all(text), text) == _pyyaml(
+        lambda: list(yaml.load_all(text, Loader=_yaml.LOADER)), text
+    ), text
+    assert _pyyaml(lambda: _yaml.load(text), text) == _pyyaml(
+        lambda: yaml.load(text, Loader=_yaml.LOADER), text
+    ), text
+    assert _yaml.load("") is None and _yaml.load_all("") == []

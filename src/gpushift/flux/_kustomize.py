@@ -21,7 +21,7 @@ from typing import Any
 import jsonpatch
 import yaml
 
-from gpushift._yaml import LOADER
+from gpushift import _yaml
 
 #: A path of keys and indexes into a document.
 Keys = tuple[str | int, ...]
@@ -430,7 +430,7 @@ def parse_patches(body: Any) -> list[Any]:
     if not isinstance(body, str):
         return []
     try:
-        docs = list(yaml.load_all(body, Loader=LOADER))
+        docs = _yaml.load_all(body)
     except yaml.YAMLError:
         return []
     return [d for d in docs if isinstance(d, (dict, list))]

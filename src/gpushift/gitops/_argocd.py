@@ -39,7 +39,7 @@ from typing import Any
 
 import yaml
 
-from gpushift._yaml import LOADER
+from gpushift import _yaml
 from gpushift.flux import KUSTOMIZATION_FILES, Doc, Item, Tree, norm, parent
 from gpushift.flux import KustomizeBuilder as Builder
 from gpushift.gitops._model import Manifest, Source, ValueLayer
@@ -514,7 +514,7 @@ def _git_files(tree: Tree, entries: list[Any], *, go: bool, param_prefix: str) -
             prefix = _dropped(pattern, cand)
             for f in files:
                 try:
-                    data = yaml.load(tree.texts[f], Loader=LOADER)
+                    data = _yaml.load(tree.texts[f])
                 except yaml.YAMLError:
                     continue
                 for doc in data if isinstance(data, list) else [data]:
@@ -762,7 +762,7 @@ def _helm_layers(
         layers.append(ValueLayer(obj_values, src.child(("helm", "valuesObject")), True))
     elif isinstance(text, str):
         try:
-            parsed = yaml.load(text, Loader=LOADER)
+            parsed = _yaml.load(text)
         except yaml.YAMLError:
             parsed = None
         if isinstance(parsed, dict):

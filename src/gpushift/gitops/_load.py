@@ -29,9 +29,9 @@ from typing import Any, cast
 
 import yaml
 
+from gpushift import _yaml
 from gpushift._errors import InputError
 from gpushift._kinds import KINDS
-from gpushift._yaml import LOADER
 from gpushift.flux import (
     KUSTOMIZATION_FILES,
     VAR_NAME,
@@ -895,7 +895,7 @@ def _helm_release(state: _State, obj: Manifest) -> HelmRelease:
             layers.append(ValueLayer(value_at_target_path(target, text), src, False))
             continue
         try:
-            parsed = yaml.load(text, Loader=LOADER)
+            parsed = _yaml.load(text)
         except yaml.YAMLError:
             continue
         if isinstance(parsed, dict):

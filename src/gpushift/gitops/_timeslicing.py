@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 import yaml
 
-from gpushift._yaml import LOADER
+from gpushift import _yaml
 from gpushift.gitops._model import (
     Source,
     TimeSlicingConfig,
@@ -65,7 +65,7 @@ def parse_config(
     data: Any = text
     if isinstance(text, str):
         try:
-            data = yaml.load(text, Loader=LOADER)
+            data = _yaml.load(text)
         except yaml.YAMLError as err:
             mark = getattr(err, "problem_mark", None)
             where = f" (line {mark.line + 1})" if mark is not None else ""

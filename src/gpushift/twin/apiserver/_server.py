@@ -19,9 +19,9 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from gpushift import _yaml
 from gpushift._kinds import Kind
 from gpushift._obj import Obj
-from gpushift._yaml import LOADER
 from gpushift.twin.apiserver import _discovery, _openapi, _ops, _podlog, _protobuf, _tables
 from gpushift.twin.apiserver._auth import check_bearer
 from gpushift.twin.apiserver._faults import Faults
@@ -370,7 +370,7 @@ class TwinServer:
             raise bad_request("the body of the request was in an unknown format")
         try:
             if request.content_type.endswith("yaml"):
-                return yaml.load(data, Loader=LOADER)
+                return _yaml.load(data)
             return json.loads(data)
         except (ValueError, yaml.YAMLError) as err:
             raise bad_request(f"the body of the request was in an unknown format: {err}") from err

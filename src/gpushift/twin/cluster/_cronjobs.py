@@ -14,6 +14,7 @@ the history limits are honoured. Schedules are robfig/cron's standard five field
 from __future__ import annotations
 
 import contextlib
+import functools
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -222,6 +223,10 @@ def schedule_times(
 ) -> tuple[list[datetime], datetime]:
     """Schedule times in ``(after, until]`` (at most ``_MAX_MISSED + 1``) and the next one
     after ``until``, all in UTC."""
+    if time_zone is None or isinstance(time_zone, str):
+        first = _first_after(schedule, time_zone, after)
+        if first > until:
+            return [], first  # the common case, every pass until the next run is due
     expr, tz = parse_schedule(schedule, time_zone)
     start = after.astimezone(tz) if tz is not None else after.astimezone(UTC)
     try:
@@ -240,6 +245,18 @@ def schedule_times(
             break
         nxt = it.get_next(datetime)
     return times, nxt.astimezone(UTC)
+
+
+@functools.lru_cache(maxsize=4096)
+def _first_after(schedule: str, time_zone: str | None, after: datetime) -> datetime:
+    """The first schedule time after ``after``, in UTC (ValueError as schedule_times)."""
+    expr, tz = parse_schedule(schedule, time_zone)
+    start = after.astimezone(tz) if tz is not None else after.astimezone(UTC)
+    try:
+        nxt: datetime = croniter(expr, start).get_next(datetime)
+    except CroniterBadCronError as err:
+        raise ValueError(f"unparseable schedule: {schedule!r}: {err}") from None
+    return nxt.astimezone(UTC)
 
 
 def job_name(cronjob: str, scheduled: datetime) -> str:

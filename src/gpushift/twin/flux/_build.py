@@ -16,9 +16,9 @@ from typing import Any
 
 import yaml
 
+from gpushift import _yaml
 from gpushift._kinds import lookup
 from gpushift._obj import Obj
-from gpushift._yaml import LOADER
 from gpushift.flux import (
     KUSTOMIZATION_FILES,
     KustomizeBuilder,
@@ -169,7 +169,7 @@ def build_path(root: Path, path: str, *, revision: str, lenient: bool) -> list[O
     if not _has_kustomization(directory):
         out: list[Obj] = []
         for f in _manifests(directory):
-            out += [x for x in yaml.load_all(f.read_text(), Loader=LOADER) if isinstance(x, dict)]
+            out += [x for x in _yaml.load_all(f.read_text()) if isinstance(x, dict)]
         applied = _flux_paths(root, out) if lenient else set()
         for sub in _sub_kustomizations(directory):
             if sub in applied:
@@ -187,7 +187,7 @@ def build_path(root: Path, path: str, *, revision: str, lenient: bool) -> list[O
             return _builtin(root, rel, revision)
         raise BuildError(f"kustomize build failed: {err}")
     # Freshly parsed, so the caller's own (a copy would keep shared aliases shared anyway).
-    return [x for x in yaml.load_all(text, Loader=LOADER) if isinstance(x, dict)]
+    return [x for x in _yaml.load_all(text) if isinstance(x, dict)]
 
 
 def build(
@@ -226,7 +226,7 @@ def build(
         if lenient:
             return build_path(root, path, revision=revision, lenient=lenient)
         raise BuildError(f"kustomize build failed: {err}")
-    return [x for x in yaml.load_all(text, Loader=LOADER) if isinstance(x, dict)]
+    return [x for x in _yaml.load_all(text) if isinstance(x, dict)]
 
 
 @functools.lru_cache(maxsize=512)
@@ -325,6 +325,6 @@ def substitute_objects(objects: list[Obj], variables: Mapping[str, str]) -> list
             out.append(obj)
             continue
         text = yaml.dump(obj, Dumper=_DUMPER, sort_keys=False, width=1 << 30)
-        new = yaml.load(substitute(text, variables), Loader=LOADER)
+        new = _yaml.load(substitute(text, variables))
         out.append(new if isinstance(new, dict) else obj)
     return out

@@ -29,8 +29,8 @@ from typing import Any
 
 import yaml
 
+from gpushift import _yaml
 from gpushift._atomic import write_file
-from gpushift._yaml import LOADER
 from gpushift.flux import KUSTOMIZATION_FILES
 
 #: The environment variable naming a directory of cached builds shared between processes.
@@ -126,7 +126,7 @@ class _Closure:
         self._configs.add(path)
         try:
             with open(path, encoding="utf-8") as f:
-                docs = list(yaml.load_all(f.read(), Loader=LOADER))
+                docs = _yaml.load_all(f.read())
         except (yaml.YAMLError, UnicodeDecodeError):
             return
         self._names((directory, os.path.dirname(path)), docs)
@@ -148,7 +148,7 @@ class _Closure:
                 self._add_file(entry.path)
         try:
             with open(kustomization, encoding="utf-8") as f:
-                doc = yaml.load(f.read(), Loader=LOADER)
+                doc = _yaml.load(f.read())
         except yaml.YAMLError:
             raise _UnkeyedError(kustomization) from None  # kustomize fails on it
         if not isinstance(doc, dict) or any(key in doc for key in _UNKEYED_FIELDS):
@@ -159,7 +159,7 @@ class _Closure:
                 if isinstance(entry, str) and "\n" in entry:
                     # An inline plugin config: the files it names are relative to here.
                     try:
-                        self._names((directory,), yaml.load(entry, Loader=LOADER))
+                        self._names((directory,), _yaml.load(entry))
                     except yaml.YAMLError:
                         raise _UnkeyedError(kustomization) from None
                 else:

@@ -11,12 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
+from gpushift import _yaml
 from gpushift._kinds import by_kind, lookup
 from gpushift._obj import Obj
 from gpushift._obj import as_dict as d
-from gpushift._yaml import LOADER
 from gpushift.flux import (
     REQUESTED_AT,
     drop_condition,
@@ -230,7 +228,7 @@ class HelmReleases(Reconciler):
             if ref.get("targetPath"):
                 acc = merge_values(acc, value_at_target_path(str(ref["targetPath"]), data[key]))
                 continue
-            parsed = yaml.load(data[key], Loader=LOADER)
+            parsed = _yaml.load(data[key])
             if isinstance(parsed, dict):
                 acc = merge_values(acc, parsed)
         return merge_values(acc, d(spec.get("values")))
