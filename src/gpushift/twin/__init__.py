@@ -14,67 +14,8 @@ callers::
         subprocess.run(["kubectl", "--kubeconfig", twin.kubeconfig, "get", "nodes"])
 """
 
-from __future__ import annotations
+import lazy_loader
 
-from gpushift.twin._export import export
-from gpushift.twin._guard import require_twin
-from gpushift.twin._serve import ServeOptions, serve
-from gpushift.twin.apiserver import (
-    DEFAULT_KUBERNETES_VERSION,
-    ApiError,
-    Certificate,
-    Event,
-    FaultConfig,
-    Faults,
-    Page,
-    ScalePaths,
-    Status,
-    Store,
-    Twin,
-    TwinServer,
-    Watcher,
-    as_list,
-    kubeconfig,
-    load,
-    new_store,
-    new_token,
-    parse_kubernetes_version,
-    run_twin,
-    save,
-    self_signed,
-    serve_forever,
-    write_kubeconfig,
-    write_list,
-)
-
-__all__ = [
-    "DEFAULT_KUBERNETES_VERSION",
-    "ApiError",
-    "Certificate",
-    "Event",
-    "FaultConfig",
-    "Faults",
-    "Page",
-    "ScalePaths",
-    "ServeOptions",
-    "Status",
-    "Store",
-    "Twin",
-    "TwinServer",
-    "Watcher",
-    "as_list",
-    "export",
-    "kubeconfig",
-    "load",
-    "new_store",
-    "new_token",
-    "parse_kubernetes_version",
-    "require_twin",
-    "run_twin",
-    "save",
-    "self_signed",
-    "serve",
-    "serve_forever",
-    "write_kubeconfig",
-    "write_list",
-]
+# The names of __init__.pyi, each imported from its module on first use: a command that
+# needs one room does not import the others (docs/decisions.md, lazy packages).
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -7,21 +7,8 @@ chart's message), and the operators the charts install act on their custom resou
 chart installs nothing and says so (``Rendered.message``).
 """
 
-from __future__ import annotations
+import lazy_loader
 
-from gpushift.twin.charts._common import ChartError, Rendered
-from gpushift.twin.charts._operators import Operators
-from gpushift.twin.charts._registry import identity, render
-from gpushift.twin.charts._writes import apply, delete, kind_of, served
-
-__all__ = [
-    "ChartError",
-    "Operators",
-    "Rendered",
-    "apply",
-    "delete",
-    "identity",
-    "kind_of",
-    "render",
-    "served",
-]
+# The names of __init__.pyi, each imported from its module on first use: a command that
+# needs one room does not import the others (docs/decisions.md, lazy packages).
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

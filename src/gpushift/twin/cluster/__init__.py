@@ -8,52 +8,8 @@ the DRA driver publishes ResourceSlices) while clients drive it through the API:
         subprocess.run(["kubectl", "--kubeconfig", twin.kubeconfig, "get", "nodes"])
 """
 
-from __future__ import annotations
+import lazy_loader
 
-from gpushift.twin.cluster._client import fetch_violations
-from gpushift.twin.cluster._clock import VirtualClock
-from gpushift.twin.cluster._context import Delays
-from gpushift.twin.cluster._controllers import Cluster, run_cluster
-from gpushift.twin.cluster._from_nodes import inventory_from_nodes
-from gpushift.twin.cluster._inventory import (
-    EXAMPLES,
-    MODELS,
-    Gpu,
-    Inventory,
-    NodeSpec,
-    example,
-    from_text,
-    load,
-    uniform,
-)
-from gpushift.twin.cluster._kubelet import NODE_FAULTS
-from gpushift.twin.cluster._logs import LogBook
-from gpushift.twin.cluster._loop import AgentThread, collector_paused
-from gpushift.twin.cluster._monitor import Violation, ViolationBody, ViolationList
-from gpushift.twin.cluster._promql import QueryError
-
-__all__ = [
-    "EXAMPLES",
-    "MODELS",
-    "NODE_FAULTS",
-    "AgentThread",
-    "Cluster",
-    "Delays",
-    "Gpu",
-    "Inventory",
-    "LogBook",
-    "NodeSpec",
-    "QueryError",
-    "Violation",
-    "ViolationBody",
-    "ViolationList",
-    "VirtualClock",
-    "collector_paused",
-    "example",
-    "fetch_violations",
-    "from_text",
-    "inventory_from_nodes",
-    "load",
-    "run_cluster",
-    "uniform",
-]
+# The names of __init__.pyi, each imported from its module on first use: a command that
+# needs one room does not import the others (docs/decisions.md, lazy packages).
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

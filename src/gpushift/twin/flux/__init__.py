@@ -15,28 +15,8 @@ on the cluster's virtual clock::
 processes share them there.
 """
 
-from __future__ import annotations
+import lazy_loader
 
-from gpushift.twin.flux._buildcache import CACHE_ENV as BUILD_CACHE_ENV
-from gpushift.twin.flux._control import git_set, not_ready, wait_for_kubeconfig, wait_ready
-from gpushift.twin.flux._crds import crd
-from gpushift.twin.flux._crds import install as install_crds
-from gpushift.twin.flux._runner import Flux, bootstrap, run_gitops
-from gpushift.twin.flux._serve import read_vars, start_flux
-from gpushift.twin.flux._sources import local_path
-
-__all__ = [
-    "BUILD_CACHE_ENV",
-    "Flux",
-    "bootstrap",
-    "crd",
-    "git_set",
-    "install_crds",
-    "local_path",
-    "not_ready",
-    "read_vars",
-    "run_gitops",
-    "start_flux",
-    "wait_for_kubeconfig",
-    "wait_ready",
-]
+# The names of __init__.pyi, each imported from its module on first use: a command that
+# needs one room does not import the others (docs/decisions.md, lazy packages).
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

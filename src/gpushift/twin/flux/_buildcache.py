@@ -34,7 +34,7 @@ from gpushift._atomic import write_file
 from gpushift.flux import KUSTOMIZATION_FILES
 
 #: The environment variable naming a directory of cached builds shared between processes.
-CACHE_ENV = "GPUSHIFT_TWIN_BUILD_CACHE"
+BUILD_CACHE_ENV = "GPUSHIFT_TWIN_BUILD_CACHE"
 #: Plugin configs (a generator's or transformer's YAML) may name files of their own.
 _PLUGIN_KEYS = ("generators", "transformers", "validators")
 #: Fields that make a build depend on more than local files.
@@ -198,7 +198,7 @@ def content_key(directory: Path, *, root: Path, components: Sequence[Path] = ())
 
 
 def _disk() -> Path | None:
-    value = os.environ.get(CACHE_ENV)
+    value = os.environ.get(BUILD_CACHE_ENV)
     return Path(value) if value else None
 
 

@@ -62,7 +62,7 @@ def crd(kind: Kind) -> dict[str, object]:
     }
 
 
-def install(store: Store) -> list[str]:
+def install_crds(store: Store) -> list[str]:
     """Create every CRD of the kind table that the store does not hold yet; returns their names."""
     crd_kind = store.kind_for("apiextensions.k8s.io", "v1", "customresourcedefinitions")
     made: list[str] = []

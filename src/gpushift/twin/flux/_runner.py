@@ -51,7 +51,7 @@ class Flux(AgentThread):
     ) -> None:
         super().__init__(store, thread_name="gpushift-flux")
         self.clock = clock
-        _crds.install(store)
+        _crds.install_crds(store)
         stamp = lambda: rfc3339(clock.now())  # noqa: E731
         self.sources = Sources(
             store, clock.seconds, stamp, assume_remote=lenient and not strict_health

@@ -1,0 +1,86 @@
+"""Type stub of gpushift.twin.apiserver: its public names, which __init__.py loads on first use."""
+
+from ._auth import (
+    Certificate,
+    check_bearer,
+    kubeconfig,
+    new_token,
+    self_signed,
+    write_kubeconfig,
+)
+from ._discovery import (
+    DEFAULT_KUBERNETES_VERSION,
+    TWIN_MARKER,
+    TWIN_MARKER_PATH,
+    parse_kubernetes_version,
+)
+from ._faults import FaultConfig, Faults
+from ._names import name_errors
+from ._ops import server_side_apply
+from ._runner import (
+    Twin,
+    new_store,
+    run_twin,
+    serve_forever,
+    url_for,
+)
+from ._selectors import (
+    compile_fields,
+    match_labels,
+    parse_fields,
+    parse_labels,
+    selector_string,
+)
+from ._server import TwinServer
+from ._state import as_list, load, save, write_list
+from ._status import ApiError, Status
+from ._store import Page, ScalePaths, Store, rfc3339
+from ._tables import (
+    human_duration,
+    printer_columns,
+    to_table,
+)
+from ._watch import Event, Watcher
+
+__all__ = [
+    "DEFAULT_KUBERNETES_VERSION",
+    "TWIN_MARKER",
+    "TWIN_MARKER_PATH",
+    "ApiError",
+    "Certificate",
+    "Event",
+    "FaultConfig",
+    "Faults",
+    "Page",
+    "ScalePaths",
+    "Status",
+    "Store",
+    "Twin",
+    "TwinServer",
+    "Watcher",
+    "as_list",
+    "check_bearer",
+    "compile_fields",
+    "human_duration",
+    "kubeconfig",
+    "load",
+    "match_labels",
+    "name_errors",
+    "new_store",
+    "new_token",
+    "parse_fields",
+    "parse_kubernetes_version",
+    "parse_labels",
+    "printer_columns",
+    "rfc3339",
+    "run_twin",
+    "save",
+    "selector_string",
+    "self_signed",
+    "serve_forever",
+    "server_side_apply",
+    "to_table",
+    "url_for",
+    "write_kubeconfig",
+    "write_list",
+]
