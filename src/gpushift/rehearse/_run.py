@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gpushift import kube
+from gpushift import verdict as gpu_verdict
 from gpushift._errors import InputError, UsageError
 from gpushift._obj import Obj
 from gpushift.rehearse._cards import Card, read_map
@@ -26,7 +27,6 @@ from gpushift.rehearse._sampler import Sample, Sampler
 from gpushift.rehearse._twinproc import (
     TwinOptions,
     TwinProcess,
-    command_available,
     gpushift_argv,
     running_twin,
 )
@@ -142,28 +142,21 @@ class Rehearsal:
         return 0 if self.ok else 1
 
 
-def verdict(gpushift: list[str], kubeconfig: Path, *, fallback: RunRecord) -> Obj:
-    """``gpushift verdict live -o json`` when this gpushift has it; else the cutover's own
-    result, marked as such."""
-    if command_available([*gpushift, "verdict"]):
-        try:
-            done = subprocess.run(
-                [*gpushift, "verdict", "live", "--kubeconfig", str(kubeconfig), "-o", "json"],
-                capture_output=True,
-                check=False,
-                timeout=300,
-                stdin=subprocess.DEVNULL,
-            )
-            out: Obj = json.loads(done.stdout)
-            if isinstance(out, dict):
-                return {"source": "gpushift verdict", **out}
-        except (OSError, subprocess.TimeoutExpired, ValueError):
-            pass
-    return {
-        "source": "cutover result",
-        "verdict": fallback.result,
-        "reasons": list(fallback.reasons),
-    }
+def verdict(kubeconfig: Path, *, fallback: RunRecord) -> Obj:
+    """What ``gpushift verdict live -o json`` prints for the twin, taken in this process (the
+    same code, without starting an interpreter for it); the cutover's own result, marked as
+    such, when the cluster cannot be read."""
+    try:
+        with kube.connect(kubeconfig=kubeconfig) as client:
+            doc = gpu_verdict.take_snapshot(client)
+        out: Obj = json.loads(gpu_verdict.format_verdict(gpu_verdict.judge(doc), output="json"))
+        return {"source": "gpushift verdict", **out}
+    except (kube.KubeError, InputError):
+        return {
+            "source": "cutover result",
+            "verdict": fallback.result,
+            "reasons": list(fallback.reasons),
+        }
 
 
 def rollback_target(kubeconfig: Path) -> str:
@@ -289,7 +282,7 @@ def _on_twin(
             if kill is not None and record.killed_at is None:
                 notes.append(f"--kill-at {kill}: that moment never showed in the event stream")
             progress.phase(f"verdict after the move to {to}")
-            verdicts.append(verdict(gpushift, twin.kubeconfig, fallback=record))
+            verdicts.append(verdict(twin.kubeconfig, fallback=record))
             cards.append((f"after {to}", read_map(twin.kubeconfig)))
             if record.result != "done":
                 notes.append(f"the move to {to} ended {record.result}; the rollback was not run")
