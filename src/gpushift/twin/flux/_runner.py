@@ -24,7 +24,22 @@ from gpushift.twin.flux._roots import Roots, synthetic_root
 from gpushift.twin.flux._sources import Sources
 
 log = logging.getLogger("gpushift.twin.flux")
-_IGNORED = {"events", "leases"}
+#: Kinds whose changes do not wake the controllers: none of them reconciles on these (the
+#: real controllers watch their own kinds, their sources and what they apply), and pods and
+#: the kubelets' writes change far more often than anything Flux reads. Health checks and
+#: Helm's wait poll on their own timers.
+_IGNORED = {
+    "events",
+    "leases",
+    "pods",
+    "nodes",
+    "replicasets",
+    "controllerrevisions",
+    "resourceclaims",
+    "resourceslices",
+    "endpoints",
+    "endpointslices",
+}
 
 
 class Flux(AgentThread):
