@@ -1,10 +1,14 @@
 """The twin's ``kubectl kustomize`` outputs, kept by the content of what each build reads: a
 copy of a tree elsewhere builds from the cache, a change to anything the build reads builds
-again, and what cannot be keyed (remote resources, files outside the source) is not kept."""
+again, what cannot be keyed (remote resources, files outside the source) is not kept, and
+processes that want the same build at once run kustomize once between them."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -82,6 +86,11 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
+def _entries(cache: Path) -> int:
+    # Kept outputs; the directory also holds one lock file per key claimed.
+    return len(list(cache.glob("*.yaml")))
+
+
 def _key(root: Path) -> str | None:
     return content_key(root / "apps" / "plex", root=root)
 
@@ -128,15 +137,15 @@ def test_a_copy_builds_from_the_cache_and_a_change_builds_again(
     assert {o["metadata"]["namespace"] for o in objs} == {"media"}
     assert by_kind["ConfigMap"]["data"] == {"settings.ini": f"{tmp_path.name}=1\n"}
     assert by_kind["ConfigMap"]["metadata"]["name"].startswith("settings-")
-    assert len(list(cache.iterdir())) == 1
+    assert _entries(cache) == 1
     # The same content in another directory and revision: the same objects, no new entry.
     assert build_path(b, "apps/plex", revision="b", lenient=False) == objs
-    assert len(list(cache.iterdir())) == 1
+    assert _entries(cache) == 1
     # A changed patch: built again, and the new replicas come through.
     (b / "apps" / "plex" / "patch.yaml").write_text(PATCH.replace("replicas: 2", "replicas: 4"))
     again = build_path(b, "apps/plex", revision="b2", lenient=False)
     assert {o["kind"]: o for o in again}["Deployment"]["spec"]["replicas"] == 4
-    assert len(list(cache.iterdir())) == 2
+    assert _entries(cache) == 2
 
 
 def test_components_are_part_of_the_key(tmp_path: Path, cache: Path) -> None:
@@ -154,7 +163,7 @@ def test_components_are_part_of_the_key(tmp_path: Path, cache: Path) -> None:
     names = {o["metadata"]["name"] for o in with_component if o["kind"] == "ServiceAccount"}
     assert names == {"media-apps", "extra"}
     assert len(with_component) == len(plain) + 1
-    assert len(list(cache.iterdir())) == 2
+    assert _entries(cache) == 2
 
 
 def test_a_failure_is_not_kept_and_names_its_own_directory(tmp_path: Path, cache: Path) -> None:
@@ -164,4 +173,38 @@ def test_a_failure_is_not_kept_and_names_its_own_directory(tmp_path: Path, cache
     for root in roots:
         with pytest.raises(BuildError, match=str(root / "apps" / "plex")):
             build_path(root, "apps/plex", revision=root.name, lenient=False)
-    assert not cache.exists() or list(cache.iterdir()) == []
+    assert not cache.exists() or _entries(cache) == 0
+
+
+def test_two_processes_wanting_one_build_at_once_run_kustomize_once(tmp_path: Path) -> None:
+    kubectl = shutil.which("kubectl")
+    assert kubectl is not None
+    # A kubectl that logs each kustomize run and takes long enough for both to be waiting.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    runs = tmp_path / "runs.log"
+    fake = bin_dir / "kubectl"
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {runs}\nsleep 1\nexec {kubectl} "$@"\n')
+    fake.chmod(0o755)
+    roots = [_tree(tmp_path / name, settings=f"{tmp_path.name}=1\n") for name in ("a", "b")]
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        BUILD_CACHE_ENV: str(tmp_path / "cache"),
+    }
+    code = (
+        "import json, sys; from pathlib import Path;"
+        "from gpushift.twin.flux._build import build_path;"
+        "print(json.dumps(build_path(Path(sys.argv[1]), 'apps/plex', revision='r', lenient=False)))"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(root)], stdout=subprocess.PIPE, text=True, env=env
+        )
+        for root in roots
+    ]
+    outs = [p.communicate(timeout=60)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0]
+    assert outs[0] == outs[1]
+    assert len(runs.read_text().splitlines()) == 1
+    assert _entries(tmp_path / "cache") == 1

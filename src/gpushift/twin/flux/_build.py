@@ -10,7 +10,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -59,12 +59,26 @@ def _kubectl_build(directory: str, stamp: str, root: str) -> tuple[str, str | No
     # ``stamp`` (the revision) keys this cache; a new revision looks in the content cache.
     del stamp
     key = _buildcache.content_key(Path(directory), root=Path(root))
-    return _keyed_build(directory, key)
+    return _keyed(key, lambda: _kubectl_kustomize(directory))
 
 
-def _keyed_build(directory: str, key: str | None) -> tuple[str, str | None]:
-    if key is not None and (hit := _buildcache.lookup(key)) is not None:
+def _keyed(key: str | None, run: Callable[[], tuple[str, str | None]]) -> tuple[str, str | None]:
+    # The output kept under ``key`` (None: not keyable), else ``run``'s, kept if it succeeded.
+    if key is None:
+        return run()
+    if (hit := _buildcache.lookup(key)) is not None:
         return hit, None
+    with _buildcache.claim(key):
+        # Whoever held the claim before may have built it meanwhile.
+        if (hit := _buildcache.lookup(key)) is not None:
+            return hit, None
+        text, err = run()
+        if err is None:
+            _buildcache.store(key, text)
+        return text, err
+
+
+def _kubectl_kustomize(directory: str) -> tuple[str, str | None]:
     binary = kubectl()
     assert binary is not None
     out = subprocess.run(
@@ -75,8 +89,6 @@ def _keyed_build(directory: str, key: str | None) -> tuple[str, str | None]:
     )
     if out.returncode != 0:
         return "", out.stderr.strip().removeprefix("error: ")
-    if key is not None:
-        _buildcache.store(key, out.stdout)
     return out.stdout, None
 
 
@@ -238,8 +250,10 @@ def _overlay_build(
     key = _buildcache.content_key(
         Path(directory), root=Path(root), components=[Path(c) for c in components]
     )
-    if key is not None and (hit := _buildcache.lookup(key)) is not None:
-        return hit, None
+    return _keyed(key, lambda: _overlay_kustomize(directory, components))
+
+
+def _overlay_kustomize(directory: str, components: tuple[str, ...]) -> tuple[str, str | None]:
     with tempfile.TemporaryDirectory(prefix="gpushift-flux-overlay-") as tmp:
         # kustomize refuses absolute roots; the overlay names everything relative to itself.
         overlay = {
@@ -249,10 +263,7 @@ def _overlay_build(
             "components": [os.path.relpath(c, tmp) for c in components],
         }
         Path(tmp, "kustomization.yaml").write_text(yaml.safe_dump(overlay))
-        text, err = _keyed_build(tmp, None)
-    if err is None and key is not None:
-        _buildcache.store(key, text)
-    return text, err
+        return _kubectl_kustomize(tmp)
 
 
 def transform(objects: list[Obj], spec: Mapping[str, Any]) -> list[Obj]:

@@ -14,16 +14,20 @@ their messages name the absolute directory.
 
 Keyed outputs stay in memory for the process and, when ``GPUSHIFT_TWIN_BUILD_CACHE`` names a
 directory, also there (one file per key, written atomically), so the twins a test session
-starts in separate processes share them.
+starts in separate processes share them. A build in progress is claimed (:func:`claim`: a
+lock per key, across threads and, through that directory, across processes), so twins that
+start together on the same repository build each directory once between them.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +47,8 @@ _REMOTE = ("://", "github.com/", "gitlab.com/", "bitbucket.org/", "git@", "ssh:"
 
 _memory: dict[str, str] = {}
 _lock = threading.Lock()
+#: Per key, the lock a thread of this process holds while it builds that key.
+_building: dict[str, threading.Lock] = {}
 
 
 class _UnkeyedError(Exception):
@@ -232,3 +238,30 @@ def store(key: str, text: str) -> None:
         write_file(disk / f"{key}.yaml", text)
     except (OSError, ValueError):  # ValueError: text the locale's encoding cannot write
         pass  # a cache that cannot be written is only slower
+
+
+@contextmanager
+def claim(key: str) -> Iterator[None]:
+    """Hold ``key`` while its build runs: another thread, or another process sharing the
+    cache directory, that claims the same key waits, then finds the output with
+    :func:`lookup` instead of running kustomize again. Without a usable directory only the
+    threads of this process wait for each other."""
+    with _lock:
+        local = _building.setdefault(key, threading.Lock())
+    with local:
+        disk = _disk()
+        fd = -1
+        if disk is not None:
+            try:
+                disk.mkdir(parents=True, exist_ok=True)
+                fd = os.open(disk / f"{key}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+            except OSError:
+                fd = -1  # a cache that cannot be locked is only slower
+        try:
+            if fd >= 0:
+                # Released by the kernel if the holder dies, so a killed twin blocks no one.
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            if fd >= 0:
+                os.close(fd)
