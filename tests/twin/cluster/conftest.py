@@ -1,30 +1,31 @@
-"""Scenario fixtures: `gpushift twin serve --nodes FILE` in a subprocess, driven by kubectl.
+"""Scenario fixtures: the cluster twin of an inventory file, driven by kubectl.
 
-The scenario tests run against the twin as users run it, and drive it only from outside:
-kubectl, the metrics and violations endpoints, and the `gpushift` CLI.
+The twin is what `gpushift twin serve --nodes FILE --time-scale 100` runs (the API server over
+TLS and the cluster's agents, `run_cluster`), on threads of the test's own process: a
+`twin serve` process per test spent most of its CPU importing. The tests still drive it only
+from outside: kubectl, the metrics and violations endpoints, and the `gpushift` CLI.
+`twin serve` itself is run as a process in `test_cli.py` and `test_inventory.py`.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import shutil
-import signal
 import ssl
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-import yaml
+
+from gpushift.twin import Twin, new_store
+from gpushift.twin.cluster import Delays, load, run_cluster
 
 KUBECTL = shutil.which("kubectl")
 T = TypeVar("T")
@@ -35,16 +36,6 @@ nodes:
   count: 3
   gpus: [{product: NVIDIA L4}]
 """
-
-
-@dataclass(frozen=True)
-class Served:
-    """Where a `gpushift twin serve` listens, from the kubeconfig it wrote."""
-
-    url: str
-    token: str
-    kubeconfig: Path
-    ca_pem: bytes
 
 
 def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 20.0) -> T:
@@ -62,7 +53,8 @@ def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 20.0) ->
 class Driver:
     """kubectl and HTTP against one running cluster twin."""
 
-    def __init__(self, twin: Served, cache: Path) -> None:
+    def __init__(self, twin: Twin, cache: Path) -> None:
+        assert twin.ca_pem is not None
         self.twin = twin
         self.cache = cache
         self._ssl = ssl.create_default_context(cadata=twin.ca_pem.decode())
@@ -108,56 +100,21 @@ class Driver:
         return wait_for(what, probe, timeout)
 
 
-def serve(inventory: str, tmp: Path, *args: str) -> Iterator[Driver]:
-    """Run `gpushift twin serve --nodes` on ``inventory`` (time scale 100) for a test."""
+def serve(inventory: str, tmp: Path, *, delays: Delays | None = None) -> Iterator[Driver]:
+    """The twin of ``inventory`` at time scale 100, as `twin serve` runs it, for a test."""
     if KUBECTL is None:
         pytest.skip("kubectl is not installed")
     nodes = tmp / "nodes.yaml"
     nodes.write_text(inventory)
-    kubeconfig = tmp / "kubeconfig"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gpushift",
-            "twin",
-            "serve",
-            "--nodes",
-            str(nodes),
-            "--time-scale",
-            "100",
-            "--port",
-            "0",
-            "--kubeconfig-out",
-            str(kubeconfig),
-            *args,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        first = proc.stdout.readline()
-        if not first.startswith("gpushift twin serving "):
-            raise AssertionError(f"twin serve did not start: {first}{proc.stderr.read()}")
-        config = yaml.safe_load(kubeconfig.read_text())
-        cluster = config["clusters"][0]["cluster"]
-        twin = Served(
-            url=first.split()[-1],
-            token=config["users"][0]["user"]["token"],
-            kubeconfig=kubeconfig,
-            ca_pem=base64.b64decode(cluster["certificate-authority-data"]),
-        )
+    with run_cluster(
+        load(nodes),
+        time_scale=100,
+        delays=delays,
+        store=new_store(seed=0),
+        tls=True,
+        kubeconfig=tmp / "kubeconfig",
+    ) as (twin, _):
         yield Driver(twin, tmp / "kubectl-cache")
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            # An open watch can hold the server's shutdown; the test is over either way.
-            proc.wait(timeout=3)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 @pytest.fixture
@@ -175,4 +132,4 @@ def one_cpu_bound_node(tmp_path: Path) -> Iterator[Driver]:
 @pytest.fixture
 def slow_plugin(tmp_path: Path) -> Iterator[Driver]:
     """Three one-card nodes whose device plugins take 200 s (2 s here) to register."""
-    yield from serve(THREE_ONE_CARD_NODES, tmp_path, "--plugin-register-delay", "200")
+    yield from serve(THREE_ONE_CARD_NODES, tmp_path, delays=Delays(plugin_register=200))
