@@ -42,11 +42,14 @@ def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 20.0) ->
     """Poll ``probe`` until it returns something truthy; fail naming ``what``."""
     deadline = time.monotonic() + timeout
     last: T | None = None
+    pause = 0.05
     while time.monotonic() < deadline:
         last = probe()
         if last:
             return last
-        time.sleep(0.1)
+        # Probes run kubectl, a process each: poll quickly at first, then back off.
+        time.sleep(pause)
+        pause = min(pause * 1.5, 0.4)
     raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
 
 
