@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -31,7 +32,9 @@ spec:
 
 @contextmanager
 def watch_pods(d: Any, selector: str) -> Iterator[list[tuple[str, str, str]]]:
-    """Record (event type, pod name, image) of every pod change while the block runs."""
+    """Record (event type, pod name, image) of every pod event of a kubectl watch, as they
+    arrive. kubectl lists first (the existing pods, as ADDED) and then watches from the
+    list's resourceVersion, so once the listed pods are in, no later change is missed."""
     proc = subprocess.Popen(
         [
             "kubectl",
@@ -43,7 +46,7 @@ def watch_pods(d: Any, selector: str) -> Iterator[list[tuple[str, str, str]]]:
             "default",
             "-l",
             selector,
-            "--watch-only",
+            "--watch",
             "--output-watch-events",
             "-o",
             "json",
@@ -53,34 +56,43 @@ def watch_pods(d: Any, selector: str) -> Iterator[list[tuple[str, str, str]]]:
         env={**os.environ, "KUBECONFIG": str(d.twin.kubeconfig)},
     )
     seen: list[tuple[str, str, str]] = []
+
+    def read() -> None:
+        assert proc.stdout is not None
+        text = ""
+        for line in proc.stdout:
+            text += line
+            try:  # one compact event per line; a line that does not parse yet is continued
+                event = json.loads(text)
+            except ValueError:
+                continue
+            text = ""
+            pod = event["object"]
+            seen.append(
+                (event["type"], pod["metadata"]["name"], pod["spec"]["containers"][0]["image"])
+            )
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     try:
         yield seen
     finally:
         proc.terminate()
-        out, _ = proc.communicate(timeout=10)
-        decoder = json.JSONDecoder()
-        pos = 0
-        text = out.strip()
-        while pos < len(text):
-            event, end = decoder.raw_decode(text, pos)
-            pod = event["object"]
-            image = pod["spec"]["containers"][0]["image"]
-            seen.append((event["type"], pod["metadata"]["name"], image))
-            pos = end
-            while pos < len(text) and text[pos].isspace():
-                pos += 1
+        proc.wait(timeout=10)
+        reader.join(timeout=10)
 
 
 def _rollout(d: Any, strategy: str) -> list[tuple[str, str, str]]:
     d.apply(DEPLOYMENT.format(strategy=strategy, version=1))
     d.wait_for("v1 running", lambda: _images(d) == ["ghcr.io/example/web:1"] * 2)
     with watch_pods(d, "app=web") as seen:
-        import time
-
-        time.sleep(0.5)  # let the watch start before the rollout
+        d.wait_for("the watch to list the v1 pods", lambda: len(seen) >= 2)
         d.apply(DEPLOYMENT.format(strategy=strategy, version=2))
         d.wait_for("v2 running", lambda: _images(d) == ["ghcr.io/example/web:2"] * 2)
-        time.sleep(0.3)
+        d.wait_for(
+            "the watch to see both v1 pods deleted",
+            lambda: sum(1 for k, _, image in seen if k == "DELETED" and image.endswith(":1")) == 2,
+        )
     return seen
 
 
