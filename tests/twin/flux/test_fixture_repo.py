@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.twin.flux.conftest import ready_condition, wait_for
@@ -55,7 +56,14 @@ def test_repo_runs_on_three_l4_nodes(env: tuple[object, object]) -> None:
             for p in pods
             if (p.get("status") or {}).get("phase") == "Running"
         }
-        return running >= MEDIA
+        # The InferenceService's pod comes last: Flux is Ready once the InferenceService is
+        # applied, and the Deployment llmkube makes of it still has a pod to schedule and start.
+        llm = _llm_pods(store)
+        return (
+            running >= MEDIA
+            and bool(llm)
+            and all((p.get("status") or {}).get("phase") == "Running" for p in llm)
+        )
 
     wait_for(settled, timeout=90, what="the repository to settle")
     nodes = store.list(by_kind("Node")).objects
@@ -71,11 +79,18 @@ def test_repo_runs_on_three_l4_nodes(env: tuple[object, object]) -> None:
     }
     assert env_vars["TZ"] == "Europe/London"
     assert env_vars["PLEX_NO_AUTH_NETWORKS"] == "0.0.0.0/0,0.0.0.0/0"
-    llm = [
+    llm = _llm_pods(store)
+    assert llm and all(p["status"].get("phase") == "Running" for p in llm)
+
+
+def _llm_pods(store: Any) -> list[dict[str, Any]]:
+    """The llama-server pods of the repository's llmkube InferenceService."""
+    from gpushift._kinds import by_kind
+
+    return [
         p
         for p in store.list(by_kind("Pod"), namespace="ai").objects
         if p["metadata"]["name"].startswith("qwen")
         or "llama" in p["metadata"]["name"]
         or p["spec"]["containers"][0]["name"] == "llama-server"
     ]
-    assert llm and all(p["status"].get("phase") == "Running" for p in llm)
