@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpushift import _yaml
-from gpushift._kinds import by_kind, lookup
+from gpushift._kinds import Kind, by_kind, lookup
 from gpushift._obj import Obj
 from gpushift._obj import as_dict as d
 from gpushift.flux import (
@@ -126,18 +126,14 @@ class HelmReleases(Reconciler):
 
     def _chart(self, hr: Obj) -> tuple[str, str]:
         spec = d(hr.get("spec"))
-        ns = str(hr["metadata"].get("namespace"))
         chart = d(d(spec.get("chart")).get("spec"))
         if chart.get("chart"):
             return str(chart["chart"]), str(chart.get("version") or "*")
-        ref = d(spec.get("chartRef"))
-        kind_name = str(ref.get("kind") or "OCIRepository")
-        name = str(ref.get("name") or "")
-        kind = lookup("source.toolkit.fluxcd.io/v1", kind_name)
+        kind_name, kind, name, namespace = _chart_ref(hr)
         try:
             if kind is None:
                 raise ApiError(404, "NotFound", f'no matches for kind "{kind_name}"')
-            src = self.store.peek(kind, name=name, namespace=str(ref.get("namespace") or ns))
+            src = self.store.peek(kind, name=name, namespace=namespace)
         except ApiError as err:
             if self.lenient:
                 # A partial repository: the chart source is not in it; judge by the values.
@@ -153,30 +149,20 @@ class HelmReleases(Reconciler):
 
     def _sources(self, hr: Obj) -> tuple[Any, ...]:
         """What the chart and values are read from: the release's generation (its spec) and
-        the resourceVersion of its chart source and of each valuesFrom object (None: absent)."""
-        spec = d(hr.get("spec"))
-        ns = str(hr["metadata"].get("namespace"))
+        the resourceVersion of its chart source and of each valuesFrom object (None: absent),
+        found as :meth:`_chart` and :meth:`_values` find them."""
+        refs = [_chart_ref(hr)[1:]]
+        refs += [_values_ref(hr, r)[1:] for r in d(hr.get("spec")).get("valuesFrom") or []]
         out: list[Any] = [hr["metadata"].get("uid"), hr["metadata"].get("generation")]
-        refs = [
-            (
-                lookup("source.toolkit.fluxcd.io/v1", str(r.get("kind") or "OCIRepository")),
-                r,
-            )
-            for r in [d(spec.get("chartRef"))]
-            if r
-        ]
-        refs += [
-            (lookup("v1", str(r.get("kind") or "ConfigMap")), r)
-            for r in spec.get("valuesFrom") or []
-        ]
-        for kind, ref in refs:
+        for kind, name, namespace in refs:
             try:
                 if kind is None:
                     raise ApiError(404, "NotFound", "")
-                obj = self.store.peek(
-                    kind, name=str(ref.get("name") or ""), namespace=str(ref.get("namespace") or ns)
+                out.append(
+                    self.store.peek(kind, name=name, namespace=namespace)["metadata"].get(
+                        "resourceVersion"
+                    )
                 )
-                out.append(obj["metadata"].get("resourceVersion"))
             except ApiError:
                 out.append(None)
         return tuple(out)
@@ -206,14 +192,12 @@ class HelmReleases(Reconciler):
     def _values(self, hr: Obj) -> dict[str, Any]:
         # helm-controller chartutil.ChartValuesFromReferences: valuesFrom in order, then values.
         spec = d(hr.get("spec"))
-        ns = str(hr["metadata"].get("namespace"))
         acc: dict[str, Any] = {}
         for ref in spec.get("valuesFrom") or []:
-            kind_name = str(ref.get("kind") or "ConfigMap")
-            name = str(ref.get("name") or "")
+            kind_name, kind, name, ns = _values_ref(hr, ref)
             key = str(ref.get("valuesKey") or "values.yaml")
             try:
-                obj = self.store.peek(by_kind(kind_name), name=name, namespace=ns)
+                obj = self.store.peek(kind, name=name, namespace=ns)
             except ApiError:
                 if ref.get("optional") is True:
                     continue
@@ -492,3 +476,28 @@ class HelmReleases(Reconciler):
         self._drop_finalizer(hr)
         self._seen.pop(key, None)
         self._due.pop(key, None)
+
+
+def _chart_ref(hr: Obj) -> tuple[str, Kind | None, str, str]:
+    """The kind name, kind, name and namespace of a release's ``spec.chartRef`` source."""
+    ref = d(d(hr.get("spec")).get("chartRef"))
+    kind_name = str(ref.get("kind") or "OCIRepository")
+    namespace = str(ref.get("namespace") or hr["metadata"].get("namespace"))
+    return (
+        kind_name,
+        lookup("source.toolkit.fluxcd.io/v1", kind_name),
+        str(ref.get("name") or ""),
+        namespace,
+    )
+
+
+def _values_ref(hr: Obj, ref: Obj) -> tuple[str, Kind, str, str]:
+    """The kind name, kind, name and namespace of one ``spec.valuesFrom`` entry (always the
+    release's own namespace)."""
+    kind_name = str(ref.get("kind") or "ConfigMap")
+    return (
+        kind_name,
+        by_kind(kind_name),
+        str(ref.get("name") or ""),
+        str(hr["metadata"].get("namespace")),
+    )
