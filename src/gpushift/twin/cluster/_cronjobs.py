@@ -223,16 +223,12 @@ def schedule_times(
 ) -> tuple[list[datetime], datetime]:
     """Schedule times in ``(after, until]`` (at most ``_MAX_MISSED + 1``) and the next one
     after ``until``, all in UTC."""
+    # A timeZone that is not a string (the body is the client's) cannot key the cache.
     if time_zone is None or isinstance(time_zone, str):
         first = _first_after(schedule, time_zone, after)
         if first > until:
             return [], first  # the common case, every pass until the next run is due
-    expr, tz = parse_schedule(schedule, time_zone)
-    start = after.astimezone(tz) if tz is not None else after.astimezone(UTC)
-    try:
-        it = croniter(expr, start)
-    except CroniterBadCronError as err:
-        raise ValueError(f"unparseable schedule: {schedule!r}: {err}") from None
+    it = _times(schedule, time_zone, after)
     times: list[datetime] = []
     nxt: datetime = it.get_next(datetime)
     while nxt <= until:
@@ -240,22 +236,27 @@ def schedule_times(
             times.append(nxt.astimezone(UTC))
         else:
             # Far behind: skip ahead rather than iterate through every missed time.
-            it = croniter(expr, until.astimezone(tz) if tz else until)
-            nxt = it.get_next(datetime)
+            nxt = _times(schedule, time_zone, until).get_next(datetime)
             break
         nxt = it.get_next(datetime)
     return times, nxt.astimezone(UTC)
 
 
-@functools.lru_cache(maxsize=4096)
-def _first_after(schedule: str, time_zone: str | None, after: datetime) -> datetime:
-    """The first schedule time after ``after``, in UTC (ValueError as schedule_times)."""
+def _times(schedule: str, time_zone: str | None, after: datetime) -> croniter:
+    """The schedule's times after ``after``, in its zone (ValueError with the controller's
+    words)."""
     expr, tz = parse_schedule(schedule, time_zone)
     start = after.astimezone(tz) if tz is not None else after.astimezone(UTC)
     try:
-        nxt: datetime = croniter(expr, start).get_next(datetime)
+        return croniter(expr, start)
     except CroniterBadCronError as err:
         raise ValueError(f"unparseable schedule: {schedule!r}: {err}") from None
+
+
+@functools.lru_cache(maxsize=4096)
+def _first_after(schedule: str, time_zone: str | None, after: datetime) -> datetime:
+    """The first schedule time after ``after``, in UTC (ValueError as schedule_times)."""
+    nxt: datetime = _times(schedule, time_zone, after).get_next(datetime)
     return nxt.astimezone(UTC)
 
 
