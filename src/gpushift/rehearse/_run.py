@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import tempfile
 import time
@@ -149,8 +148,7 @@ def verdict(kubeconfig: Path, *, fallback: RunRecord) -> Obj:
     try:
         with kube.connect(kubeconfig=kubeconfig) as client:
             doc = gpu_verdict.take_snapshot(client)
-        out: Obj = json.loads(gpu_verdict.format_verdict(gpu_verdict.judge(doc), output="json"))
-        return {"source": "gpushift verdict", **out}
+        return {"source": "gpushift verdict", **gpu_verdict.judge(doc)}
     except (kube.KubeError, InputError):
         return {
             "source": "cutover result",

@@ -424,6 +424,11 @@ def _ready(pod: Mapping[str, Any]) -> bool:
     )
 
 
+def _waiting(container_status: Mapping[str, Any]) -> str:
+    """Why a container is waiting ("": it is not)."""
+    return str(((container_status.get("state") or {}).get("waiting") or {}).get("reason") or "")
+
+
 def _stuck(pod: Mapping[str, Any]) -> str:
     """Why a pod that is not Ready will stay so without help ("": it is still starting)."""
     status = pod.get("status") or {}
@@ -436,9 +441,8 @@ def _stuck(pod: Mapping[str, Any]) -> str:
         *(status.get("initContainerStatuses") or []),
         *(status.get("containerStatuses") or []),
     ]:
-        waiting = (c.get("state") or {}).get("waiting") or {}
-        if waiting.get("reason") in STUCK_REASONS:
-            return str(waiting["reason"])
+        if _waiting(c) in STUCK_REASONS:
+            return _waiting(c)
         if int(c.get("restartCount") or 0) > 0 and not c.get("ready"):
             return f"{c.get('restartCount')} restarts"
     return ""
@@ -494,11 +498,7 @@ class AgentsSettled:
                 continue
             status = pod.get("status") or {}
             why = next(
-                (
-                    str(((c.get("state") or {}).get("waiting") or {}).get("reason"))
-                    for c in status.get("containerStatuses") or []
-                    if ((c.get("state") or {}).get("waiting") or {}).get("reason")
-                ),
+                (w for c in status.get("containerStatuses") or [] if (w := _waiting(c))),
                 str(status.get("phase") or "Pending"),
             )
             waiting.append(f"{found[0]} {pod_key(pod)} {why}")
