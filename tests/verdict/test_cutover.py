@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from tests.verdict.conftest import MEDIA, Env, drained_cutover, homelab, merge_dra, wait_for
+from tests.verdict.conftest import MEDIA, NODES, Env, drained_cutover, homelab, merge_dra, wait_for
 
 from gpushift import verdict
 from gpushift.kube import ResourceRef
@@ -51,7 +51,7 @@ def test_undrained_cutover_is_broken_naming_the_card_and_both_holders(tmp_path: 
         # The job goes where a device-plugin unit is free: the scheduler may have put five of
         # the seven consumers on one node, whose kubelet would refuse a sixth.
         held = Counter(p["node"] for p in before["pods"] if p["phase"] == "Running")
-        node = min(("k8s-1", "k8s-2", "k8s-3"), key=lambda n: (held[n], n))
+        node = min(NODES, key=lambda n: (held[n], n))
         assert held[node] < 5, held
         job = {
             "metadata": {"name": "cuda-job", "namespace": "default"},
