@@ -6,7 +6,7 @@ UV := python3 -m uv
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint typecheck unit bench
+.PHONY: setup demo test lint typecheck unit bench upstream
 
 setup:
 	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
@@ -54,3 +54,9 @@ test: setup
 
 bench: setup
 	$(BIN)/python -m bench
+
+# The upstream control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+# kubectl) built from the Go module proxy into ${GPUSHIFT_UPSTREAM:-~/.cache/gpushift/upstream}/
+# <version>/bin; a no-op when it is there. Needs Go 1.26+. The last line is the bin directory.
+upstream:
+	python3 upstream/build.py
