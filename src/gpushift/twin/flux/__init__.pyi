@@ -7,7 +7,7 @@ from ._control import (
     wait_for_kubeconfig,
     wait_ready,
 )
-from ._crds import crd, install_crds
+from ._crds import install_crds
 from ._runner import Flux, bootstrap, run_gitops
 from ._serve import read_vars, start_flux
 from ._sources import local_path
@@ -16,7 +16,6 @@ __all__ = [
     "BUILD_CACHE_ENV",
     "Flux",
     "bootstrap",
-    "crd",
     "git_set",
     "install_crds",
     "local_path",
