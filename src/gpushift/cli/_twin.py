@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import enum
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 
 from gpushift._errors import UsageError
@@ -114,6 +116,63 @@ def _codes(text: str) -> tuple[int, ...]:
     if bad or not codes:
         raise UsageError(f"--error-codes: choose from 500, 503 and 429, got {text!r}")
     return codes
+
+
+class ControlPlaneChoice(enum.StrEnum):
+    """Which API server `twin serve` runs."""
+
+    TWIN = "twin"
+    UPSTREAM = "upstream"
+
+
+#: `twin serve` options that mean something only on the twin's own API server.
+_TWIN_ONLY = (
+    "state",
+    "seed",
+    "error_rate",
+    "retry_after",
+    "latency_ms",
+    "jitter_ms",
+    "drop_watch_every",
+    "pause_after",
+    "access_log",
+    "nodes",
+    "example",
+    "repo",
+    "root",
+    "vars_file",
+    "node_fault",
+    "strict_health",
+)
+
+
+def _serve_upstream(given: dict[str, object], *, port: int, kubeconfig_out: Path) -> None:
+    """`twin serve --control-plane upstream`: only --bare runs today; twin-only options are
+    refused rather than ignored."""
+    from gpushift import upstream
+
+    ctx = click.get_current_context()
+    set_by_user = [
+        name
+        for name in _TWIN_ONLY
+        if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
+    ]
+    if set_by_user:
+        flags = ", ".join(
+            "--" + n.replace("_", "-").replace("vars-file", "vars") for n in set_by_user
+        )
+        raise UsageError(f"{flags}: not with --control-plane upstream (the twin's API server only)")
+    if not given.get("bare"):
+        raise UsageError(
+            "--control-plane upstream runs an empty cluster only: add --bare "
+            "(nodes, agents and Flux need the twin's API server)"
+        )
+    if given.get("host") != "127.0.0.1" or not given.get("tls"):
+        raise UsageError("--control-plane upstream listens on 127.0.0.1 with TLS only")
+    try:
+        upstream.serve_bare(port=port, kubeconfig_out=kubeconfig_out)
+    except (upstream.NotBuiltError, upstream.StartError) as err:
+        _a.fail(_a.UNREACHABLE, str(err))
 
 
 def register(app: typer.Typer) -> None:
@@ -235,7 +294,29 @@ def register(app: typer.Typer) -> None:
                 help="The release the API server and the kubelets report.",
             ),
         ] = "1.37",
+        control_plane: Annotated[
+            ControlPlaneChoice,
+            typer.Option(
+                "--control-plane",
+                help="twin: the twin's own API server; upstream: etcd, kube-apiserver, "
+                "kube-controller-manager and kube-scheduler built by `make upstream`.",
+            ),
+        ] = ControlPlaneChoice.TWIN,
+        bare: Annotated[
+            bool,
+            typer.Option(
+                "--bare",
+                help="With --control-plane upstream: an empty real cluster, no nodes, agents "
+                "or Flux.",
+            ),
+        ] = False,
     ) -> None:
+        if control_plane is ControlPlaneChoice.UPSTREAM:
+            given = click.get_current_context().params
+            _serve_upstream(given, port=port, kubeconfig_out=kubeconfig_out)
+            return
+        if bare:
+            raise UsageError("--bare needs --control-plane upstream")
         from gpushift import twin as t
         from gpushift.render import write_example
         from gpushift.twin.cluster import Delays

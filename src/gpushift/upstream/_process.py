@@ -1,0 +1,78 @@
+"""One control-plane program as a child process: started with its log in a file, stopped with
+SIGTERM then SIGKILL, and killed by the kernel if gpushift itself dies."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+    # prctl(2) PR_SET_PDEATHSIG: a kill -9 of gpushift still ends the control plane. The signal
+    # follows the thread that forked, so components are started from the main thread.
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() == 1:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+class Component:
+    """A program of the control plane, its log file, and how to tell it is ready."""
+
+    def __init__(
+        self, name: str, argv: list[str], *, log: Path, ready: Callable[[], bool] | None = None
+    ) -> None:
+        self.name = name
+        self.argv = argv
+        self.log = log
+        self.ready = ready or (lambda: True)
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start the program with its output going to the log file."""
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                close_fds=True,
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            )
+
+    @property
+    def exited(self) -> int | None:
+        """The exit status when the program has ended, else None."""
+        return None if self.proc is None else self.proc.poll()
+
+    def stop(self, *, grace: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL after ``grace`` seconds; waits for the program to end."""
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            proc.terminate()
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            proc.wait()
+
+    def tail(self, lines: int = 3) -> str:
+        """The last non-empty lines of the log, joined with `` | ``."""
+        try:
+            text = self.log.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+        kept = [line.strip() for line in text.splitlines() if line.strip()]
+        return " | ".join(kept[-lines:])
