@@ -6,7 +6,7 @@ UV := python3 -m uv
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint typecheck unit bench upstream
+.PHONY: setup demo test lint typecheck unit bench upstream test-upstream
 
 setup:
 	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
@@ -44,7 +44,7 @@ WORKERS ?= $(shell python3 -c "import os; print(len(os.sched_getaffinity(0)) + 2
 unit: setup
 	@ls tests/__pycache__/*-pytest-*.pyc >/dev/null 2>&1 || \
 		PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -q -p no:cacheprovider --collect-only >/dev/null 2>&1 || true
-	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadscope --no-loadscope-reorder
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadscope --no-loadscope-reorder -m "not upstream"
 
 # The checks run beside the tests rather than before them: mypy is single-threaded and the
 # tests leave a core idle while their workers start and while the last modules finish.
@@ -60,3 +60,9 @@ bench: setup
 # <version>/bin; a no-op when it is there. Needs Go 1.26+. The last line is the bin directory.
 upstream:
 	python3 upstream/build.py
+
+# The upstream tier: the tests marked `upstream` (simulate against kube-scheduler, the twin's API
+# tests against kube-apiserver, the differential property test), on the binaries of
+# `make upstream`. Each module starts its own control plane, so two workers share the cores.
+test-upstream: setup upstream
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -q -p no:cacheprovider -n 2 --dist loadscope -m upstream

@@ -97,9 +97,27 @@ def _weight(item: pytest.Item) -> float:
     return float(mark.kwargs.get("seconds", 60))
 
 
+def _upstream_missing() -> str | None:
+    from gpushift import upstream
+
+    try:
+        upstream.ControlPlane.binaries()
+    except upstream.NotBuiltError as err:
+        return str(err)
+    return None
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Order modules longest first (marked ones by their seconds, the rest by test count,
-    xdist's own rule), keeping each module's tests together and in their order."""
+    """Skip ``upstream`` tests, with the reason, when the binaries are absent; order modules
+    longest first (marked ones by their seconds, the rest by test count, xdist's own rule),
+    keeping each module's tests together and in their order."""
+    if any(item.get_closest_marker("upstream") for item in items):
+        missing = _upstream_missing()
+        if missing is not None:
+            skip = pytest.mark.skip(reason=missing)
+            for item in items:
+                if item.get_closest_marker("upstream"):
+                    item.add_marker(skip)
     modules: dict[str, list[pytest.Item]] = {}
     for item in items:
         modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
@@ -118,3 +136,14 @@ def instant_retries(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[float]]:
     assert defaults is not None and "sleep" in defaults
     monkeypatch.setitem(defaults, "sleep", waits.append)
     yield waits
+
+
+@pytest.fixture(scope="module")
+def upstream_plane() -> Iterator[object]:
+    """A real control plane for the module's tests (``gpushift.upstream.ControlPlane``:
+    etcd, kube-apiserver, kube-controller-manager, kube-scheduler and gpushift's CRDs); its
+    admin kubeconfig is ``.kubeconfig``. Tests using it carry ``pytest.mark.upstream``."""
+    from gpushift import upstream
+
+    with upstream.ControlPlane() as plane:
+        yield plane

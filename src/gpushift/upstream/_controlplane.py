@@ -169,6 +169,15 @@ class ControlPlane:
         #: Seconds each phase took at start: pki, etcd, apiserver, crds, controllers.
         self.timings: dict[str, float] = {}
 
+    @staticmethod
+    def binaries(bin_dir: Path | None = None) -> Path:
+        """The bin directory when every binary is there.
+
+        Raises:
+            NotBuiltError: one or more are missing; the message names `make upstream`.
+        """
+        return require_binaries(bin_dir)
+
     # --- lifecycle ------------------------------------------------------------------------
 
     def __enter__(self) -> ControlPlane:
