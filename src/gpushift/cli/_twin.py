@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
 
 from gpushift._errors import UsageError
@@ -146,16 +145,17 @@ _TWIN_ONLY = (
 )
 
 
-def _serve_upstream(given: dict[str, object], *, port: int, kubeconfig_out: Path) -> None:
+def _serve_upstream(ctx: typer.Context, *, port: int, kubeconfig_out: Path) -> None:
     """`twin serve --control-plane upstream`: only --bare runs today; twin-only options are
     refused rather than ignored."""
     from gpushift import upstream
 
-    ctx = click.get_current_context()
+    given = ctx.params
     set_by_user = [
         name
         for name in _TWIN_ONLY
-        if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
+        if (source := ctx.get_parameter_source(name)) is not None
+        and source.name in ("COMMANDLINE", "ENVIRONMENT")
     ]
     if set_by_user:
         flags = ", ".join(
@@ -186,6 +186,7 @@ def register(app: typer.Typer) -> None:
 
     @twin.command("serve", help=_SERVE_HELP, epilog=_SERVE_EPILOG)
     def serve(
+        ctx: typer.Context,
         host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
         port: Annotated[int, typer.Option(help="Port; 0 picks a free one.")] = 6443,
         kubeconfig_out: Annotated[
@@ -312,8 +313,7 @@ def register(app: typer.Typer) -> None:
         ] = False,
     ) -> None:
         if control_plane is ControlPlaneChoice.UPSTREAM:
-            given = click.get_current_context().params
-            _serve_upstream(given, port=port, kubeconfig_out=kubeconfig_out)
+            _serve_upstream(ctx, port=port, kubeconfig_out=kubeconfig_out)
             return
         if bare:
             raise UsageError("--bare needs --control-plane upstream")

@@ -1,0 +1,198 @@
+"""`gpushift twin serve --control-plane upstream --bare`: an empty real cluster that stops
+with everything it started on SIGTERM or SIGINT, and its refusals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gpushift import upstream
+
+ROOT = Path(__file__).resolve().parents[2]
+GPUSHIFT = [sys.executable, "-m", "gpushift"]
+
+
+def _gpushift(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*GPUSHIFT, *args], capture_output=True, text=True, timeout=60, env=env, cwd=ROOT
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--control-plane", "upstream"],
+            "--control-plane upstream runs an empty cluster only: add --bare (nodes, agents "
+            "and Flux need the twin's API server)",
+        ),
+        (["--bare"], "--bare needs --control-plane upstream"),
+        (
+            ["--control-plane", "upstream", "--bare", "--example", "homelab"],
+            "--example: not with --control-plane upstream (the twin's API server only)",
+        ),
+        (
+            ["--control-plane", "upstream", "--bare", "--error-rate", "0.1"],
+            "--error-rate: not with --control-plane upstream (the twin's API server only)",
+        ),
+        (
+            ["--control-plane", "upstream", "--bare", "--host", "0.0.0.0"],
+            "--control-plane upstream listens on 127.0.0.1 with TLS only",
+        ),
+    ],
+)
+def test_options_it_cannot_honour_are_refused(
+    args: list[str], message: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "kubeconfig"
+    proc = _gpushift("twin", "serve", *args, "--kubeconfig-out", str(out))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [f"gpushift: error: {message}"]
+    assert not out.exists()
+
+
+def test_without_the_binaries_it_names_make_upstream(tmp_path: Path) -> None:
+    env = {**os.environ, upstream.CACHE_ENV: str(tmp_path / "empty")}
+    out = tmp_path / "kubeconfig"
+    proc = _gpushift(
+        "twin",
+        "serve",
+        "--control-plane",
+        "upstream",
+        "--bare",
+        "--kubeconfig-out",
+        str(out),
+        env=env,
+    )
+    assert proc.returncode == 3
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gpushift: error: the upstream control plane")
+    assert lines[0].endswith("run `make upstream`")
+    assert not out.exists()
+
+
+def _children(pid: int) -> set[int]:
+    """Every live descendant of ``pid``, from /proc."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            parents[int(stat.parent.name)] = int(fields[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier}
+        found |= frontier
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _data_dirs(owner: int) -> list[Path]:
+    out = []
+    for root in (Path("/dev/shm"), Path("/tmp")):
+        for path in root.glob("gpushift-upstream-*"):
+            try:
+                if int((path / "owner.pid").read_text()) == owner:
+                    out.append(path)
+            except (OSError, ValueError):
+                continue
+    return out
+
+
+def _start(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
+    out = tmp_path / "kubeconfig"
+    proc = subprocess.Popen(
+        [
+            *GPUSHIFT,
+            "twin",
+            "serve",
+            "--control-plane",
+            "upstream",
+            "--bare",
+            "--port",
+            "0",
+            "--kubeconfig-out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    assert first.startswith("gpushift upstream control plane serving https://127.0.0.1:"), first
+    assert proc.stdout.readline().strip() == f"export KUBECONFIG={out.resolve()}"
+    return proc, out
+
+
+@pytest.mark.upstream
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_every_process_and_leaves_no_data(sig: int, tmp_path: Path) -> None:
+    proc, kubeconfig = _start(tmp_path)
+    try:
+        assert oct(kubeconfig.stat().st_mode & 0o777) == "0o600"
+        got = subprocess.run(
+            ["kubectl", "--kubeconfig", str(kubeconfig), "get", "ns", "-o", "json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert got.returncode == 0, got.stderr
+        names = {i["metadata"]["name"] for i in json.loads(got.stdout)["items"]}
+        assert {"default", "kube-system"} <= names
+        # --bare: no nodes.
+        nodes = subprocess.run(
+            ["kubectl", "--kubeconfig", str(kubeconfig), "get", "nodes", "-o", "name"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert nodes.returncode == 0 and nodes.stdout == ""
+        children = _children(proc.pid)
+        assert len(children) >= 4  # etcd, apiserver, controller manager, scheduler
+        assert _data_dirs(proc.pid)
+        proc.send_signal(sig)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    deadline = time.monotonic() + 10
+    while any(_alive(c) for c in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [c for c in children if _alive(c)]
+    assert not _data_dirs(proc.pid)
+
+
+@pytest.mark.upstream
+def test_kill_9_takes_the_control_plane_with_it(tmp_path: Path) -> None:
+    proc, _ = _start(tmp_path)
+    children = _children(proc.pid)
+    left = _data_dirs(proc.pid)
+    assert children and left
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while any(_alive(c) for c in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [c for c in children if _alive(c)]
+    # What a kill -9 leaves behind, the next start removes.
+    plane = upstream.ControlPlane(controller_manager=False, scheduler=False, crds=False)
+    with plane:
+        assert not any(path.exists() for path in left)
