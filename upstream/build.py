@@ -38,6 +38,8 @@ ETCD = "go.etcd.io/etcd/server/v3"
 COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 BINARIES = (*COMMANDS, "etcd")
 STAMP = "BUILDINFO.json"
+#: Bumped when the way the binaries are built changes (flags, stamping), so caches rebuild.
+RECIPE = "1"
 
 
 class BuildError(Exception):
@@ -80,7 +82,7 @@ def _inputs_digest() -> str:
     digest = hashlib.sha256()
     for name in INPUTS:
         digest.update(name.encode() + b"\0" + (HERE / name).read_bytes() + b"\0")
-    digest.update(Path(__file__).read_bytes())
+    digest.update(f"recipe {RECIPE}".encode())
     return digest.hexdigest()
 
 
@@ -99,17 +101,45 @@ def _failing_module(output: str) -> str | None:
     return None
 
 
-def _go(args: list[str], *, cwd: Path, env: dict[str, str], step: str) -> str:
-    proc = subprocess.run(
-        ["go", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False
+def _go(
+    args: list[str], *, cwd: Path, env: dict[str, str], step: str, progress: bool = False
+) -> str:
+    """Run ``go ARGS``; returns its stdout. With ``progress``, ``go build -v`` names each
+    package it compiles on stderr, and a line with the count is printed every 30 s.
+
+    Raises:
+        BuildError: go failed; the message names the step, the module go named, and ends
+            with go's last lines.
+    """
+    proc = subprocess.Popen(
+        ["go", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    if proc.returncode != 0:
-        output = (proc.stderr or "") + (proc.stdout or "")
+    assert proc.stderr is not None and proc.stdout is not None
+    errors: list[str] = []
+    started = last = time.monotonic()
+    compiled = 0
+    for line in proc.stderr:
+        line = line.rstrip("\n")
+        if progress and line and not line.startswith(("#", "go: ", " ")) and " " not in line:
+            compiled += 1
+            if time.monotonic() - last >= 30:
+                last = time.monotonic()
+                _say(f"  {compiled} packages compiled ({last - started:.0f} s)")
+            continue
+        errors.append(line)
+    stdout = proc.stdout.read()
+    if proc.wait() != 0:
+        output = "\n".join(errors) + "\n" + stdout
         module = _failing_module(output)
-        last = [line for line in output.strip().splitlines() if line.strip()][-3:]
+        last_lines = [line for line in output.strip().splitlines() if line.strip()][-3:]
         where = f"; failing module {module}" if module else ""
-        raise BuildError(f"{step} failed{where}: " + " | ".join(last))
-    return proc.stdout
+        raise BuildError(f"{step} failed{where}: " + " | ".join(last_lines))
+    return stdout
 
 
 def _up_to_date(bin_dir: Path, want: dict[str, str]) -> bool:
@@ -175,19 +205,21 @@ def build() -> Path:
     shutil.rmtree(staging_bin, ignore_errors=True)
     staging_bin.mkdir()
     _say(f"building {', '.join(COMMANDS)} {version} (a cold build takes many minutes)")
-    flags = ["-trimpath", "-ldflags", f"-s -w {stamp}"]
+    flags = ["-v", "-trimpath", "-ldflags", f"-s -w {stamp}"]
     _go(
         ["build", *flags, "-o", f"{staging_bin}/", *(f"{KUBE}/cmd/{c}" for c in COMMANDS)],
         cwd=module,
         env=env,
         step=f"go build {KUBE} {version}",
+        progress=True,
     )
     _say(f"building etcd {etcd_version}")
     _go(
-        ["build", "-trimpath", "-ldflags", "-s -w", "-o", str(staging_bin / "etcd"), ETCD],
+        ["build", "-v", "-trimpath", "-ldflags", "-s -w", "-o", str(staging_bin / "etcd"), ETCD],
         cwd=module,
         env=env,
         step=f"go build {ETCD} {etcd_version}",
+        progress=True,
     )
     (staging_bin / STAMP).write_text(
         json.dumps({**want, "etcd": etcd_version}, indent=2) + "\n", encoding="utf-8"
