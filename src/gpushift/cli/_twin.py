@@ -33,6 +33,10 @@ time-slicing, replicas 5); --repo DIR runs Flux on your repository from its --ro
 with --vars as substitution variables. `gpushift twin git-set` switches the repository
 (the merge) and `gpushift twin wait-ready` waits for Flux. See docs/twin.md.
 
+--control-plane upstream --bare serves an empty real cluster instead: etcd, kube-apiserver,
+kube-controller-manager and kube-scheduler as `make upstream` built them, on 127.0.0.1, with
+gpushift's CRDs installed and an admin kubeconfig written to --kubeconfig-out.
+
 --node-fault NODE=FAULT makes a node's GPU agents behave as in a broken state
 (nvml-init-failure, driver-root-missing, dcgm-rbac-missing, plugin-crashloop), logs
 included; `gpushift doctor` names each one (docs/verdict.md).
@@ -41,7 +45,8 @@ included; `gpushift doctor` names each one (docs/verdict.md).
 _SERVE_EPILOG = (
     "Exit codes: 0 stopped cleanly (state saved), 2 bad input: an unreadable or invalid "
     "--state or --nodes file (naming file, line and object), a bad option, or an address "
-    "already in use."
+    "already in use; 3 the upstream control plane (--control-plane upstream) is not built "
+    "(run `make upstream`) or did not start; 1 one of its components exited while serving."
 )
 
 _EXPORT_HELP = """Write every object of a twin as one v1 List (JSON; YAML for .yaml/.yml).
