@@ -8,11 +8,12 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
-pytestmark = [pytest.mark.slow(seconds=17)]
+pytestmark = [pytest.mark.slow(seconds=30)]
 
 DEPLOYMENT = """\
 apiVersion: apps/v1
@@ -361,3 +362,198 @@ spec:
     assert all(len(v) >= 2 for v in seen)
     status = d.get("daemonset", "-n", "default", "agent")["status"]
     assert (status["desiredNumberScheduled"], status["updatedNumberScheduled"]) == (3, 3)
+
+
+AGENT = """\
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {{name: {name}, namespace: default}}
+spec:
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      tolerations: {tolerations}
+      containers: [{{name: agent, image: "ghcr.io/example/agent:1"}}]
+"""
+
+
+def _pods_by_node(d: Any, app: str) -> dict[str, Any]:
+    """The pods of ``app`` that are Running and not being deleted, by node."""
+    pods = d.get("pods", "-n", "default", "-l", f"app={app}")["items"]
+    return {
+        p["spec"]["nodeName"]: p
+        for p in pods
+        if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
+    }
+
+
+def test_a_noschedule_taint_keeps_a_running_daemon_pod_and_starts_no_new_one(
+    three_nodes: Any,
+) -> None:
+    d = three_nodes
+    d.apply(AGENT.format(name="agent", tolerations="[]"))
+    d.wait_for("agent everywhere", lambda: len(_pods_by_node(d, "agent")) == 3)
+    before = _pods_by_node(d, "agent")["gpu-1"]["metadata"]
+    # The cutover's merge-step taint, which the agent does not tolerate.
+    d.kubectl("taint", "node", "gpu-1", "gpushift.dev/cutover=dra:NoSchedule")
+    # NodeShouldRunDaemonPod on gpu-1: an untolerated taint, none of them NoExecute, so
+    # shouldRun is false and shouldContinueRunning true: the pod stays but gpu-1 is no
+    # longer desired, and a node with a pod it should not run is counted misscheduled.
+    status = d.wait_for(
+        "the taint in the agent's status",
+        lambda: (
+            s
+            if (s := d.get("daemonset", "-n", "default", "agent")["status"])[
+                "desiredNumberScheduled"
+            ]
+            == 2
+            else None
+        ),
+    )
+    assert (status["numberMisscheduled"], status["currentNumberScheduled"]) == (1, 2)
+    pod = d.get("pod", "-n", "default", before["name"])
+    assert pod["metadata"]["uid"] == before["uid"]
+    assert pod["status"]["phase"] == "Running"
+    assert "deletionTimestamp" not in pod["metadata"]
+    # A DaemonSet made after the taint gets no pod on gpu-1 (shouldRun is false there).
+    d.apply(AGENT.format(name="late", tolerations="[]"))
+    d.wait_for(
+        "late on gpu-0 and gpu-2",
+        lambda: (
+            sorted(_pods_by_node(d, "late"))
+            == [
+                "gpu-0",
+                "gpu-2",
+            ]
+        ),
+    )
+    late = d.get("daemonset", "-n", "default", "late")["status"]
+    assert (late["desiredNumberScheduled"], late["numberMisscheduled"]) == (2, 0)
+    assert all(
+        p["spec"].get("nodeName") != "gpu-1"
+        for p in d.get("pods", "-n", "default", "-l", "app=late")["items"]
+    )
+    assert sorted(_pods_by_node(d, "agent")) == ["gpu-0", "gpu-1", "gpu-2"]
+    # Untainted, gpu-1 is desired again; its pod was never replaced.
+    d.kubectl("taint", "node", "gpu-1", "gpushift.dev/cutover-")
+    d.wait_for("late on gpu-1 too", lambda: len(_pods_by_node(d, "late")) == 3)
+    assert _pods_by_node(d, "agent")["gpu-1"]["metadata"]["uid"] == before["uid"]
+
+
+def test_an_untolerated_noexecute_taint_evicts_daemon_and_other_pods(three_nodes: Any) -> None:
+    d = three_nodes
+    d.apply(AGENT.format(name="agent", tolerations="[]"))
+    d.apply(
+        AGENT.format(
+            name="tolerant", tolerations="[{key: maintenance, operator: Exists, effect: NoExecute}]"
+        )
+    )
+    d.apply("""\
+apiVersion: v1
+kind: Pod
+metadata: {name: solo, namespace: default, labels: {app: solo}}
+spec:
+  nodeSelector: {kubernetes.io/hostname: gpu-2}
+  containers: [{name: app, image: "ghcr.io/example/web:1"}]
+""")
+    d.wait_for(
+        "everything running",
+        lambda: (
+            len(_pods_by_node(d, "agent")) == 3
+            and len(_pods_by_node(d, "tolerant")) == 3
+            and list(_pods_by_node(d, "solo")) == ["gpu-2"]
+        ),
+    )
+    tolerant = _pods_by_node(d, "tolerant")["gpu-2"]["metadata"]["uid"]
+    d.kubectl("taint", "node", "gpu-2", "maintenance=now:NoExecute")
+    # The agent does not tolerate the NoExecute taint: shouldContinueRunning is false, its
+    # pod goes and none comes back. The bare pod goes too (taint eviction, any pod). The
+    # tolerant agent tolerates it without tolerationSeconds: it stays for good.
+    d.wait_for(
+        "agent and solo off gpu-2",
+        lambda: (
+            not any(
+                p["spec"].get("nodeName") == "gpu-2"
+                for p in d.get("pods", "-n", "default", "-l", "app=agent")["items"]
+            )
+            and not d.get("pods", "-n", "default", "-l", "app=solo")["items"]
+        ),
+    )
+    assert sorted(_pods_by_node(d, "agent")) == ["gpu-0", "gpu-1"]
+    status = d.get("daemonset", "-n", "default", "agent")["status"]
+    assert (status["desiredNumberScheduled"], status["numberMisscheduled"]) == (2, 0)
+    evictions = d.get("events", "-n", "default", "--field-selector", "reason=TaintManagerEviction")[
+        "items"
+    ]
+    assert ("Pod", "solo", "Marking for deletion Pod default/solo") in {
+        (e["involvedObject"]["kind"], e["involvedObject"]["name"], e["message"]) for e in evictions
+    }
+    assert _pods_by_node(d, "tolerant")["gpu-2"]["metadata"]["uid"] == tolerant
+
+
+def _created(d: Any, name: str) -> datetime:
+    d.kubectl("create", "configmap", "-n", "default", name)
+    return _time(d.get("configmap", "-n", "default", name)["metadata"]["creationTimestamp"])
+
+
+def _time(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def test_a_tolerated_noexecute_taint_evicts_after_toleration_seconds(three_nodes: Any) -> None:
+    d = three_nodes
+    pod = """\
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: default, labels: {{app: {name}}}}}
+spec:
+  nodeSelector: {{kubernetes.io/hostname: gpu-0}}
+  terminationGracePeriodSeconds: 3000
+  tolerations: [{{key: maintenance, operator: Exists, effect: NoExecute, tolerationSeconds: {s}}}]
+  containers: [{{name: app, image: "ghcr.io/example/web:1"}}]
+"""
+    d.apply(pod.format(name="patient", s=300))
+    d.apply(pod.format(name="spared", s=1500))
+    d.wait_for(
+        "both running",
+        lambda: _pods_by_node(d, "patient") and _pods_by_node(d, "spared"),
+    )
+    # Object timestamps are cluster time (100 s per wall second here), in whole seconds.
+    before = _created(d, "before")
+    d.kubectl("taint", "node", "gpu-0", "maintenance=now:NoExecute")
+    after = _created(d, "after")
+    evicted = d.wait_for(
+        "patient marked for deletion",
+        lambda: (
+            p
+            if (p := d.get("pod", "-n", "default", "patient"))["metadata"].get("deletionTimestamp")
+            else None
+        ),
+    )
+    # Both tolerate the taint, so each is deleted once its tolerationSeconds have passed
+    # since the controller saw the taint: patient 300 s after it was set, no sooner.
+    (condition,) = [c for c in evicted["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+    assert (condition["status"], condition["reason"], condition["message"]) == (
+        "True",
+        "DeletionByTaintManager",
+        "Taint manager: deleting due to NoExecute taint",
+    )
+    at = _time(condition["lastTransitionTime"])
+    assert before + timedelta(seconds=300) <= at <= after + timedelta(seconds=300 + 200)
+    assert at <= _time(evicted["metadata"]["deletionTimestamp"]) <= at + timedelta(seconds=1)
+    # Removing the taint before spared's 1500 s are up cancels its eviction.
+    d.kubectl("taint", "node", "gpu-0", "maintenance-")
+    d.wait_for(
+        "spared's eviction cancelled",
+        lambda: [
+            e
+            for e in d.get(
+                "events", "-n", "default", "--field-selector", "reason=TaintManagerEviction"
+            )["items"]
+            if e["message"] == "Cancelling deletion of Pod default/spared"
+        ],
+    )
+    spared = d.get("pod", "-n", "default", "spared")
+    assert "deletionTimestamp" not in spared["metadata"]
+    assert spared["status"]["phase"] == "Running"

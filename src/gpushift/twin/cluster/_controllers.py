@@ -1,8 +1,9 @@
 """Running every agent in-process against the store, on the virtual clock.
 
-One background thread runs passes: the workload controllers, the resourceclaim controller,
-the scheduler, every kubelet, the invariant monitor and the DCGM sampler. A pass starts when
-the store reports a change or when an agent's timer (a start delay, a grace period) falls due.
+One background thread runs passes: the workload controllers, the taint-eviction controller,
+the resourceclaim controller, the scheduler, every kubelet, the invariant monitor and the DCGM
+sampler. A pass starts when the store reports a change or when an agent's timer (a start
+delay, a grace period, a toleration running out) falls due.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from gpushift.twin.cluster._loop import AgentThread, collector_paused
 from gpushift.twin.cluster._monitor import Monitor, ViolationList
 from gpushift.twin.cluster._nodes import node_object
 from gpushift.twin.cluster._scheduler import Scheduler
+from gpushift.twin.cluster._taints import TaintEviction
 
 log = logging.getLogger("gpushift.twin.cluster")
 
@@ -82,6 +84,7 @@ class Cluster(AgentThread):
         store.set_clock(self.clock.now)
         self.ctx = Context(store, self.clock, delays or Delays(), events)
         self.scheduler = Scheduler(self.ctx)
+        self.taint_eviction = TaintEviction(self.ctx)
         self.kubelet = Kubelet(
             self.ctx, {n.name: n.gpus for n in inventory.nodes}, faults=node_faults
         )
@@ -164,6 +167,7 @@ class Cluster(AgentThread):
                 ("replicasets", lambda: _workloads.sync_replicasets(ctx, pods())),
                 ("statefulsets", lambda: _workloads.sync_statefulsets(ctx, pods())),
                 ("daemonsets", lambda: _workloads.sync_daemonsets(ctx, pods=pods(), nodes=nodes())),
+                ("taint eviction", lambda: self.taint_eviction.sync(pods=pods(), nodes=nodes())),
                 ("resourceclaims", lambda: _claims.create_claims(ctx, pods())),
                 ("resourceclaim cleanup", lambda: _claims.clean_claims(ctx, pods())),
                 ("volumes", lambda: _volumes.sync_claims(ctx)),

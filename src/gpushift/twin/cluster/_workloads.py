@@ -597,19 +597,25 @@ def _ordinal(pod_name: str, sts_name: str) -> int:
 # --- DaemonSet --------------------------------------------------------------------------------
 
 
-def daemon_should_run(spec: Obj, node: Obj) -> bool:
-    """Whether a DaemonSet with pod ``spec`` runs on ``node`` (daemon_controller.go
-    NodeShouldRunDaemonPod: selector, affinity, and NoSchedule/NoExecute taints)."""
+def daemon_placement(spec: Obj, node: Obj) -> tuple[bool, bool]:
+    """Whether a DaemonSet with pod ``spec`` should run a pod on ``node``, and whether a
+    daemon pod already there should continue running.
+
+    A node whose name, selector or affinity does not fit gets neither. An untolerated
+    NoSchedule or NoExecute taint keeps new pods off the node, but a pod already there is
+    deleted only for an untolerated NoExecute taint.
+    """
+    # pkg/controller/daemon daemon_controller.go NodeShouldRunDaemonPod and predicates.
     meta = node["metadata"]
+    if spec.get("nodeName") and spec["nodeName"] != meta["name"]:
+        return False, False
     if not node_matches_pod(spec, node_name=meta["name"], labels=meta.get("labels") or {}):
-        return False
+        return False, False
     tolerations = [*(spec.get("tolerations") or []), *DAEMONSET_TOLERATIONS]
-    taints = [
-        t
-        for t in (node.get("spec") or {}).get("taints") or []
-        if t.get("effect") in ("NoSchedule", "NoExecute")
-    ]
-    return untolerated_taint(taints, tolerations) is None
+    taints = (node.get("spec") or {}).get("taints") or []
+    if untolerated_taint(taints, tolerations) is None:
+        return True, True
+    return False, untolerated_taint(taints, tolerations, effects=("NoExecute",)) is None
 
 
 def _daemon_pod(ctx: Context, ds: Obj, *, node: str, generation: int) -> Obj:
@@ -644,6 +650,10 @@ def _daemon_node(pod: Obj) -> str | None:
     return None
 
 
+def _template_generation(pod: Obj) -> str | None:
+    return (pod["metadata"].get("labels") or {}).get("pod-template-generation")
+
+
 def sync_daemonsets(ctx: Context, *, pods: list[Obj], nodes: list[Obj]) -> None:
     """DaemonSet controller: one pod per matching node; RollingUpdate of outdated pods."""
     owned = by_owner(pods)
@@ -655,17 +665,27 @@ def sync_daemonsets(ctx: Context, *, pods: list[Obj], nodes: list[Obj]) -> None:
         template = spec.get("template") or {}
         generation = int(meta.get("generation", 1))
         tspec = template.get("spec") or {}
-        wanted = {n["metadata"]["name"] for n in nodes if daemon_should_run(tspec, n)}
+        placement = {n["metadata"]["name"]: daemon_placement(tspec, n) for n in nodes}
+        # Nodes that should run a pod, and nodes whose pod may stay (a tolerated NoExecute
+        # taint, or only an untolerated NoSchedule one).
+        wanted = {name for name, (run, _) in placement.items() if run}
+        kept = {name for name, (_, stay) in placement.items() if stay}
         on_node: dict[str, list[Obj]] = defaultdict(list)
         for p in owned.get(meta["uid"], []):
             node = _daemon_node(p)
             if node is not None:
                 on_node[node].append(p)
-        for node in sorted(wanted):
+        # daemon_controller.go podsShouldBeOnNode: create only where the pod should run,
+        # delete only where it should not continue running.
+        for node in sorted(kept):
             active = [p for p in on_node.get(node, []) if is_active(p)]
-            if not active and not any(
-                not is_active(p) and p["metadata"].get("deletionTimestamp")
-                for p in on_node.get(node, [])
+            if (
+                node in wanted
+                and not active
+                and not any(
+                    not is_active(p) and p["metadata"].get("deletionTimestamp")
+                    for p in on_node.get(node, [])
+                )
             ):
                 created = _create(ctx, _daemon_pod(ctx, ds, node=node, generation=generation))
                 if created is not None:
@@ -678,13 +698,11 @@ def sync_daemonsets(ctx: Context, *, pods: list[Obj], nodes: list[Obj]) -> None:
                     )
             for extra in active[1:]:
                 _delete(ctx, extra)
-        misscheduled = 0
         for node, items in on_node.items():
-            if node in wanted:
+            if node in kept:
                 continue
             for p in items:
                 if is_active(p):
-                    misscheduled += 1
                     _delete(ctx, p)
                     ctx.event(
                         ds,
@@ -692,14 +710,28 @@ def sync_daemonsets(ctx: Context, *, pods: list[Obj], nodes: list[Obj]) -> None:
                         message=f"Deleted pod: {p['metadata']['name']}",
                         component="daemonset-controller",
                     )
+        # daemon_controller.go updateDaemonSetStatus: a node that has a pod but should not
+        # run one is misscheduled, whether its pod stays or is being deleted.
+        misscheduled = sum(
+            1
+            for node in placement
+            if node not in wanted
+            and any(
+                not (
+                    p["metadata"].get("deletionTimestamp")
+                    and (p.get("status") or {}).get("phase") in TERMINAL
+                )
+                for p in on_node.get(node, [])
+            )
+        )
         # RollingUpdate: replace outdated pods, at most maxUnavailable unavailable at once.
+        # update.go rollingUpdate walks every node with a daemon pod: an outdated pod that
+        # stays on a node it should no longer run on is deleted too, and not replaced.
         strategy = spec.get("updateStrategy") or {}
         current = [p for n in wanted for p in on_node.get(n, []) if is_active(p)]
-        outdated = [
-            p
-            for p in current
-            if (p["metadata"].get("labels") or {}).get("pod-template-generation") != str(generation)
-        ]
+        staying = [p for n in sorted(kept - wanted) for p in on_node.get(n, []) if is_active(p)]
+        updated = [p for p in current if _template_generation(p) == str(generation)]
+        outdated = [p for p in [*current, *staying] if _template_generation(p) != str(generation)]
         if outdated and (strategy.get("type") or "RollingUpdate") == "RollingUpdate":
             limit = (
                 _int_or_percent(
@@ -728,6 +760,6 @@ def sync_daemonsets(ctx: Context, *, pods: list[Obj], nodes: list[Obj]) -> None:
                 "numberReady": ready,
                 "numberAvailable": ready,
                 "numberUnavailable": max(len(wanted) - ready, 0),
-                "updatedNumberScheduled": len(current) - len(outdated),
+                "updatedNumberScheduled": len(updated),
             },
         )
