@@ -893,7 +893,14 @@ class Store:
                 now=self._now(),
                 subresource=subresource,
             )
-        if self._same(old, new):
+        # Managed fields a request sets are stored even when nothing else changes, as
+        # fieldmanager.FieldManager.Update takes them (kubectl's csaupgrade patches only them).
+        rewritten = (
+            subresource is None
+            and "managedFields" in pmeta
+            and new["metadata"].get("managedFields") != old_meta.get("managedFields")
+        )
+        if not rewritten and self._same(old, new):
             if shared:
                 return old
             current: Obj = decode(
