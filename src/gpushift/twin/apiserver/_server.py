@@ -22,8 +22,15 @@ from aiohttp import web
 from gpushift import _yaml
 from gpushift._kinds import Kind
 from gpushift._obj import Obj
-from gpushift.twin.apiserver import _discovery, _openapi, _ops, _podlog, _protobuf, _tables
-from gpushift.twin.apiserver._auth import check_bearer
+from gpushift.twin.apiserver import (
+    _auth,
+    _discovery,
+    _openapi,
+    _ops,
+    _podlog,
+    _protobuf,
+    _tables,
+)
 from gpushift.twin.apiserver._faults import Faults
 from gpushift.twin.apiserver._selectors import (
     compile_fields,
@@ -157,23 +164,10 @@ class TwinServer:
             if delay > 0:
                 await asyncio.sleep(delay)
         path = request.path
-        if (
-            self.token is not None
-            and path not in _HEALTH
-            and not check_bearer(request.headers.get("Authorization"), self.token)
-        ):
-            return _json(
-                {
-                    "kind": "Status",
-                    "apiVersion": "v1",
-                    "metadata": {},
-                    "status": "Failure",
-                    "message": "Unauthorized",
-                    "reason": "Unauthorized",
-                    "code": 401,
-                },
-                401,
-            )
+        if self.token is not None:
+            refused = self._authorize(request, path, self.token)
+            if refused is not None:
+                return refused
         try:
             if faults.config.error_rate > 0 and path not in _HEALTH:
                 injected = faults.error()
@@ -197,6 +191,29 @@ class TwinServer:
                 (time.perf_counter() - start) * 1000,
             )
         return response
+
+    @staticmethod
+    def _authorize(request: web.Request, path: str, token: str) -> web.Response | None:
+        """None when the request may go on. A wrong token is 401 everywhere; no token is the
+        anonymous user, whom kube-apiserver's default RBAC lets read only the public paths."""
+        known = _auth.authenticate(request.headers.get("Authorization"), token)
+        if known is False:
+            return _json(
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Failure",
+                    "message": "Unauthorized",
+                    "reason": "Unauthorized",
+                    "code": 401,
+                },
+                401,
+            )
+        if known is None and path not in _auth.PUBLIC_PATHS:
+            info = _auth.request_info(request.method, path, request.query)
+            return _error(_auth.forbidden(info))
+        return None
 
     async def _dispatch(self, request: web.Request, path: str) -> web.StreamResponse:
         segs = [s for s in path.split("/") if s]
