@@ -42,6 +42,7 @@ from gpushift.twin.apiserver._status import (
     ApiError,
     bad_request,
     conflict,
+    invalid_group_kind,
     method_not_allowed,
     not_found,
     unsupported_media_type,
@@ -87,19 +88,46 @@ def _is_table(accept: str) -> bool:
     return "as=Table" in accept
 
 
+#: The options kind each verb's query parameters decode into (metav1).
+_OPTIONS = {
+    "POST": "CreateOptions",
+    "PUT": "UpdateOptions",
+    "PATCH": "PatchOptions",
+    "DELETE": "DeleteOptions",
+}
+
+
+def _dry_run_causes(values: list[Any]) -> list[tuple[str, str, str]]:
+    # metav1 validation.ValidateDryRun: a field.NotSupported on the whole value list.
+    if all(value == "All" for value in values):
+        return []
+    listed = json.dumps(values, separators=(",", ":"))
+    return [("dryRun", f"Unsupported value: {listed}", 'supported values: "All"')]
+
+
 def _dry_run(request: web.Request, body: Obj | None = None) -> bool:
     values = request.query.getall("dryRun", [])
     if body is not None:
         extra = body.get("dryRun") or []
         values = [*values, *(extra if isinstance(extra, list) else [extra])]
-    for value in values:
-        if value != "All":
-            # metav1 validation.ValidateDryRun, a field.NotSupported on the value list
-            listed = ", ".join(f'"{v}"' for v in values)
-            raise bad_request(
-                f'dryRun: Unsupported value: []string{{{listed}}}: supported values: "All"'
-            )
+    causes = _dry_run_causes(values)
+    if causes:
+        raise invalid_group_kind("meta.k8s.io", _OPTIONS.get(request.method, ""), "", causes)
     return bool(values)
+
+
+def _check_patch_options(request: web.Request, ctype: str) -> None:
+    """metav1 validation.ValidatePatchOptions: a 422 on PatchOptions."""
+    q = request.query
+    causes: list[tuple[str, str, str]] = []
+    if ctype != "application/apply-patch+yaml":
+        if "force" in q:
+            causes.append(("force", "Forbidden", "may not be specified for non-apply patch"))
+    elif not q.get("fieldManager"):
+        causes.append(("fieldManager", "Required value", "is required for apply patch"))
+    causes += _dry_run_causes(q.getall("dryRun", []))
+    if causes:
+        raise invalid_group_kind("meta.k8s.io", "PatchOptions", "", causes)
 
 
 def _manager(request: web.Request) -> str:
@@ -477,15 +505,12 @@ class TwinServer:
         ctype = request.content_type
         if ctype not in _PATCH_TYPES:
             raise unsupported_media_type(ctype)
+        _check_patch_options(request, ctype)
         body = await self._body(request)
         dry = _dry_run(request)
         manager = request.query.get("fieldManager", "")
         store = self.store
         if ctype == "application/apply-patch+yaml":
-            if not manager:
-                raise bad_request(
-                    "PATCH, application/apply-patch+yaml requests must include a fieldManager"
-                )
             if not isinstance(body, dict):
                 raise bad_request("the body of the request was in an unknown format")
             force = request.query.get("force") in ("true", "1")

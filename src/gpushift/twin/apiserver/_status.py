@@ -131,12 +131,21 @@ def invalid(kind: Kind, name: str, causes: list[tuple[str, str, str]]) -> ApiErr
     "name or generateName is required")``; an Invalid value's type carries the value
     (``'Invalid value: "Foo"'``).
     """
+    return invalid_group_kind(kind.group, kind.kind, name, causes)
+
+
+def invalid_group_kind(
+    group: str, kind: str, name: str, causes: list[tuple[str, str, str]]
+) -> ApiError:
+    """:func:`invalid` for a kind the twin does not serve (``CreateOptions`` of
+    ``meta.k8s.io``); an empty ``name`` is left out of the details, as upstream."""
     text = ", ".join(f"{f}: {t}: {d}" if d else f"{f}: {t}" for f, t, d in causes)
     if len(causes) > 1:
         text = "[" + text + "]"
-    details: StatusDetails = {"name": name, "kind": kind.kind}
-    if kind.group:
-        details["group"] = kind.group
+    details: StatusDetails = {"name": name} if name else {}
+    if group:
+        details["group"] = group
+    details["kind"] = kind
     details["causes"] = [
         {
             "reason": _CAUSE_TYPES.get(t.split(":")[0], "FieldValueInvalid"),
@@ -146,7 +155,7 @@ def invalid(kind: Kind, name: str, causes: list[tuple[str, str, str]]) -> ApiErr
         for f, t, d in causes
     ]
     # schema.GroupKind.String(): the kind, then its group.
-    group_kind = f"{kind.kind}.{kind.group}" if kind.group else kind.kind
+    group_kind = f"{kind}.{group}" if group else kind
     return ApiError(422, "Invalid", f'{group_kind} "{name}" is invalid: {text}', details=details)
 
 
