@@ -688,11 +688,13 @@ class TwinServer:
             for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
             if k in meta
         }
+        replicas = int(get_path(obj, paths.spec_replicas) or 0)
         return {
             "kind": "Scale",
             "apiVersion": "autoscaling/v1",
             "metadata": scale_meta,
-            "spec": {"replicas": int(get_path(obj, paths.spec_replicas) or 0)},
+            # autoscaling/v1 ScaleSpec.Replicas is omitempty: zero replicas, an empty spec.
+            "spec": {"replicas": replicas} if replicas else {},
             "status": status,
         }
 
@@ -716,7 +718,8 @@ class TwinServer:
             want_rv = ((new_scale or {}).get("metadata") or {}).get("resourceVersion")
             if want_rv and want_rv != obj["metadata"]["resourceVersion"]:
                 raise conflict(t.kind, t.name or "", _MODIFIED)
-            replicas = (new_scale.get("spec") or {}).get("replicas")
+            # Absent (omitempty) or null decodes to Go's zero.
+            replicas = (new_scale.get("spec") or {}).get("replicas") or 0
             if not isinstance(replicas, int) or replicas < 0:
                 raise ApiError(
                     422,
