@@ -187,10 +187,46 @@ def test_event_and_resource_slice_fields() -> None:
     assert match(slice_)
 
 
-def test_unsupported_field_is_a_bad_request() -> None:
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        # runtime.DefaultMetaV1FieldSelectorConversion: kinds without a conversion of their own.
+        (
+            "Deployment",
+            '"spec.replicas" is not a known field selector: only "metadata.name", '
+            '"metadata.namespace"',
+        ),
+        (
+            "ConfigMap",
+            '"spec.replicas" is not a known field selector: only "metadata.name", '
+            '"metadata.namespace"',
+        ),
+        # The conversions of pkg/apis/core/v1, batch/v1 and resource/v1.
+        ("Pod", "field label not supported: spec.replicas"),
+        ("Service", "field label not supported: spec.replicas"),
+        ("Job", 'field label "spec.replicas" not supported for Job'),
+        (
+            "ResourceSlice",
+            "field label not supported for resource.k8s.io/v1, Kind=ResourceSlice: spec.replicas",
+        ),
+        # apiextensions-apiserver, for every custom resource.
+        ("Kustomization", "field label not supported: spec.replicas"),
+    ],
+)
+def test_unsupported_field_is_a_bad_request(kind: str, message: str) -> None:
     with pytest.raises(ApiError) as err:
-        compile_fields(parse_fields("spec.replicas=1"), by_kind("Deployment"))
-    assert err.value.code == 400 and err.value.message == "field label not supported: spec.replicas"
+        compile_fields(parse_fields("spec.replicas=1"), by_kind(kind))
+    assert (err.value.code, err.value.message) == (400, message)
+
+
+def test_unset_bools_and_counts_select_as_go_formats_them() -> None:
+    # strconv.FormatBool and strconv.Itoa of Go's zero values.
+    bare = {"metadata": {"name": "x"}}
+    assert compile_fields(parse_fields("spec.hostNetwork=false"), by_kind("Pod"))(bare)
+    assert compile_fields(parse_fields("spec.unschedulable=false"), by_kind("Node"))(bare)
+    assert compile_fields(parse_fields("status.successful=0"), by_kind("Job"))(bare)
+    done = {"metadata": {"name": "j"}, "status": {"succeeded": 2}}
+    assert compile_fields(parse_fields("status.successful=2"), by_kind("Job"))(done)
 
 
 def test_escaped_separators_in_field_values() -> None:

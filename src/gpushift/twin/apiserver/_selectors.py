@@ -264,50 +264,98 @@ def _path(*keys: str) -> Callable[[dict[str, Any]], str]:
     return get
 
 
+def _flag(*keys: str) -> Callable[[dict[str, Any]], str]:
+    """A bool field as strconv.FormatBool prints it, false when unset."""
+    get = _path(*keys)
+    return lambda obj: get(obj) or "false"
+
+
+def _count(*keys: str) -> Callable[[dict[str, Any]], str]:
+    """An integer field as strconv.Itoa prints it, 0 when unset."""
+    get = _path(*keys)
+    return lambda obj: get(obj) or "0"
+
+
 _COMMON = {
     "metadata.name": _path("metadata", "name"),
     "metadata.namespace": _path("metadata", "namespace"),
 }
 
-#: Selectable fields per (group, plural), beyond metadata.name and metadata.namespace.
+_INVOLVED = ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
+
+#: Selectable fields per (group, plural), beyond metadata.name and metadata.namespace: the
+#: field label conversion functions (pkg/apis/*/v1/conversion.go) and the registries'
+#: ``ToSelectableFields`` (pkg/registry/*/strategy.go).
 _FIELDS: dict[tuple[str, str], dict[str, Callable[[dict[str, Any]], str]]] = {
     ("", "pods"): {
         "spec.nodeName": _path("spec", "nodeName"),
+        "spec.host": _path("spec", "nodeName"),  # what old v1 clients sent
         "spec.restartPolicy": _path("spec", "restartPolicy"),
         "spec.schedulerName": _path("spec", "schedulerName"),
         "spec.serviceAccountName": _path("spec", "serviceAccountName"),
-        "spec.hostNetwork": _path("spec", "hostNetwork"),
+        "spec.hostNetwork": _flag("spec", "hostNetwork"),
         "status.phase": _path("status", "phase"),
         "status.podIP": _path("status", "podIP"),
+        # Accepted by the conversion but in no field set: only "" matches it.
+        "status.podIPs": lambda obj: "",
         "status.nominatedNodeName": _path("status", "nominatedNodeName"),
     },
-    ("", "nodes"): {"spec.unschedulable": _path("spec", "unschedulable")},
+    ("", "nodes"): {"spec.unschedulable": _flag("spec", "unschedulable")},
     ("", "namespaces"): {"status.phase": _path("status", "phase")},
     ("", "secrets"): {"type": _path("type")},
+    ("", "services"): {
+        "spec.clusterIP": _path("spec", "clusterIP"),
+        "spec.type": _path("spec", "type"),
+    },
+    ("", "replicationcontrollers"): {"status.replicas": _count("status", "replicas")},
     ("", "events"): {
-        **{
-            f"involvedObject.{f}": _path("involvedObject", f)
-            for f in (
-                "kind",
-                "namespace",
-                "name",
-                "uid",
-                "apiVersion",
-                "resourceVersion",
-                "fieldPath",
-            )
-        },
+        **{f"involvedObject.{f}": _path("involvedObject", f) for f in _INVOLVED},
         "reason": _path("reason"),
         "reportingComponent": _path("reportingComponent"),
         "source": _path("source", "component"),
         "type": _path("type"),
     },
+    ("events.k8s.io", "events"): {
+        **{f"regarding.{f}": _path("regarding", f) for f in _INVOLVED},
+        "reason": _path("reason"),
+        "reportingController": _path("reportingController"),
+        "type": _path("type"),
+    },
+    ("batch", "jobs"): {"status.successful": _count("status", "succeeded")},
+    ("certificates.k8s.io", "certificatesigningrequests"): {
+        "spec.signerName": _path("spec", "signerName"),
+    },
     ("resource.k8s.io", "resourceslices"): {
         "spec.nodeName": _path("spec", "nodeName"),
         "spec.driver": _path("spec", "driver"),
+        "spec.pool.name": _path("spec", "pool", "name"),
     },
-    ("apps", "replicasets"): {"status.replicas": _path("status", "replicas")},
 }
+
+#: How a kind with a field label conversion function of its own refuses a label; the
+#: others use runtime.DefaultMetaV1FieldSelectorConversion (_DEFAULT_UNSUPPORTED).
+_UNSUPPORTED: dict[tuple[str, str], str] = {
+    **{
+        key: "field label not supported: {}"
+        for key in _FIELDS
+        if key not in {("batch", "jobs"), ("resource.k8s.io", "resourceslices")}
+    },
+    ("batch", "jobs"): 'field label "{}" not supported for Job',
+    ("resource.k8s.io", "resourceslices"): (
+        "field label not supported for resource.k8s.io/v1, Kind=ResourceSlice: {}"
+    ),
+}
+_DEFAULT_UNSUPPORTED = (
+    '"{}" is not a known field selector: only "metadata.name", "metadata.namespace"'
+)
+
+
+def unsupported_field(kind: Kind, field: str) -> str:
+    """The message kube-apiserver refuses a field selector on ``field`` of ``kind`` with.
+    Custom resources refuse as apiextensions-apiserver's conversion does."""
+    if not kind.builtin:
+        return f"field label not supported: {field}"
+    return _UNSUPPORTED.get((kind.group, kind.plural), _DEFAULT_UNSUPPORTED).format(field)
 
 
 def field_getters(
@@ -334,7 +382,7 @@ def compile_fields(
     for field, equal, value in selector:
         getter = getters.get(field)
         if getter is None:
-            raise bad_request(f"field label not supported: {field}")
+            raise bad_request(unsupported_field(kind, field))
         checks.append((getter, equal, value))
 
     def matches(obj: dict[str, Any]) -> bool:
