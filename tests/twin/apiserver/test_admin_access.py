@@ -1,4 +1,5 @@
-"""The twin refuses admin access outside a labelled namespace, as kube-apiserver does."""
+"""Admin access to devices is refused outside a labelled namespace: by the twin as by
+kube-apiserver (tests/twin/apiserver/conftest.py)."""
 
 from __future__ import annotations
 
@@ -6,17 +7,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from tests.twin.apiserver.conftest import Server
 
 from gpushift import kube
-from gpushift.twin import run_twin
 
 NS = kube.ResourceRef.named("Namespace")
 CLAIM = kube.ResourceRef.named("ResourceClaim")
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator[kube.Kube]:
-    with run_twin() as twin, kube.connect(kubeconfig=twin.kubeconfig) as k:
+def client(server: Server) -> Iterator[kube.Kube]:
+    with kube.connect(kubeconfig=server.kubeconfig) as k:
         yield k
 
 

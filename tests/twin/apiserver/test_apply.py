@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import shutil
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.twin.apiserver.conftest import KUBECTL, Server
 
 from gpushift._kinds import by_kind
 from gpushift.twin.apiserver._apply import (
@@ -726,14 +724,12 @@ def test_owned_fields_always_exist_and_applies_take_effect(
                     assert key[2:] in live["data"], (entry["manager"], key)
 
 
-# --- the real kubectl's server-side apply, against the twin ------------------------------
-
-_KUBECTL = shutil.which("kubectl")
+# --- the real kubectl's server-side apply, against the twin and kube-apiserver -----------
 
 _MANIFEST = """\
 apiVersion: apps/v1
 kind: Deployment
-metadata: {{name: {name}, namespace: default}}
+metadata: {{name: {name}}}
 spec:
   replicas: {replicas}
   selector: {{matchLabels: {{app: web}}}}
@@ -744,67 +740,59 @@ spec:
 """
 
 
-@pytest.mark.skipif(_KUBECTL is None, reason="kubectl is not installed")
-def test_kubectl_server_side_apply_conflicts_force_and_upgrade(tmp_path: Path) -> None:
-    from gpushift.twin import run_twin  # the server is only needed here
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+def test_kubectl_server_side_apply_conflicts_force_and_upgrade(
+    server: Server, namespace: str
+) -> None:
+    def kubectl(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return server.kubectl(*args, stdin=stdin, namespace=namespace, check=False)
 
-    assert _KUBECTL is not None
-    with run_twin(tls=True) as twin:
+    def managers(name: str) -> dict[str, str]:
+        obj = json.loads(
+            kubectl("get", f"deploy/{name}", "-o", "json", "--show-managed-fields").stdout
+        )
+        return {
+            e["manager"]: e["operation"]
+            for e in obj["metadata"]["managedFields"]
+            if "subresource" not in e  # the status kube-controller-manager writes
+        }
 
-        def kubectl(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-            return subprocess.run(
-                [_KUBECTL, "--cache-dir", str(tmp_path), *args],
-                input=stdin,
-                capture_output=True,
-                text=True,
-                env={**os.environ, "KUBECONFIG": str(twin.kubeconfig)},
-                timeout=60,
-            )
+    assert kubectl("apply", "-f", "-", stdin=_MANIFEST.format(name="a", replicas=2)).returncode == 0
+    changed = _MANIFEST.format(name="a", replicas=3)
+    refused = kubectl("apply", "--server-side", "--field-manager=flux", "-f", "-", stdin=changed)
+    assert refused.returncode == 1
+    assert (
+        'Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using '
+        "apps/v1: .spec.replicas"
+    ) in refused.stderr
+    forced = kubectl(
+        "apply",
+        "--server-side",
+        "--field-manager=flux",
+        "--force-conflicts",
+        "-f",
+        "-",
+        stdin=changed,
+    )
+    assert forced.returncode == 0, forced.stderr
+    # kubectl apply --server-side then moves the client-side-apply manager's fields to its own
+    # manager (client-go csaupgrade, a JSON patch of managedFields) and applies again, which
+    # drops the last-applied annotation nobody applies any more.
+    assert managers("a") == {"flux": "Apply"}
+    live = json.loads(kubectl("get", "deploy/a", "-o", "json").stdout)
+    assert LAST_APPLIED_ANNOTATION not in live["metadata"].get("annotations", {})
+    assert live["spec"]["replicas"] == 3
 
-        def managers(name: str) -> dict[str, str]:
-            obj = json.loads(
-                kubectl("get", f"deploy/{name}", "-o", "json", "--show-managed-fields").stdout
-            )
-            return {e["manager"]: e["operation"] for e in obj["metadata"]["managedFields"]}
-
-        assert (
-            kubectl("apply", "-f", "-", stdin=_MANIFEST.format(name="a", replicas=2)).returncode
-            == 0
-        )
-        changed = _MANIFEST.format(name="a", replicas=3)
-        refused = kubectl(
-            "apply", "--server-side", "--field-manager=flux", "-f", "-", stdin=changed
-        )
-        assert refused.returncode == 1
-        assert (
-            'Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using '
-            "apps/v1: .spec.replicas"
-        ) in refused.stderr
-        forced = kubectl(
-            "apply",
-            "--server-side",
-            "--field-manager=flux",
-            "--force-conflicts",
-            "-f",
-            "-",
-            stdin=changed,
-        )
-        assert forced.returncode == 0, forced.stderr
-        assert managers("a") == {"flux": "Apply", "kubectl-client-side-apply": "Update"}
-
-        # kubectl's own manager takes over fields still matching the client-side annotation.
-        assert (
-            kubectl("apply", "-f", "-", stdin=_MANIFEST.format(name="b", replicas=2)).returncode
-            == 0
-        )
-        upgraded = kubectl(
-            "apply", "--server-side", "-f", "-", stdin=_MANIFEST.format(name="b", replicas=5)
-        )
-        assert upgraded.returncode == 0, upgraded.stderr
-        live = json.loads(kubectl("get", "deploy/b", "-o", "json").stdout)
-        assert live["spec"]["replicas"] == 5
-        annotation = live["metadata"]["annotations"][LAST_APPLIED_ANNOTATION]
-        assert json.loads(annotation)["spec"]["replicas"] == 5
+    # kubectl's own manager takes over fields still matching the client-side annotation.
+    assert kubectl("apply", "-f", "-", stdin=_MANIFEST.format(name="b", replicas=2)).returncode == 0
+    upgraded = kubectl(
+        "apply", "--server-side", "-f", "-", stdin=_MANIFEST.format(name="b", replicas=5)
+    )
+    assert upgraded.returncode == 0, upgraded.stderr
+    live = json.loads(kubectl("get", "deploy/b", "-o", "json").stdout)
+    assert live["spec"]["replicas"] == 5
+    annotation = live["metadata"]["annotations"][LAST_APPLIED_ANNOTATION]
+    assert json.loads(annotation)["spec"]["replicas"] == 5
 
 
 def test_apply_never_changes_its_inputs() -> None:

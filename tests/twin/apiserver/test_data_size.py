@@ -1,43 +1,35 @@
 """kube-apiserver's 1 MiB limit on a ConfigMap's and a Secret's data, over HTTP: kubectl and our
 client see upstream's 422 Invalid, on create, on update and on patch; an object at the limit
-is stored."""
+is stored. On the twin and on kube-apiserver (tests/twin/apiserver/conftest.py)."""
 
 from __future__ import annotations
 
 import base64
-import os
-import shutil
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.twin.apiserver.conftest import KUBECTL, Server
 
 from gpushift import kube
-from gpushift._kinds import by_kind
 from gpushift.kube import KubeError, ResourceRef
-from gpushift.twin import Twin, run_twin
 
-KUBECTL = shutil.which("kubectl")
 MIB = 1024 * 1024
 CONFIGMAP = ResourceRef.named("ConfigMap", "v1")
 SECRET = ResourceRef.named("Secret", "v1")
 TOO_LONG = "Too long: may not be more than 1048576 bytes"
 
 
-@pytest.fixture(scope="module")
-def twin() -> Iterator[Twin]:
-    with run_twin(tls=True) as running:
-        running.store.create(by_kind("Namespace"), {"metadata": {"name": "sz"}})
-        yield running
+@pytest.fixture(scope="module", autouse=True)
+def _namespace(server: Server) -> None:
+    server.namespace("sz")
 
 
 def _cm(name: str, **data: str) -> dict[str, object]:
     return {"metadata": {"name": name, "namespace": "sz"}, "data": data}
 
 
-def test_configmap_over_the_limit_is_refused_on_create_update_and_patch(twin: Twin) -> None:
-    with kube.connect(kubeconfig=twin.kubeconfig) as c:
+def test_configmap_over_the_limit_is_refused_on_create_update_and_patch(server: Server) -> None:
+    with kube.connect(kubeconfig=server.kubeconfig) as c:
         with pytest.raises(KubeError) as err:
             c.create(CONFIGMAP, _cm("big", a="x" * (MIB - 10), b="y" * 11), namespace="sz")
         assert err.value.code == 422 and err.value.reason == "Invalid"
@@ -65,10 +57,10 @@ def test_configmap_over_the_limit_is_refused_on_create_update_and_patch(twin: Tw
         assert err.value.code == 422
 
 
-def test_secret_over_the_limit_is_refused_at_data(twin: Twin) -> None:
+def test_secret_over_the_limit_is_refused_at_data(server: Server) -> None:
     half = base64.b64encode(b"\1" * (MIB // 2)).decode()
     body = {"metadata": {"name": "s", "namespace": "sz"}, "data": {"a": half, "b": half}}
-    with kube.connect(kubeconfig=twin.kubeconfig) as c:
+    with kube.connect(kubeconfig=server.kubeconfig) as c:
         # Decoded bytes count, not the base64 text (which is a third longer).
         assert c.create(SECRET, body, namespace="sz")["metadata"]["name"] == "s"
         with pytest.raises(KubeError) as err:
@@ -78,17 +70,11 @@ def test_secret_over_the_limit_is_refused_at_data(twin: Twin) -> None:
 
 
 @pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
-def test_kubectl_create_configmap_over_the_limit(twin: Twin, tmp_path: Path) -> None:
-    assert KUBECTL is not None
+def test_kubectl_create_configmap_over_the_limit(server: Server, tmp_path: Path) -> None:
     big = tmp_path / "big.txt"
     big.write_bytes(b"x" * (MIB + 1))
-    args = ["create", "configmap", "kbig", f"--from-file={big}"]
-    done = subprocess.run(
-        [KUBECTL, "--cache-dir", str(tmp_path / "cache"), "-n", "sz", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "KUBECONFIG": str(twin.kubeconfig)},
-        timeout=60,
+    done = server.kubectl(
+        "create", "configmap", "kbig", f"--from-file={big}", namespace="sz", check=False
     )
     assert done.returncode == 1
     assert done.stderr.strip() == (

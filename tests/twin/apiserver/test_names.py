@@ -1,44 +1,24 @@
-"""Object names per kind, as kube-apiserver validates them, applied with kubectl."""
+"""Object names per kind, as kube-apiserver validates them: applied with kubectl to the twin
+and to kube-apiserver (tests/twin/apiserver/conftest.py), and the twin's rules one by one."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from tests.twin.apiserver.conftest import KUBECTL, Server
 
-from gpushift.twin import Twin, run_twin
 from gpushift.twin.apiserver import name_errors
 
-KUBECTL = shutil.which("kubectl")
 
-
-@pytest.fixture(scope="module")
-def twin() -> Iterator[Twin]:
-    with run_twin(tls=True) as running:
-        yield running
-
-
-def _apply(twin: Twin, tmp: Path, body: str) -> subprocess.CompletedProcess[str]:
-    assert KUBECTL is not None
-    return subprocess.run(
-        [KUBECTL, "--cache-dir", str(tmp / "cache"), "apply", "-f", "-"],
-        input=body,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "KUBECONFIG": str(twin.kubeconfig)},
-        timeout=60,
-    )
+def _apply(server: Server, body: str) -> subprocess.CompletedProcess[str]:
+    return server.kubectl("apply", "-f", "-", stdin=body, check=False)
 
 
 @pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
-def test_rbac_names_are_path_segments(twin: Twin, tmp_path: Path) -> None:
+def test_rbac_names_are_path_segments(server: Server) -> None:
     done = _apply(
-        twin,
-        tmp_path,
+        server,
         "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n"
         "metadata: {name: 'system:kube-vip-role'}\nrules: []\n",
     )
@@ -48,11 +28,10 @@ def test_rbac_names_are_path_segments(twin: Twin, tmp_path: Path) -> None:
 
 @pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 def test_a_configmap_name_with_a_colon_is_refused_with_the_subdomain_message(
-    twin: Twin, tmp_path: Path
+    server: Server,
 ) -> None:
     done = _apply(
-        twin,
-        tmp_path,
+        server,
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: 'a:b', namespace: default}\n",
     )
     assert done.returncode != 0

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import shutil
-import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.twin.apiserver.conftest import KUBECTL, Server
 
 from gpushift._kinds import by_kind
 from gpushift.twin.apiserver._patch import (
@@ -579,14 +576,12 @@ def test_strategic_merge_keeps_one_item_per_key(
             assert container["image"] == patched[container["name"]]
 
 
-# --- the real kubectl's client-side apply, against the twin ------------------------------
-
-_KUBECTL = shutil.which("kubectl")
+# --- the real kubectl's client-side apply, against the twin and kube-apiserver -----------
 
 _BEFORE = """\
 apiVersion: apps/v1
 kind: Deployment
-metadata: {name: web, namespace: default, labels: {app: web, tier: a}}
+metadata: {name: web, labels: {app: web, tier: a}}
 spec:
   replicas: 2
   selector: {matchLabels: {app: web}}
@@ -603,7 +598,7 @@ spec:
 _AFTER = """\
 apiVersion: apps/v1
 kind: Deployment
-metadata: {name: web, namespace: default, labels: {app: web}}
+metadata: {name: web, labels: {app: web}}
 spec:
   replicas: 2
   selector: {matchLabels: {app: web}}
@@ -616,29 +611,15 @@ spec:
 """
 
 
-@pytest.mark.skipif(_KUBECTL is None, reason="kubectl is not installed")
-def test_kubectl_apply_three_way_patch_reaches_the_manifest(tmp_path: Path) -> None:
-    from gpushift.twin import run_twin  # the server is only needed here
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+def test_kubectl_apply_three_way_patch_reaches_the_manifest(server: Server, namespace: str) -> None:
+    def kubectl(*args: str, stdin: str | None = None) -> str:
+        return server.kubectl(*args, stdin=stdin, namespace=namespace).stdout
 
-    assert _KUBECTL is not None
-    with run_twin(tls=True) as twin:
-
-        def kubectl(*args: str, stdin: str | None = None) -> str:
-            done = subprocess.run(
-                [_KUBECTL, "--cache-dir", str(tmp_path), *args],
-                input=stdin,
-                capture_output=True,
-                text=True,
-                env={**os.environ, "KUBECONFIG": str(twin.kubeconfig)},
-                timeout=60,
-            )
-            assert done.returncode == 0, done.stderr
-            return done.stdout
-
-        kubectl("apply", "-f", "-", stdin=_BEFORE)
-        kubectl("scale", "deployment/web", "--replicas=4")
-        kubectl("apply", "-f", "-", stdin=_AFTER)
-        live = json.loads(kubectl("get", "deployment/web", "-o", "json"))
+    kubectl("apply", "-f", "-", stdin=_BEFORE)
+    kubectl("scale", "deployment/web", "--replicas=4")
+    kubectl("apply", "-f", "-", stdin=_AFTER)
+    live = json.loads(kubectl("get", "deployment/web", "-o", "json"))
     # kubectl's patch sets replicas back (it is in the manifest), deletes "old" and env B
     # with $patch: delete, orders containers with $setElementOrder, and nulls the rest.
     assert live["spec"]["replicas"] == 2
