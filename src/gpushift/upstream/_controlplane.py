@@ -168,6 +168,8 @@ class ControlPlane:
         self.kubeconfig: Path | None = None
         #: Seconds each phase took at start: pki, etcd, apiserver, crds, controllers.
         self.timings: dict[str, float] = {}
+        #: Inside :meth:`start`, which waits for the components it starts itself.
+        self._starting = False
 
     @staticmethod
     def binaries(bin_dir: Path | None = None) -> Path:
@@ -241,10 +243,14 @@ class ControlPlane:
         self._progress(f"kube-apiserver ready on {self.server}")
 
         t = time.monotonic()
-        if self.controller_manager:
-            self.start_controller_manager()
-        if self.scheduler:
-            self.start_scheduler()
+        self._starting = True
+        try:
+            if self.controller_manager:
+                self.start_controller_manager()
+            if self.scheduler:
+                self.start_scheduler()
+        finally:
+            self._starting = False
         if self.crds:
             self._install_crds()
         self.timings["crds"] = time.monotonic() - t
@@ -297,8 +303,21 @@ class ControlPlane:
             ready=lambda: _insecure_ok(port, "/readyz"),
         )
         comp.start()
-        if not self.scheduler:  # started late: wait here
+        if not self._starting:  # started late: wait here
             self._wait(comp)
+
+    def stop_scheduler(self) -> None:
+        """Stop kube-scheduler; :meth:`start_scheduler` starts a new one (with empty caches)."""
+        self._stop_component("kube-scheduler")
+
+    def stop_controller_manager(self) -> None:
+        """Stop kube-controller-manager; :meth:`start_controller_manager` starts a new one."""
+        self._stop_component("kube-controller-manager")
+
+    def _stop_component(self, name: str) -> None:
+        for comp in [c for c in self.components if c.name == name]:
+            comp.stop()
+            self.components.remove(comp)
 
     def exited(self) -> list[Component]:
         """Components that have ended (none while the control plane is healthy)."""
@@ -376,7 +395,7 @@ class ControlPlane:
             ready=lambda: _insecure_ok(port, "/healthz"),
         )
         comp.start()
-        if not self.controller_manager:  # started late: wait here
+        if not self._starting:  # started late: wait here
             self._wait(comp)
 
     # --- waits ----------------------------------------------------------------------------
