@@ -26,7 +26,7 @@ SHARES_PLACEMENT = {
 
 NO_ROOM = (
     "0/3 nodes are available: 3 cannot allocate all claims. "
-    "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+    "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
 )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpushift.engine import Simulation, from_objects, nvidia_device_classes, simulate
+from gpushift.engine import Simulation, as_list, from_objects, nvidia_device_classes, simulate
 
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -92,9 +92,10 @@ def test_insufficient_gpu_message_matches_kube_scheduler() -> None:
 
 
 def test_reasons_are_counted_and_sorted_as_strings() -> None:
-    # a: untolerated NoSchedule taint (TaintToleration runs before NodeAffinity);
-    # b: no gpu label (NodeAffinity); c: GPU taken by p0 (NodeResourcesFit). Taints and
-    # affinity are UnschedulableAndUnresolvable, so preemption is "not helpful" there.
+    # a: untolerated NoSchedule taint (TaintToleration runs before NodeAffinity; its reason
+    # does not name the taint); b: no gpu label (NodeAffinity); c: GPU taken by p0
+    # (NodeResourcesFit). Taints and affinity are UnschedulableAndUnresolvable, so preemption
+    # is "not helpful" there.
     gpu_label = {"gpu": "yes"}
     taint = [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]
     selector = {"nodeSelector": {"gpu": "yes"}}
@@ -109,7 +110,7 @@ def test_reasons_are_counted_and_sorted_as_strings() -> None:
     assert message(sim, "p1") == (
         "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, "
         "1 node(s) didn't match Pod's node affinity/selector, "
-        "1 node(s) had untolerated taint {dedicated: gpu}. "
+        "1 node(s) had untolerated taint(s). "
         f"preemption: 0/3 nodes are available: 1 {NO_VICTIMS}, 2 {NOT_HELPFUL}."
     )
 
@@ -360,7 +361,9 @@ def test_template_claims_are_created_like_the_resourceclaim_controller() -> None
 
 
 def test_shares_run_out_after_n_claims() -> None:
-    # consumableShares 2: two claims fit one card, the third cannot be allocated.
+    # consumableShares 2: two claims fit one card, the third cannot be allocated. The
+    # DynamicResources filter's statuses are UnschedulableAndUnresolvable, so preemption is
+    # "not helpful" (kube-scheduler v1.37 does not preempt to make room for claims).
     sim = run(
         *_dra_objects(2),
         *(_claim_pod(f"p{i}", {"resourceClaimTemplateName": "gpu"}) for i in range(3)),
@@ -368,7 +371,7 @@ def test_shares_run_out_after_n_claims() -> None:
     assert where(sim) == {"p0": "n1", "p1": "n1", "p2": None}
     assert message(sim, "p2") == (
         "0/1 nodes are available: 1 cannot allocate all claims. "
-        f"preemption: 0/1 nodes are available: 1 {NO_VICTIMS}."
+        f"preemption: 0/1 nodes are available: 1 {NOT_HELPFUL}."
     )
 
 
@@ -397,32 +400,65 @@ def test_a_shared_claim_is_allocated_once_and_reserved_for_each_pod() -> None:
     assert "shareID" not in result and "consumedCapacity" not in result
 
 
-def test_an_allocated_claim_pins_its_node() -> None:
-    allocated = {
+def _pinned_claim(node_name: str, *, reserved_for: str | None = None) -> dict[str, Any]:
+    status: dict[str, Any] = {
+        "allocation": {
+            "devices": {"results": []},
+            "nodeSelector": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchFields": [
+                            {"key": "metadata.name", "operator": "In", "values": [node_name]}
+                        ]
+                    }
+                ]
+            },
+        }
+    }
+    if reserved_for is not None:
+        status["reservedFor"] = [
+            {"resource": "pods", "name": reserved_for, "uid": f"uid-{reserved_for}"}
+        ]
+    return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
         "metadata": {"name": "pinned", "namespace": "default"},
         "spec": {"devices": {"requests": []}},
-        "status": {
-            "allocation": {
-                "devices": {"results": []},
-                "nodeSelector": {
-                    "nodeSelectorTerms": [
-                        {
-                            "matchFields": [
-                                {"key": "metadata.name", "operator": "In", "values": ["gone"]}
-                            ]
-                        }
-                    ]
-                },
-            }
-        },
+        "status": status,
     }
-    sim = run(node("n1"), allocated, _claim_pod("p", {"resourceClaimName": "pinned"}))
-    assert message(sim, "p") == (
-        "0/1 nodes are available: 1 resourceclaim not available on the node. "
-        f"preemption: 0/1 nodes are available: 1 {NOT_HELPFUL}."
+
+
+def test_an_allocated_claim_in_use_pins_its_node() -> None:
+    # The claim is allocated for n0 and reserved for "holder", which runs there; n0 is
+    # tainted, so p fails n0 on the taint and n1 on the claim. DynamicResources' PostFilter
+    # leaves a claim another pod has reserved alone.
+    holder = _claim_pod("holder", {"resourceClaimName": "pinned"})
+    holder["spec"]["nodeName"] = "n0"
+    taint = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]
+    sim = run(
+        node("n0", taints=taint),
+        node("n1"),
+        _pinned_claim("n0", reserved_for="holder"),
+        holder,
+        _claim_pod("p", {"resourceClaimName": "pinned"}),
     )
+    assert where(sim) == {"holder": "n0", "p": None}
+    assert message(sim, "p") == (
+        "0/2 nodes are available: 1 node(s) had untolerated taint(s), "
+        "1 resourceclaim not available on the node. "
+        f"preemption: 0/2 nodes are available: 2 {NOT_HELPFUL}."
+    )
+
+
+def test_an_allocated_claim_nobody_uses_is_deallocated_for_the_pod() -> None:
+    # The claim is allocated for a node that is gone and reserved for no pod: p fails n1 on
+    # it, DynamicResources' PostFilter deallocates it ("deallocation of ResourceClaim
+    # completed"), the claim's update requeues p, and p gets it allocated anew on n1.
+    sim = run(node("n1"), _pinned_claim("gone"), _claim_pod("p", {"resourceClaimName": "pinned"}))
+    assert where(sim) == {"p": "n1"}
+    (claim,) = sim.outcome.claims
+    assert "gone" not in repr(claim["status"]["allocation"])
+    assert [r["name"] for r in claim["status"]["reservedFor"]] == ["p"]
 
 
 def test_missing_claim_fails_before_filtering() -> None:
@@ -592,7 +628,9 @@ def _prio(name: str, value: int) -> dict[str, Any]:
 def test_preemption_evicts_the_lower_priority_pod() -> None:
     # The model (priority -100) holds the only GPU. The media pod (0) does not fit; without
     # the model it does, and giving the model back makes it fail again: the model is the
-    # victim. Re-queued, the model finds no room and nothing of lower priority to evict.
+    # victim. No controller owns it, so kube-scheduler's deletion is the end of it: it is
+    # not queued again. The List shows it as kube-scheduler left it (DisruptionTarget) and
+    # the Preempted Event kube-scheduler records.
     sim = run(
         node("a", gpu=1),
         _prio("gpu-preemptible", -100),
@@ -600,18 +638,62 @@ def test_preemption_evicts_the_lower_priority_pod() -> None:
         pod("media", gpu=1),
     )
     assert where(sim) == {"model": None, "media": "a"}
+    assert message(sim, "model") == "preempted by default/media on a"
+    (card,) = sim.outcome.nodes[0].gpu.cards
+    assert [t.pod for t in card.tenants] == ["default/media"]
+    items = as_list(sim)["items"]
+    model = next(i for i in items if i["metadata"]["name"] == "model")
+    assert "nodeName" not in model["spec"]
+    assert model["status"] == {
+        "phase": "Failed",
+        "conditions": [
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "reason": "PreemptionByScheduler",
+                "message": "default-scheduler: preempting to accommodate a higher priority pod",
+            }
+        ],
+    }
+    media_uid = next(i for i in items if i["metadata"]["name"] == "media")["metadata"]["uid"]
+    (event,) = [i for i in items if i["kind"] == "Event"]
+    assert (event["reason"], event["type"], event["involvedObject"]["name"]) == (
+        "Preempted",
+        "Normal",
+        "model",
+    )
+    assert event["message"] == f"Preempted by pod {media_uid} on node a"
+
+
+def test_a_preempted_pod_of_a_controller_is_queued_again() -> None:
+    # The same, but a ReplicaSet owns the model: its controller makes a new pod, which the
+    # queue takes like the victim. It finds no room and nothing of lower priority to evict.
+    model = pod("model", gpu=1, spec={"nodeName": "a", "priorityClassName": "gpu-preemptible"})
+    model["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "name": "m",
+            "uid": "rs",
+            "controller": True,
+        }
+    ]
+    sim = run(node("a", gpu=1), _prio("gpu-preemptible", -100), model, pod("media", gpu=1))
+    assert where(sim) == {"model": None, "media": "a"}
     assert message(sim, "model") == (
         "0/1 nodes are available: 1 Insufficient nvidia.com/gpu. "
         f"preemption: 0/1 nodes are available: 1 {NO_VICTIMS}."
     )
-    (card,) = sim.outcome.nodes[0].gpu.cards
-    assert [t.pod for t in card.tenants] == ["default/media"]
+    listed = next(i for i in as_list(sim)["items"] if i["metadata"]["name"] == "model")
+    assert listed["status"]["conditions"][0]["reason"] == "Unschedulable"
 
 
-def test_memory_mode_media_pod_takes_the_running_models_card() -> None:
-    # consumableShares=memory, one card. The running model's claim took the whole memory
-    # (no memory request). A media pod with higher priority evicts it; the model's claim is
-    # released and the model stays Pending.
+def test_a_claim_that_does_not_fit_preempts_nobody() -> None:
+    # consumableShares=memory, one card. The running model's extended-resource claim took
+    # the whole memory (no memory request). The media pod has the higher priority, but
+    # DynamicResources' "cannot allocate all claims" is UnschedulableAndUnresolvable
+    # (statusUnschedulable in dynamicresources.go), so DefaultPreemption does not try the
+    # node: the model keeps its card and the media pod stays Pending.
     objs = _dra_objects("memory")
     objs += [
         _prio("gpu-preemptible", -100),
@@ -619,13 +701,13 @@ def test_memory_mode_media_pod_takes_the_running_models_card() -> None:
         _claim_pod("media", {"resourceClaimTemplateName": "gpu"}),
     ]
     sim = run(*objs)
-    assert where(sim) == {"model": None, "media": "n1"}
-    assert message(sim, "model") == (
+    assert where(sim) == {"model": "n1", "media": None}
+    assert message(sim, "media") == (
         "0/1 nodes are available: 1 cannot allocate all claims. "
-        f"preemption: 0/1 nodes are available: 1 {NO_VICTIMS}."
+        f"preemption: 0/1 nodes are available: 1 {NOT_HELPFUL}."
     )
     allocated = [c for c in sim.outcome.claims if c.get("status", {}).get("allocation")]
-    assert [c["metadata"]["generateName"] for c in allocated] == ["media-gpu-"]
+    assert [c["metadata"]["generateName"] for c in allocated] == ["model-extended-resources-"]
     assert allocated[0]["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] == {
         "memory": "24Gi"
     }
@@ -662,15 +744,13 @@ def test_preemption_picks_the_node_with_the_least_important_victims() -> None:
         pod("new", gpu=1),
     )
     assert where(sim) == {"on-a": None, "on-b": "b", "new": "a"}
-    assert message(sim, "on-a") == (
-        "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. "
-        f"preemption: 0/2 nodes are available: 2 {NO_VICTIMS}."
-    )
+    assert message(sim, "on-a") == "preempted by default/new on a"
 
 
 def test_daemonset_pod_is_only_tried_on_its_node() -> None:
     # One pod per node, pinned by metadata.name. On c a running pod leaves 1 of 4 cpu, so
-    # c's daemon pod (2 cpu) fails there; the other two nodes count as NodeAffinity misses.
+    # c's daemon pod (2 cpu) fails there; the other two nodes are left out by NodeAffinity's
+    # PreFilter result ("didn't satisfy plugin(s) [NodeAffinity]", schedule_one.go).
     ds = {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
@@ -694,7 +774,7 @@ def test_daemonset_pod_is_only_tried_on_its_node() -> None:
     (stuck,) = sim.pending
     assert stuck.message == (
         "0/3 nodes are available: 1 Insufficient cpu, "
-        "2 node(s) didn't match Pod's node affinity/selector. "
+        "2 node(s) didn't satisfy plugin(s) [NodeAffinity]. "
         f"preemption: 0/3 nodes are available: 1 {NO_VICTIMS}, 2 {NOT_HELPFUL}."
     )
 
@@ -848,7 +928,8 @@ def test_a_cached_dra_failure_gives_way_to_the_spread_filter_that_runs_first() -
     # has a device. p0 goes to a1; its class learns that a2 and b1 cannot allocate the claim.
     # For p1, zone a holds one matching pod and b none: on a2 the skew is 1 + 1 - 0 = 2 >
     # maxSkew 1, and PodTopologySpread runs before DynamicResources, so a2 fails spreading
-    # (not DRA, as the cache had it); b1 passes spreading and fails DRA; a1 is full.
+    # (not DRA, as the cache had it); b1 passes spreading and fails DRA; a1 is full. DRA's
+    # failure is UnschedulableAndUnresolvable: preemption is "not helpful" on b1 only.
     from gpushift.engine import GpuInfo, nvidia_resource_slice
 
     def zone_node(name: str, zone: str, pods: str) -> dict[str, Any]:
@@ -894,5 +975,5 @@ def test_a_cached_dra_failure_gives_way_to_the_spread_filter_that_runs_first() -
     assert message(sim, "p1") == (
         "0/3 nodes are available: 1 Too many pods, 1 cannot allocate all claims, "
         "1 node(s) didn't match pod topology spread constraints. preemption: 0/3 nodes are "
-        f"available: 3 {NO_VICTIMS}."
+        f"available: 1 {NOT_HELPFUL}, 2 {NO_VICTIMS}."
     )

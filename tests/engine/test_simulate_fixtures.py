@@ -83,7 +83,7 @@ def test_real_claim_template_and_priority_class(tmp_path: Path) -> None:
     assert llama.priority == -100
     assert llama.message == (
         "0/1 nodes are available: 1 cannot allocate all claims. "
-        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     )
     (claim,) = [c for c in sim.outcome.claims if c.get("status", {}).get("allocation")]
     assert claim["metadata"]["generateName"] == "jellyfin-gpu-"

@@ -20,9 +20,17 @@ REASON_TOPOLOGY_SPREAD_LABEL = (
 )
 
 
+#: pkg/scheduler/framework/plugins/nodeaffinity: nodes left out by the PreFilter result of a
+#: pod pinned by ``metadata.name`` (schedule_one.go findNodesThatFitPod).
+REASON_PREFILTER_NODE_AFFINITY = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
+#: pkg/scheduler/framework/plugins/tainttoleration Filter: one text, whichever taint.
+REASON_UNTOLERATED_TAINT = "node(s) had untolerated taint(s)"
+
+
 def taint_reason(taint: Mapping[str, Any]) -> str:
-    """TaintToleration's reason for an untolerated taint."""
-    return f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value', '')}}}"
+    """TaintToleration's reason for an untolerated taint (kube-scheduler v1.37 does not name
+    the taint)."""
+    return REASON_UNTOLERATED_TAINT
 
 
 def _int_of(text: str) -> int | None:

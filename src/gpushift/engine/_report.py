@@ -193,9 +193,29 @@ def human(sim: Simulation) -> str:
     return "\n\n".join(out) + "\n"
 
 
+# k8s.io/kubernetes pkg/scheduler/framework/preemption executor.go: what a victim is marked
+# with before it is deleted, and the Event about it.
+PREEMPTED_CONDITION = {
+    "type": "DisruptionTarget",
+    "status": "True",
+    "reason": "PreemptionByScheduler",
+    "message": "default-scheduler: preempting to accommodate a higher priority pod",
+}
+
+
+def gone(pod: PodInfo) -> bool:
+    """Whether the pod was preempted and nothing makes it again (no controller owns it)."""
+    return pod.node is None and pod.preempted_by is not None and pod.owner_uid is None
+
+
 def _pod_object(pod: PodInfo) -> dict[str, Any]:
     obj = pod.obj
-    if pod.node is None and not pod.prebound:
+    if gone(pod):
+        # Deleted by kube-scheduler: as last seen, failed with the condition it was given.
+        status = obj.setdefault("status", {})
+        status["phase"] = "Failed"
+        status["conditions"] = [dict(PREEMPTED_CONDITION)]
+    elif pod.node is None and (not pod.prebound or pod.preempted_by is not None):
         status = obj.setdefault("status", {})
         status["phase"] = "Pending"
         status["conditions"] = [
@@ -210,8 +230,40 @@ def _pod_object(pod: PodInfo) -> dict[str, Any]:
 
 
 def events(sim: Simulation) -> list[Event]:
-    """Hazards as core/v1 Events of type Warning about the node concerned."""
+    """Preemptions as kube-scheduler's Normal ``Preempted`` Events about each victim, then
+    hazards as Warning Events about the node concerned."""
     out: list[Event] = []
+    by_key = {p.key: p for p in sim.outcome.pods}
+    for p in sim.outcome.pods:
+        if p.preempted_by is None:
+            continue
+        preemptor, node_name = p.preempted_by
+        by = by_key.get(preemptor)
+        uid = (by.obj.get("metadata") or {}).get("uid", "") if by is not None else ""
+        victim: ObjectReference = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "name": p.name,
+            "namespace": p.namespace,
+            "uid": str(p.obj["metadata"]["uid"]),
+        }
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {
+                    "name": f"{p.name}.{stable_suffix('Preempted' + preemptor, 10)}",
+                    "namespace": p.namespace,
+                },
+                "type": "Normal",
+                "reason": "Preempted",
+                "message": f"Preempted by pod {uid} on node {node_name}",
+                "involvedObject": victim,
+                "source": {"component": "default-scheduler"},
+                "reportingComponent": "default-scheduler",
+                "count": 1,
+            }
+        )
     by_name = {n.name: n for n in sim.outcome.nodes}
     for h in sim.hazards:
         node = by_name.get(h.node)

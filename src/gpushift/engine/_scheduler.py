@@ -20,9 +20,14 @@ What is modelled, and how it differs from a live kube-scheduler:
   ``percentageOfNodesToScore``); ties go to the first node in name order (kube-scheduler picks
   one at random).
 * Preemption (DefaultPreemption): a pod that fits nowhere evicts lower-priority pods from
-  one node when that lets it in; victims return to the queue, as their controllers would
-  recreate them, and the preemptor binds at once (kube-scheduler nominates the node and binds
-  in a later cycle). PodDisruptionBudgets are not modelled.
+  one node when that lets it in; victims owned by a controller return to the queue, as their
+  controllers would recreate them, victims of no controller are gone (kube-scheduler deletes
+  them), and the preemptor binds at once (kube-scheduler nominates the node and binds in a
+  later cycle). Nodes where only DynamicResources failed are not helped by preemption (its
+  Filter statuses are UnschedulableAndUnresolvable). PodDisruptionBudgets are not modelled.
+* DynamicResources PostFilter: a pod that fits nowhere because a claim it uses is allocated
+  for other nodes, and reserved for no other pod, has that claim deallocated and is tried
+  again.
 
 Scale: identical pods (same namespace, labels, priority and spec) form a class. For a class
 whose score depends only on cpu/memory use (and on the system default hostname spread, when no
@@ -598,7 +603,9 @@ class Scheduler:
             reason = err.message if isinstance(err, UnknownDeviceClassError) else str(err)
             return (UNRESOLVABLE, [reason]), None, None
         if result is None:
-            return (UNSCHEDULABLE, [REASON_DRA_ALLOCATE]), None, None
+            # dynamicresources Filter: statusUnschedulable is UnschedulableAndUnresolvable, so
+            # DefaultPreemption never evicts pods to make room for claims.
+            return (UNRESOLVABLE, [REASON_DRA_ALLOCATE]), None, None
         return None, result, bridge
 
     def _filter(
@@ -746,6 +753,9 @@ class Scheduler:
         chosen = self._pick_plain(pod, ctx) if plain else self._pick_scored(pod, ctx)
         if chosen is None:
             chosen = self._preempt(pod, ctx)
+        if chosen is None and self._deallocate_unavailable(pod, ctx):
+            # The claim's update requeues the pod: it is tried again, with the claim free.
+            return self._schedule_one(pod)
         if chosen is None:
             pod.message = self._fit_error(pod, ctx)
             return False
@@ -753,6 +763,33 @@ class Scheduler:
         self._bind(pod, node, results=results, bridge=bridge)
         pod.message = None
         return True
+
+    def _deallocate_unavailable(self, pod: PodInfo, ctx: _Context) -> bool:
+        """DynamicResources PostFilter: deallocate one claim of the pod that is allocated for
+        other nodes than some it was filtered on, when no other pod has it reserved. Returns
+        whether one was."""
+        # k8s.io/kubernetes pkg/scheduler/framework/plugins/dynamicresources PostFilter,
+        # deallocateOrDeletePodClaims: the claims Filter found "not available on the node".
+        failures = self._dead_failures(pod, ctx) if ctx.all_dead else ctx.failures
+        tried = [self.nodes[order] for order, f in failures.items() if REASON_DRA_NODE in f[1]]
+        if not tried:
+            return False
+        uid = pod.obj["metadata"]["uid"]
+        for _, claim in pod.claims:
+            status = cast(dict[str, Any], claim).get("status") or {}
+            alloc = status.get("allocation")
+            selector = alloc.get("nodeSelector") if alloc else None
+            if selector is None or all(
+                node_selector_matches(selector, name=n.name, labels=n.labels) for n in tried
+            ):
+                continue
+            if any(r.get("uid") != uid for r in status.get("reservedFor") or []):
+                continue
+            status.pop("allocation")
+            status.pop("reservedFor", None)
+            self.state.remove(cast(AllocationResult, alloc))
+            return True
+        return False
 
     def _view(self, key: Any, key_of: Callable[[NodeInfo], tuple[int, ...]]) -> _ClassView:
         view = self._views.get(key)
@@ -889,7 +926,7 @@ class Scheduler:
         for node in self.nodes:
             failure = ctx.failures.get(node.order)
             if failure is None and ctx.only_nodes is not None and node.name not in ctx.only_nodes:
-                failure = (UNRESOLVABLE, [_filters.REASON_NODE_AFFINITY])
+                failure = (UNRESOLVABLE, [_filters.REASON_PREFILTER_NODE_AFFINITY])
             if failure is None:
                 continue
             code, reasons = failure
@@ -1082,8 +1119,8 @@ class Scheduler:
         if the pod then fits, add them back most important first while it still fits; the
         rest are victims. The node whose victims have the lowest highest priority, then the
         lowest priority sum, then the fewest victims, then the first name, is chosen
-        (pickOneNodeForPreemption). Victims go back to the queue, as their controllers would
-        recreate them.
+        (pickOneNodeForPreemption). Victims owned by a controller go back to the queue, as
+        their controllers would recreate them; a victim of no controller is deleted for good.
         """
         if not any(n and prio < pod.priority for prio, n in self._bound_priorities.items()):
             return None
@@ -1126,7 +1163,10 @@ class Scheduler:
             self._unbind(v)
             v.message = f"preempted by {pod.key} on {node.name}"
             v.preempted_by = (pod.key, node.name)
-            self._queue.push((_queue_key(v), v.order))
+            # preemption executor: the victim is deleted. A controller makes a pod in its
+            # place, which queues like the victim; a pod of no controller is gone.
+            if v.owner_uid is not None:
+                self._queue.push((_queue_key(v), v.order))
         failure, results, bridge = self._check(pod, node)
         if failure is not None:
             return None
@@ -1158,6 +1198,8 @@ class Scheduler:
 
 def _pinned_nodes(spec: Mapping[str, Any]) -> set[str] | None:
     """Node names every required node-affinity term pins with ``metadata.name In``, or None."""
+    # pkg/scheduler/framework/plugins/nodeaffinity PreFilter: the In requirements of a term
+    # intersect, the terms unite; a term without one leaves every node.
     required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution"
     ) or {}
@@ -1167,13 +1209,13 @@ def _pinned_nodes(spec: Mapping[str, Any]) -> set[str] | None:
     names: set[str] = set()
     for term in terms:
         pinned = [
-            f
+            {str(v) for v in f.get("values") or []}
             for f in term.get("matchFields") or []
             if f.get("key") == "metadata.name" and f.get("operator") == "In"
         ]
         if not pinned:
             return None
-        names.update(str(v) for v in pinned[0].get("values") or [])
+        names |= set.intersection(*pinned)
     return names
 
 
