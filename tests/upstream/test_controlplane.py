@@ -125,3 +125,22 @@ def test_a_failed_start_says_which_component_and_leaves_nothing(tmp_path: Path) 
     with pytest.raises(upstream.StartError, match="etcd exited with status 3: etcd: cannot open"):
         plane.start()
     assert plane.directory is None and not plane.components
+
+
+def test_a_port_in_use_is_named() -> None:
+    # A fixed --port someone else holds: kube-apiserver cannot bind it, and the error says so.
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        plane = upstream.ControlPlane(
+            port=port, controller_manager=False, scheduler=False, crds=False, timeout=60
+        )
+        with pytest.raises(
+            upstream.StartError,
+            match=r"kube-apiserver exited with status \d+ \(address already in use\)",
+        ):
+            plane.start()
+    assert plane.directory is None and not plane.components

@@ -35,6 +35,9 @@ _PREFIX = "gpushift-upstream-"
 #: The Service CIDR and the ``kubernetes`` Service's address in it (envtest's defaults).
 SERVICE_CIDR = "10.0.0.0/24"
 SERVICE_IP = "10.0.0.1"
+#: Starts tried when a component finds its port taken between picking and binding.
+_START_ATTEMPTS = 3
+_IN_USE = "address already in use"
 #: kube-controller-manager's default: every controller that is on by default.
 ALL_CONTROLLERS: tuple[str, ...] = ("*",)
 
@@ -200,12 +203,24 @@ class ControlPlane:
             StartError: a component exited or was not healthy within ``timeout`` seconds;
                 everything started is stopped and the data directory removed.
         """
-        try:
-            self._start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
+        asked = self.port
+        for attempt in range(_START_ATTEMPTS):
+            try:
+                self._start()
+            except StartError as err:
+                self.stop()
+                # Ports are picked free and bound by the component a moment later; another
+                # process may take one in between. Only that failure is worth a new start.
+                if _IN_USE not in str(err) or attempt + 1 == _START_ATTEMPTS:
+                    raise
+                self.port = asked
+                self.timings.clear()
+                continue
+            except BaseException:
+                self.stop()
+                raise
+            return self
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _start(self) -> None:
         begin = time.monotonic()
@@ -406,7 +421,8 @@ class ControlPlane:
         while True:
             code = comp.exited
             if code is not None:
-                raise StartError(f"{comp.name} exited with status {code}: {comp.tail()}")
+                taken = " (address already in use)" if comp.mentions(_IN_USE) else ""
+                raise StartError(f"{comp.name} exited with status {code}{taken}: {comp.tail()}")
             if comp.ready():
                 return
             if time.monotonic() > deadline:

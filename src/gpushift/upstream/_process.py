@@ -68,6 +68,13 @@ class Component:
                 proc.kill()
             proc.wait()
 
+    def mentions(self, text: str) -> bool:
+        """Whether the log holds ``text`` anywhere."""
+        try:
+            return text in self.log.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return False
+
     def tail(self, lines: int = 3) -> str:
         """The last non-empty lines of the log, joined with `` | ``."""
         try:
