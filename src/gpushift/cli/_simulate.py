@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import enum
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -15,7 +16,10 @@ _EPILOG = (
     "Exit codes: 0 every pod scheduled and no hazard, 1 a pod is Pending or a hazard "
     "(DualAdvertiser, DoubleAllocation) was found, 2 bad input (unparsable YAML, a missing "
     "required field, an invalid quantity or CEL expression, a claim naming an unknown "
-    "DeviceClass) or bad usage."
+    "DeviceClass) or bad usage. With --against upstream: 0 simulate and kube-scheduler "
+    "agree, 1 they differ, 2 bad input (kube-apiserver refusing an object too), 3 the "
+    "control plane cannot start (not built: run `make upstream`), 5 the cluster did not "
+    "settle in time."
 )
 
 
@@ -25,6 +29,12 @@ class OutputFormat(enum.StrEnum):
     TABLE = "table"
     JSON = "json"
     YAML = "yaml"
+
+
+class Against(enum.StrEnum):
+    """What to hold simulate to."""
+
+    UPSTREAM = "upstream"
 
 
 class AllocatorChoice(enum.StrEnum):
@@ -86,6 +96,16 @@ def simulate(
             "memory and unlimited.",
         ),
     ] = False,
+    against: Annotated[
+        Against | None,
+        typer.Option(
+            "--against",
+            help="upstream: run the same input on kube-apiserver, kube-controller-manager and "
+            "kube-scheduler (built by `make upstream`) and show both outcomes side by side "
+            "(docs/simulate.md).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Schedule every unscheduled pod and show placements, card ledgers, Pending pods and
     hazards."""
@@ -97,6 +117,9 @@ def simulate(
     # would only rescan them.
     gc.disable()
 
+    if against is not None and (compare or everything):
+        raise UsageError("--against compares one run: not with --compare or --all")
+    objects: list[dict[str, Any]] = []
     if example is not None:
         if paths:
             raise UsageError("give FILE|DIR arguments or --example, not both")
@@ -108,15 +131,20 @@ def simulate(
             text, code = engine.compare_homelab()
             sys.stdout.write(text)
             raise typer.Exit(code)
-        inputs = engine.from_objects(
-            engine.homelab(engine.setup(allocator=allocator.value, sharing=sharing))
-        )
+        example_objects = engine.homelab(engine.setup(allocator=allocator.value, sharing=sharing))
+        if against is not None:
+            objects = copy.deepcopy(example_objects)
+        inputs = engine.from_objects(example_objects)
     else:
         if compare:
             raise UsageError("--compare needs --example homelab")
         if not paths:
             raise UsageError("give FILE|DIR arguments or --example homelab")
         inputs = engine.load_inputs(paths)
+        if against is not None:
+            from gpushift import crosscheck
+
+            objects = crosscheck.read_objects(paths)
     if inputs.unknown:
         print(
             "gpushift: ignored kinds simulate does not read: " + ", ".join(inputs.unknown),
@@ -125,6 +153,8 @@ def simulate(
     if everything and output is OutputFormat.TABLE:
         raise UsageError("--all needs -o json or -o yaml")
     sim = engine.simulate(inputs)
+    if against is not None:
+        _against_upstream(objects, engine.as_list(sim), output)
     if output is OutputFormat.JSON:
         import orjson
 
@@ -159,6 +189,35 @@ def simulate(
     _KEPT.append(sim)
     gc.freeze()
     raise typer.Exit(sim.exit_code)
+
+
+def _against_upstream(objects: list[dict[str, Any]], simulated: Any, output: OutputFormat) -> None:
+    """Run the input on the upstream control plane, print the comparison, exit 0 when the
+    two agree and 1 when they differ (3: no control plane, 5: the cluster did not settle)."""
+    import json
+
+    from gpushift import crosscheck, upstream
+    from gpushift.cli import _access
+
+    # simulate's List holds its own objects; a JSON round trip detaches it from them.
+    simulated = json.loads(json.dumps(simulated))
+    try:
+        result = crosscheck.against_upstream(objects, simulated)
+    except (upstream.NotBuiltError, upstream.StartError) as err:
+        _access.fail(_access.UNREACHABLE, str(err))
+    except crosscheck.SettleTimeoutError as err:
+        _access.fail(_access.TIMED_OUT, f"kube-scheduler did not settle: {err}")
+    if output is OutputFormat.JSON:
+        text = json.dumps(result.as_dict(), indent=2) + "\n"
+    elif output is OutputFormat.YAML:
+        import yaml
+
+        text = yaml.safe_dump(result.as_dict(), sort_keys=False)
+    else:
+        text = result.text()
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    raise typer.Exit(result.exit_code)
 
 
 #: Each run's outcome, in a list that holds itself: see the end of :func:`simulate`.
