@@ -20,7 +20,6 @@ from gpushift.crosscheck._compare import (
     workload_of,
 )
 from gpushift.crosscheck._load import GATE, Plan, Slot, plan, read_objects
-
 from gpushift.crosscheck._run import (
     CONTROLLERS,
     Comparison,
