@@ -7,9 +7,10 @@ controller names its pods at random, so the two are compared as summaries (docs/
 * **pods, by group**: a workload's pods form one group (its controller names them), bare pods
   of the input that are equal (namespace, labels and spec, but for ``nodeName``) another; per
   group the multiset of each pod's state: ``Scheduled``, ``Scheduled on <node>`` when the node
-  is forced (the pod named it in the input, or its node selector, affinity and taints leave
-  one node), ``Pending (<reasons>)`` with the reasons of the scheduler's message without their
-  node counts, or ``Preempted`` for a bare pod the scheduler evicted (nothing makes it again);
+  is forced (its node selector, required affinity and the taints leave one node; a pod bound
+  in the input stays where it was, so it is just ``Scheduled``), ``Pending (<reasons>)`` with
+  the reasons of the scheduler's message without their node counts, or ``Preempted`` for a
+  bare pod the scheduler evicted (nothing makes it again);
 * **GPU use, by node shape**: nodes alike in all but their name (labels but the hostname,
   taints, allocatable, the devices of their ResourceSlices) are interchangeable; per shape,
   the multiset of each node's use: device-plugin units held by its pods, and per DRA device the
@@ -268,7 +269,7 @@ def pod_state(pod: Mapping[str, Any], cluster: Cluster, claims: set[tuple[str, s
     spec = pod.get("spec") or {}
     node = spec.get("nodeName")
     if node:
-        if _pod_key(pod) in cluster.bound or _forced_node(pod, cluster) == node:
+        if _pod_key(pod) not in cluster.bound and _forced_node(pod, cluster) == node:
             return f"{SCHEDULED} on {node}"
         return SCHEDULED
     if (pod.get("status") or {}).get("nominatedNodeName"):
