@@ -12,8 +12,9 @@ What is modelled, and how it differs from a live kube-scheduler:
   ephemeral-storage, extended resources not delegated to DRA), PodTopologySpread
   (``DoNotSchedule``), InterPodAffinity (required terms, both directions), DynamicResources
   (ResourceClaims, claims from templates, KEP-5004 extended-resource claims).
-* Scoring: NodeResourcesFit LeastAllocated and NodeResourcesBalancedAllocation on cpu and
-  memory, NodeAffinity (preferred), TaintToleration (``PreferNoSchedule``), PodTopologySpread
+* Scoring: NodeResourcesFit LeastAllocated and NodeResourcesBalancedAllocation (v1.37: the
+  balance with the pod against the node's balance without it) on cpu and memory, NodeAffinity
+  (preferred), TaintToleration (``PreferNoSchedule``), PodTopologySpread
   (``ScheduleAnyway`` and the system default constraints, for pods owned by a controller) and
   InterPodAffinity (preferred terms both ways, required affinity of existing pods), with the
   default weights. Every feasible node is scored (kube-scheduler may stop at
@@ -1227,7 +1228,7 @@ def _least_allocated(requested: int, capacity: int) -> int:
 
 
 def _balanced(fractions: Sequence[float]) -> int:
-    # noderesources/balanced_allocation.go balancedResourceScorer.
+    # noderesources/balanced_allocation.go balancedResourceScore.
     if len(fractions) == 2:
         std = abs((fractions[0] - fractions[1]) / 2)
     elif len(fractions) > 2:
@@ -1247,10 +1248,13 @@ def _resource_score(pod: PodInfo, key: tuple[int, ...]) -> int:
     score = least * _W_FIT
     p_cpu, p_mem = pod.requests.get("cpu", 0), pod.requests.get("memory", 0)
     if p_cpu or p_mem:
-        fractions = [
-            min((r + p) / a, 1.0) for r, p, a in ((r_cpu, p_cpu, a_cpu), (r_mem, p_mem, a_mem)) if a
-        ]
-        score += _balanced(fractions) * _W_BALANCED
+        # noderesources/balanced_allocation.go balancedResourceScorer (v1.37): the balance with
+        # the pod against the balance without it, brought back to [50, 100]; about 75 when
+        # the pod changes little.
+        usage = ((r_cpu, p_cpu, a_cpu), (r_mem, p_mem, a_mem))
+        with_pod = _balanced([min((r + p) / a, 1.0) for r, p, a in usage if a])
+        without = _balanced([min(r / a, 1.0) for r, _, a in usage if a])
+        score += (50 + (50 + with_pod - without) // 2) * _W_BALANCED
     return score
 
 
