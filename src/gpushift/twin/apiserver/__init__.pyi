@@ -22,6 +22,7 @@ from ._proxy import (
     ProxyTarget,
     RunningProxy,
     check_loopback,
+    describe_error,
     run_proxy,
     target_from_kubeconfig,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "check_bearer",
     "check_loopback",
     "compile_fields",
+    "describe_error",
     "human_duration",
     "kubeconfig",
     "load",

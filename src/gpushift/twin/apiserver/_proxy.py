@@ -191,6 +191,13 @@ def _pem(section: Mapping[str, Any], field: str) -> bytes | None:
     return None
 
 
+def describe_error(err: BaseException) -> str:
+    """A connection error in words: the operating system's reason where there is one (an
+    aiohttp connector error's text also shows its SSL context)."""
+    strerror = getattr(err, "strerror", None)
+    return str(strerror) if strerror else str(err) or type(err).__name__
+
+
 def _is_watch(request: web.Request) -> bool:
     if request.query.get("watch") in ("true", "1"):
         return True
@@ -284,7 +291,11 @@ class FaultProxy:
         except (aiohttp.ClientError, OSError) as err:
             # What kube-apiserver's own proxy answers when its backend cannot be reached.
             return error_response(
-                ApiError(503, "ServiceUnavailable", f"the API server cannot be reached: {err}")
+                ApiError(
+                    503,
+                    "ServiceUnavailable",
+                    f"the API server cannot be reached: {describe_error(err)}",
+                )
             )
         task = asyncio.current_task()
         if task is not None:

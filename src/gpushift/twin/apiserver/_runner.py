@@ -175,7 +175,7 @@ def run_twin(
 
 
 async def serve_forever(
-    server: TwinServer,
+    server: Serves,
     *,
     host: str,
     port: int,
@@ -183,10 +183,16 @@ async def serve_forever(
     on_ready: Callable[[int], Awaitable[None] | None],
     stop: asyncio.Event,
     routes: Callable[[web.Application], None] | None = None,
+    handler_cancellation: bool = False,
 ) -> None:
     """Serve until ``stop`` is set; ``on_ready`` gets the bound port once listening."""
     runner, bound = await start(
-        server, host=host, port=port, certificate=certificate, routes=routes
+        server,
+        host=host,
+        port=port,
+        certificate=certificate,
+        routes=routes,
+        handler_cancellation=handler_cancellation,
     )
     try:
         result = on_ready(bound)
