@@ -351,3 +351,35 @@ def test_proxy_refuses_what_it_cannot_do_safely(
         assert code == 2, args
         assert capsys.readouterr().err.strip().splitlines() == [f"gpushift: error: {message}"]
     assert not out.exists()
+
+
+def test_proxy_in_front_of_nothing_is_exit_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a loopback port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = tmp_path / "gone.kubeconfig"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{port}"}}],
+                "users": [{"name": "u", "user": {"token": "secret-token"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    out = tmp_path / "never.kubeconfig"
+    assert main(["twin", "proxy", "--kubeconfig", str(config), "--kubeconfig-out", str(out)]) == 3
+    captured = capsys.readouterr()
+    assert captured.err.strip().splitlines() == [
+        f"gpushift: error: cannot reach the cluster: https://127.0.0.1:{port}: "
+        f"Connect call failed ('127.0.0.1', {port})"
+    ]
+    assert "secret-token" not in captured.err + captured.out
+    assert not out.exists()

@@ -96,7 +96,9 @@ async def _probe(proxy: FaultProxy) -> None:
         ):
             await resp.read()
     except (aiohttp.ClientError, OSError, TimeoutError) as err:
-        raise UnreachableError(f"cannot reach {target.server}: {describe_error(err)}") from None
+        raise UnreachableError(
+            f"cannot reach the cluster: {target.server}: {describe_error(err)}"
+        ) from None
 
 
 async def _main(
