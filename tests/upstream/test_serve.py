@@ -52,6 +52,11 @@ def _gpushift(*args: str, env: dict[str, str] | None = None) -> subprocess.Compl
             "--error-rate must be between 0 and 1, got 1.5",
         ),
         (
+            ["--control-plane", "upstream", "--bare", "--seed", "3"],
+            "--seed: only with a fault flag (--error-rate, --latency-ms, --jitter-ms, "
+            "--drop-watch-every, --pause-after) on --control-plane upstream",
+        ),
+        (
             ["--control-plane", "upstream", "--bare", "--host", "0.0.0.0"],
             "--control-plane upstream listens on 127.0.0.1 with TLS only",
         ),

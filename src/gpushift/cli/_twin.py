@@ -255,8 +255,21 @@ def _serve_upstream(ctx: typer.Context, *, port: int, kubeconfig_out: Path) -> N
     faults = _fault_config(
         **{k: given[k] for k in _FAULT_OPTIONS if k not in ("pause_after", "pause_for")}
     )
+    faulted = t.faults_given(faults, given["pause_after"])
+    idle = [
+        "--" + name.replace("_", "-")
+        for name in ("seed", "error_codes", "retry_after", "pause_for")
+        if (source := ctx.get_parameter_source(name)) is not None
+        and source.name in ("COMMANDLINE", "ENVIRONMENT")
+    ]
+    if idle and not faulted:
+        # The twin seeds generated names too; kube-apiserver has nothing to seed.
+        raise UsageError(
+            f"{', '.join(idle)}: only with a fault flag (--error-rate, --latency-ms, "
+            "--jitter-ms, --drop-watch-every, --pause-after) on --control-plane upstream"
+        )
     try:
-        if t.faults_given(faults, given["pause_after"]):
+        if faulted:
             t.serve_upstream(
                 t.ProxyOptions(
                     port=port,
