@@ -341,3 +341,44 @@ def test_loopback_is_accepted() -> None:
     for listen in ("127.0.0.1", "127.0.0.2", "::1", "localhost"):
         check_loopback(listen=listen, target="https://localhost:6443")
     check_loopback(target="http://[::1]:8080")
+
+
+@pytest.mark.upstream
+def test_a_dropped_protobuf_watch_ends_between_whole_frames(upstream_plane: Any) -> None:
+    # Upstream only: the twin serves JSON. kube-apiserver's protobuf watch is length-delimited
+    # frames: a 4-byte big-endian size, then a WatchEvent of that size.
+    target = target_from_kubeconfig(Path(upstream_plane.kubeconfig), None)
+    with run_proxy(target, faults=FaultConfig(drop_watch_every=1.0)) as proxy:
+        _namespace(proxy, "framed")
+        conn = _connection(proxy)
+        conn.request(
+            "GET",
+            "/api/v1/namespaces/framed/configmaps?watch=true",
+            headers={
+                "Authorization": f"Bearer {proxy.token}",
+                "Accept": "application/vnd.kubernetes.protobuf;stream=watch",
+            },
+        )
+        resp = conn.getresponse()
+        assert resp.getheader("Content-Type", "").startswith("application/vnd.kubernetes.protobuf")
+        for name in ("one", "two"):
+            made = call(
+                proxy,
+                "POST",
+                "/api/v1/namespaces/framed/configmaps",
+                body={"metadata": {"name": name}, "data": {"k": "v" * 5000}},
+            )
+            assert made[0] == 201
+        body = resp.read()  # until the proxy ends the stream
+        conn.close()
+    frames, at = [], 0
+    while at < len(body):
+        size = int.from_bytes(body[at : at + 4], "big")
+        frames.append(body[at + 4 : at + 4 + size])
+        at += 4 + size
+    assert at == len(body)  # no frame cut short
+    # kube-root-ca.crt (the controller manager's) and the two made here, each ADDED.
+    assert len(frames) >= 2
+    # Each a WatchEvent: field 1 its type, field 2 the object, itself "k8s\0"-prefixed.
+    assert all(frame.startswith(b"\n\x05ADDED\x12") and b"k8s\x00" in frame for frame in frames)
+    assert sum(b"one" in f for f in frames) == 1 and sum(b"two" in f for f in frames) == 1

@@ -8,8 +8,8 @@ certificate, and its CA), which therefore never leave the process. On the way it
 faults of :class:`~gpushift.twin.apiserver._faults.Faults` through the same calls the twin's
 own server makes, in the same order: the pause and the latency first, then authentication,
 then a seeded error on every path but the health paths; a watch stream is ended cleanly
-``drop_watch_every`` seconds after it opened, between two events, so the client resumes from
-the last resourceVersion it saw.
+``drop_watch_every`` seconds after it opened, between two events (JSON and protobuf streams;
+others as they arrive), so the client resumes from the last resourceVersion it saw.
 
 Forwarded: every verb with its query and body, responses streamed as they arrive (watches,
 chunked lists, ``pods/log?follow=true``) with their status and headers, compressed bodies as
@@ -198,6 +198,31 @@ def describe_error(err: BaseException) -> str:
     return str(strerror) if strerror else str(err) or type(err).__name__
 
 
+def _json_events_end(data: bytes) -> int:
+    """Where the whole JSON events in ``data`` end: each is one line."""
+    return data.rfind(b"\n") + 1
+
+
+def _protobuf_events_end(data: bytes) -> int:
+    """Where the whole protobuf events in ``data`` end: each is a 4-byte big-endian length
+    and that many bytes (k8s.io/apimachinery's length-delimited framer)."""
+    end = 0
+    while len(data) - end >= 4:
+        size = int.from_bytes(data[end : end + 4], "big")
+        if len(data) - end - 4 < size:
+            break
+        end += 4 + size
+    return end
+
+
+#: How a watch stream of each content type is cut into whole events; a stream of another
+#: type is forwarded as it arrives.
+_EVENT_ENDS = {
+    "application/json": _json_events_end,
+    "application/vnd.kubernetes.protobuf": _protobuf_events_end,
+}
+
+
 def _is_watch(request: web.Request) -> bool:
     if request.query.get("watch") in ("true", "1"):
         return True
@@ -318,8 +343,8 @@ class FaultProxy:
         if length is not None and length.isdigit():
             response.content_length = int(length)
         watch = _is_watch(request) and upstream.status == 200
-        # JSON watch events are one per line: a drop falls between two, never inside one.
-        lines = watch and upstream.content_type == "application/json"
+        # Forwarded event by event, so that a drop falls between two events, never in one.
+        cut = _EVENT_ENDS.get(upstream.content_type) if watch else None
         loop = asyncio.get_running_loop()
         limit = self.faults.watch_timeout(float("inf")) if watch else float("inf")
         deadline = loop.time() + limit if limit != float("inf") else None
@@ -342,10 +367,10 @@ class FaultProxy:
                     break
                 if self.faults.paused:
                     await self.faults.wait_running()
-                if lines:
+                if cut is not None:
                     pending += chunk
-                    cut = pending.rfind(b"\n") + 1
-                    chunk, pending = pending[:cut], pending[cut:]
+                    end = cut(pending)
+                    chunk, pending = pending[:end], pending[end:]
                 if chunk:
                     await response.write(chunk)
             await response.write_eof()
