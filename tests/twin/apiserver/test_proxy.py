@@ -14,6 +14,7 @@ import json
 import shutil
 import ssl
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -382,3 +383,26 @@ def test_a_dropped_protobuf_watch_ends_between_whole_frames(upstream_plane: Any)
     # Each a WatchEvent: field 1 its type, field 2 the object, itself "k8s\0"-prefixed.
     assert all(frame.startswith(b"\n\x05ADDED\x12") and b"k8s\x00" in frame for frame in frames)
     assert sum(b"one" in f for f in frames) == 1 and sum(b"two" in f for f in frames) == 1
+
+
+def test_latency_delays_and_a_pause_holds_every_request(backend: Backend) -> None:
+    faults = FaultConfig(latency=0.3, seed=1)
+    with run_proxy(_target(backend), faults=faults) as proxy:
+        started = time.monotonic()
+        assert call(proxy, "GET", "/version")[0] == 200
+        assert time.monotonic() - started >= 0.3
+        proxy.faults.pause()
+        done: list[float] = []
+
+        def probe() -> None:
+            call(proxy, "GET", "/healthz")
+            done.append(time.monotonic())
+
+        worker = threading.Thread(target=probe)
+        paused = time.monotonic()
+        worker.start()
+        time.sleep(0.5)
+        assert done == []  # held, health paths too
+        proxy.faults.resume()
+        worker.join(10)
+    assert done and done[0] - paused >= 0.5
