@@ -64,8 +64,9 @@ dropped watches (--drop-watch-every) and a pause (--pause-after, --pause-for), s
 --seed as `twin serve` injects them. It serves TLS with a certificate of its own and writes a
 kubeconfig for it to --kubeconfig-out with a token of its own; the cluster's credentials (a
 bearer token or a client certificate) stay in the proxy. Health paths (/healthz, /livez,
-/readyz) are never faulted; exec, attach and port-forward are not forwarded. Stop with Ctrl-C
-(docs/twin.md, "Faults in front of any API server").
+/readyz) are never faulted; exec, attach and port-forward are relayed over WebSocket (kubectl
+1.31 and later), not over SPDY. Stop with Ctrl-C (docs/twin.md, "Faults in front of any API
+server").
 """
 
 _PROXY_EPILOG = (

@@ -8,6 +8,7 @@ faults the proxy answers what the server answers.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import http.client
 import json
@@ -272,7 +273,7 @@ def test_a_dropped_watch_resumes_from_its_resource_version(backend: Backend) -> 
         assert (resumed["type"], resumed["object"]["metadata"]["name"]) == ("ADDED", "second")
 
 
-def test_upgrades_are_refused_with_a_status(backend: Backend) -> None:
+def test_spdy_upgrades_are_refused_with_a_status(backend: Backend) -> None:
     with run_proxy(_target(backend)) as proxy:
         conn = _connection(proxy)
         conn.request(
@@ -281,14 +282,78 @@ def test_upgrades_are_refused_with_a_status(backend: Backend) -> None:
             headers={
                 "Authorization": f"Bearer {proxy.token}",
                 "Connection": "Upgrade",
-                "Upgrade": "websocket",
+                "Upgrade": "SPDY/3.1",
+                "X-Stream-Protocol-Version": "v4.channel.k8s.io",
             },
         )
         resp = conn.getresponse()
         body = json.loads(resp.read())
         conn.close()
     assert resp.status == 400 and body["reason"] == "BadRequest"
-    assert "does not forward upgraded connections" in body["message"]
+    assert body["message"] == (
+        "the gpushift fault proxy does not forward SPDY/3.1 upgrades; use the API server "
+        "directly, or a client that speaks WebSocket"
+    )
+
+
+def _websocket(proxy: RunningProxy, path: str) -> Any:
+    """An aiohttp WebSocket to ``path`` through the proxy, as kubectl opens one (with an
+    Origin, which kube-apiserver's WebSocket handler wants)."""
+    import aiohttp
+
+    assert proxy.ca_pem is not None
+    context = ssl.create_default_context(cadata=proxy.ca_pem.decode())
+
+    async def run() -> list[Any]:
+        out: list[Any] = []
+        async with (
+            aiohttp.ClientSession() as session,
+            session.ws_connect(
+                proxy.url.replace("https:", "wss:") + path,
+                ssl=context,
+                origin="http://127.0.0.1",
+                headers={"Authorization": f"Bearer {proxy.token}"},
+            ) as ws,
+        ):
+            started = time.monotonic()
+            async for message in ws:
+                out.append((message.type.name, message.data, time.monotonic() - started))
+            out.append(("CLOSED", ws.close_code, time.monotonic() - started))
+        return out
+
+    return asyncio.run(run())
+
+
+def test_a_websocket_to_a_missing_pod_answers_the_servers_code(backend: Backend) -> None:
+    import aiohttp
+
+    with run_proxy(_target(backend)) as proxy, pytest.raises(aiohttp.WSServerHandshakeError) as err:
+        _websocket(proxy, "/api/v1/namespaces/default/pods/none/exec?command=true&stdout=true")
+    # The pod does not exist, on either server: the handshake is answered with its 404.
+    assert err.value.status == 404
+
+
+@pytest.mark.upstream
+def test_a_websocket_watch_is_relayed_and_dropped(upstream_plane: Any) -> None:
+    # Upstream only: kube-apiserver serves watches over WebSocket (the twin does not).
+    target = target_from_kubeconfig(Path(upstream_plane.kubeconfig), None)
+    with run_proxy(target, faults=FaultConfig(drop_watch_every=1.0)) as proxy:
+        _namespace(proxy, "sockets")
+        made = call(
+            proxy,
+            "POST",
+            "/api/v1/namespaces/sockets/configmaps",
+            body={"metadata": {"name": "relayed"}},
+        )
+        assert made[0] == 201
+        messages = _websocket(
+            proxy, "/api/v1/namespaces/sockets/configmaps?watch=true&resourceVersion=0"
+        )
+    *events, closed = messages
+    names = [json.loads(data)["object"]["metadata"]["name"] for _, data, _ in events]
+    assert "relayed" in names
+    assert all(kind == "TEXT" for kind, _, _ in events)
+    assert closed[0] == "CLOSED" and 0.9 <= closed[2] < 5
 
 
 def test_the_written_kubeconfig_holds_none_of_the_targets_credentials(

@@ -13,8 +13,10 @@ others as they arrive), so the client resumes from the last resourceVersion it s
 
 Forwarded: every verb with its query and body, responses streamed as they arrive (watches,
 chunked lists, ``pods/log?follow=true``) with their status and headers, compressed bodies as
-they are. Not forwarded: connection upgrades (``exec``, ``attach``, ``port-forward``), which
-are answered with 400 and a Status saying so.
+they are, and WebSocket upgrades message by message (``exec``, ``attach`` and
+``port-forward`` as kubectl 1.31 and later speak them, watches over WebSocket). Not
+forwarded: SPDY upgrades (older clients' ``exec`` and ``port-forward``), answered with 400
+and a Status saying so.
 
 Loopback only, as every gpushift server: the proxy listens on a loopback address and forwards
 to a loopback address, and refuses anything else (:func:`check_loopback`).
@@ -65,6 +67,17 @@ _HOP = frozenset(
         "content-length",
     }
 )
+
+
+#: Status reasons of the codes a refused upgrade is answered with.
+_REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    429: "TooManyRequests",
+    503: "ServiceUnavailable",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,16 +304,112 @@ class FaultProxy:
         injected = faults.error_for(path)
         if injected is not None:
             return error_response(injected)
-        if request.headers.get("Upgrade"):
+        upgrade = request.headers.get("Upgrade", "")
+        if upgrade.lower() == "websocket":
+            return await self._websocket(request)
+        if upgrade:
             return error_response(
                 ApiError(
                     400,
                     "BadRequest",
-                    "the gpushift fault proxy does not forward upgraded connections "
-                    "(exec, attach, port-forward); use the API server directly",
+                    f"the gpushift fault proxy does not forward {upgrade} upgrades; "
+                    "use the API server directly, or a client that speaks WebSocket",
                 )
             )
         return await self._forward(request)
+
+    async def _websocket(self, request: web.Request) -> web.StreamResponse:
+        """Relay a WebSocket (exec, attach, port-forward and watches as kubectl and
+        kube-apiserver speak them) message by message, with the subprotocol the target
+        chose; a watch is closed after ``drop_watch_every`` as a streamed one is."""
+        assert self._session is not None, "the application has not started"
+        headers = CIMultiDict(
+            (k, v)
+            for k, v in request.headers.items()
+            if k.lower() not in _HOP and not k.lower().startswith("sec-websocket-")
+        )
+        if self.target.token:
+            headers["Authorization"] = f"Bearer {self.target.token}"
+        offered = [
+            p.strip()
+            for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",")
+            if p.strip()
+        ]
+        url = URL(self.target.server + request.raw_path, encoded=True)
+        try:
+            upstream = await self._session.ws_connect(
+                url, protocols=offered, headers=headers, max_msg_size=0, autoclose=False
+            )
+        except aiohttp.WSServerHandshakeError as err:
+            # The target refused the upgrade (no such pod, forbidden, ...): its code in a
+            # Status (the handshake error keeps no body); a server that answered without
+            # upgrading (the twin serves no WebSocket) is a bad request.
+            code = err.status if err.status >= 400 else 400
+            return error_response(
+                ApiError(
+                    code,
+                    _REASONS.get(code, "InternalError"),
+                    f"the API server answered the WebSocket upgrade with {err.status}",
+                )
+            )
+        except (aiohttp.ClientError, OSError) as err:
+            return error_response(
+                ApiError(
+                    503,
+                    "ServiceUnavailable",
+                    f"the API server cannot be reached: {describe_error(err)}",
+                )
+            )
+        client = web.WebSocketResponse(
+            protocols=(upstream.protocol,) if upstream.protocol else (),
+            max_msg_size=0,
+            autoclose=False,
+        )
+        task = asyncio.current_task()
+        if task is not None:
+            self._streams.add(task)
+        try:
+            await client.prepare(request)
+            limit = self.faults.watch_timeout(float("inf")) if _is_watch(request) else None
+            pumps = [
+                asyncio.ensure_future(self._pump(client, upstream)),
+                asyncio.ensure_future(self._pump(upstream, client)),
+            ]
+            try:
+                # Either side closing ends both; so does a watch's drop.
+                await asyncio.wait(
+                    pumps,
+                    timeout=limit if limit is not None and limit != float("inf") else None,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+            finally:
+                for pump in pumps:
+                    pump.cancel()
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            if task is not None:
+                self._streams.discard(task)
+            await upstream.close()
+            with contextlib.suppress(ConnectionResetError):
+                await client.close()
+        return client
+
+    async def _pump(
+        self,
+        source: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
+        sink: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
+    ) -> None:
+        """Copy messages from ``source`` to ``sink`` until either closes; a pause holds them."""
+        async for message in source:
+            if self.faults.paused:
+                await self.faults.wait_running()
+            if message.type is aiohttp.WSMsgType.BINARY:
+                await sink.send_bytes(message.data)
+            elif message.type is aiohttp.WSMsgType.TEXT:
+                await sink.send_str(message.data)
+            else:
+                break
 
     async def _forward(self, request: web.Request) -> web.StreamResponse:
         assert self._session is not None, "the application has not started"
