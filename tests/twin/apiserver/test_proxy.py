@@ -471,3 +471,24 @@ def test_latency_delays_and_a_pause_holds_every_request(backend: Backend) -> Non
         proxy.faults.resume()
         worker.join(10)
     assert done and done[0] - paused >= 0.5
+
+
+def test_many_open_watches_do_not_hold_other_requests(backend: Backend) -> None:
+    # More watches than aiohttp's default connection pool (100) holds.
+    with run_proxy(_target(backend)) as proxy:
+        watches = []
+        try:
+            for _ in range(110):
+                conn = _connection(proxy)
+                conn.request(
+                    "GET",
+                    "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=60",
+                    headers={"Authorization": f"Bearer {proxy.token}"},
+                )
+                watches.append(conn)
+            for conn in watches:
+                assert conn.getresponse().status == 200
+            assert call(proxy, "GET", "/api/v1/namespaces/default")[0] == 200
+        finally:
+            for conn in watches:
+                conn.close()

@@ -272,7 +272,9 @@ class FaultProxy:
 
     async def _open(self, app: web.Application) -> None:
         del app
-        connector = aiohttp.TCPConnector(ssl=self._ssl if self._ssl is not None else False)
+        # No connection limit: each open watch holds one, and a client with many informers
+        # must not queue its requests behind them.
+        connector = aiohttp.TCPConnector(ssl=self._ssl if self._ssl is not None else False, limit=0)
         self._session = aiohttp.ClientSession(
             connector=connector,
             auto_decompress=False,
