@@ -57,7 +57,7 @@ _SERVE_EPILOG = (
 _PROXY_HELP = """Put the twin's faults in front of any API server on this host.
 
 A proxy on a loopback address forwards every request to the cluster of --kubeconfig and
---context (its server must be on loopback too: a kind, k3d or minikube cluster, a
+--context (its server must be on loopback too: a kind cluster, minikube's docker driver, a
 port-forward, the upstream control plane) and injects API errors with kube-apiserver's
 bodies (--error-rate, --error-codes, --retry-after), latency (--latency-ms, --jitter-ms),
 dropped watches (--drop-watch-every) and a pause (--pause-after, --pause-for), seeded by
