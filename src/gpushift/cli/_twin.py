@@ -478,7 +478,7 @@ def register(app: typer.Typer) -> None:
         context: _a.Context = None,
         host: Annotated[str, typer.Option(help="Loopback address to listen on.")] = "127.0.0.1",
         port: Annotated[int, typer.Option(help="Port; 0 picks a free one.")] = 0,
-        seed: Seed = 0,
+        seed: Annotated[int, typer.Option(help="Seed for faults.")] = 0,
         error_rate: ErrorRate = 0.0,
         error_codes: ErrorCodes = "500,503,429",
         retry_after: RetryAfter = 1,
