@@ -191,3 +191,195 @@ def test_wait_ready_without_a_kubeconfig_is_one_line_and_exit_2(
     assert code == 2
     assert err.startswith(f"gpushift: error: {missing}: kubeconfig not found")
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def _status(kubeconfig: Path, path: str) -> tuple[int, dict[str, str], bytes]:
+    """GET ``path`` with the kubeconfig's token: the status, headers and body, errors too."""
+    import base64
+    import urllib.error
+
+    config = yaml.safe_load(kubeconfig.read_text())
+    cluster = config["clusters"][0]["cluster"]
+    context = ssl.create_default_context(
+        cadata=base64.b64decode(cluster["certificate-authority-data"]).decode()
+    )
+    req = urllib.request.Request(
+        cluster["server"] + path,
+        headers={"Authorization": f"Bearer {config['users'][0]['user']['token']}"},
+    )
+    try:
+        with urllib.request.urlopen(req, context=context) as resp:
+            return resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read()
+    except urllib.error.HTTPError as err:
+        return err.code, {k.lower(): v for k, v in err.headers.items()}, err.read()
+
+
+def test_serve_with_faults_serves_the_fault_proxy_in_front(tmp_path: Path) -> None:
+    proc, url = _serve(tmp_path, "--error-rate", "1", "--error-codes", "503", "--seed", "5")
+    try:
+        status, headers, body = _status(tmp_path / "kc", "/api/v1/namespaces")
+        assert status == 503 and headers["retry-after"] == "1"
+        assert json.loads(body)["message"] == (
+            "the server is currently unable to handle the request"
+        )
+        assert _status(tmp_path / "kc", "/livez")[::2] == (200, b"ok")
+        config = yaml.safe_load((tmp_path / "kc").read_text())
+        assert config["clusters"][0]["cluster"]["server"] == url
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_serve_with_faults_listens_on_loopback_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "kc"
+    code = main(
+        [
+            "twin",
+            "serve",
+            "--host",
+            "0.0.0.0",
+            "--drop-watch-every",
+            "5",
+            "--kubeconfig-out",
+            str(out),
+        ]
+    )
+    assert code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "gpushift: error: the fault proxy listens on loopback only (127.0.0.1, ::1, "
+        "localhost), not 0.0.0.0"
+    ]
+    assert not out.exists()
+
+
+def test_proxy_fronts_a_cluster_and_stops_on_sigint(tmp_path: Path) -> None:
+    from gpushift.twin import run_twin
+
+    out = tmp_path / "proxy.kubeconfig"
+    with run_twin(tls=True, kubeconfig=tmp_path / "twin.kubeconfig") as twin:
+        # --kubeconfig defaults to $KUBECONFIG, as for every cluster-facing command.
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gpushift",
+                "twin",
+                "proxy",
+                "--context",
+                "gpushift-twin",
+                "--kubeconfig-out",
+                str(out),
+                "--error-rate",
+                "1",
+                "--error-codes",
+                "500",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "KUBECONFIG": str(twin.kubeconfig)},
+        )
+        try:
+            assert proc.stdout is not None
+            first = proc.stdout.readline()
+            assert first.startswith("gpushift fault proxy serving https://127.0.0.1:"), first
+            assert proc.stdout.readline().strip() == f"export KUBECONFIG={out.resolve()}"
+            assert oct(out.stat().st_mode & 0o777) == "0o600"
+            assert twin.token not in out.read_text()
+            status, _, body = _status(out, "/api/v1/namespaces")
+            assert status == 500
+            assert json.loads(body)["message"] == "Internal error occurred: injected fault"
+            assert _status(out, "/healthz")[::2] == (200, b"ok")
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=30) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def test_proxy_refuses_what_it_cannot_do_safely(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def kubeconfig(server: str, user: dict[str, object]) -> Path:
+        path = tmp_path / f"{len(list(tmp_path.iterdir()))}.kubeconfig"
+        path.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{"name": "c", "cluster": {"server": server}}],
+                    "users": [{"name": "u", "user": user}],
+                    "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                    "current-context": "x",
+                }
+            )
+        )
+        return path
+
+    out = tmp_path / "never.kubeconfig"
+    cases = [
+        (
+            [
+                "--kubeconfig",
+                str(kubeconfig("https://127.0.0.1:6443", {"token": "t"})),
+                "--host",
+                "0.0.0.0",
+            ],
+            "the fault proxy listens on loopback only (127.0.0.1, ::1, localhost), not 0.0.0.0",
+        ),
+        (
+            ["--kubeconfig", str(kubeconfig("https://192.168.1.10:6443", {"token": "t"}))],
+            "the fault proxy forwards to a loopback API server only, not https://192.168.1.10:6443",
+        ),
+        (
+            [
+                "--kubeconfig",
+                str(kubeconfig("https://127.0.0.1:6443", {"exec": {"command": "aws"}})),
+            ],
+            "the fault proxy reaches the cluster with a bearer token or a client certificate; "
+            "user 'u' uses exec",
+        ),
+    ]
+    for args, message in cases:
+        code = main(["twin", "proxy", *args, "--kubeconfig-out", str(out)])
+        assert code == 2, args
+        assert capsys.readouterr().err.strip().splitlines() == [f"gpushift: error: {message}"]
+    assert not out.exists()
+
+
+def test_proxy_in_front_of_nothing_is_exit_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a loopback port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = tmp_path / "gone.kubeconfig"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{port}"}}],
+                "users": [{"name": "u", "user": {"token": "secret-token"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    out = tmp_path / "never.kubeconfig"
+    assert main(["twin", "proxy", "--kubeconfig", str(config), "--kubeconfig-out", str(out)]) == 3
+    captured = capsys.readouterr()
+    assert captured.err.strip().splitlines() == [
+        f"gpushift: error: cannot reach the cluster: https://127.0.0.1:{port}: "
+        f"Connect call failed ('127.0.0.1', {port})"
+    ]
+    assert "secret-token" not in captured.err + captured.out
+    assert not out.exists()

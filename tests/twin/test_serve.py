@@ -22,6 +22,16 @@ from gpushift.twin import FaultConfig, ServeOptions, serve
         ),
         (ServeOptions(example="homelab", time_scale=0), "--time-scale must be positive, got 0"),
         (ServeOptions(repo=Path(".")), "--repo needs --nodes"),
+        # Faults are injected by the fault proxy, which listens on loopback only.
+        (
+            ServeOptions(host="0.0.0.0", faults=FaultConfig(drop_watch_every=5)),
+            r"the fault proxy listens on loopback only \(127.0.0.1, ::1, localhost\), "
+            "not 0.0.0.0",
+        ),
+        (
+            ServeOptions(host="192.168.1.2", pause_after=3),
+            "the fault proxy listens on loopback only",
+        ),
     ],
 )
 def test_bad_options_are_refused_before_anything_starts(

@@ -3,15 +3,20 @@ with everything it started on SIGTERM or SIGINT, and its refusals."""
 
 from __future__ import annotations
 
+import base64
+import http.client
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
+import yaml
 
 from gpushift import upstream
 
@@ -39,8 +44,17 @@ def _gpushift(*args: str, env: dict[str, str] | None = None) -> subprocess.Compl
             "--example: not with --control-plane upstream (the twin's API server only)",
         ),
         (
-            ["--control-plane", "upstream", "--bare", "--error-rate", "0.1"],
-            "--error-rate: not with --control-plane upstream (the twin's API server only)",
+            ["--control-plane", "upstream", "--bare", "--state", "state.yaml"],
+            "--state: not with --control-plane upstream (the twin's API server only)",
+        ),
+        (
+            ["--control-plane", "upstream", "--bare", "--error-rate", "1.5"],
+            "--error-rate must be between 0 and 1, got 1.5",
+        ),
+        (
+            ["--control-plane", "upstream", "--bare", "--seed", "3"],
+            "--seed: only with a fault flag (--error-rate, --latency-ms, --jitter-ms, "
+            "--drop-watch-every, --pause-after) on --control-plane upstream",
         ),
         (
             ["--control-plane", "upstream", "--bare", "--host", "0.0.0.0"],
@@ -114,7 +128,7 @@ def _data_dirs(owner: int) -> list[Path]:
     return out
 
 
-def _start(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
+def _start(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[str], Path]:
     out = tmp_path / "kubeconfig"
     proc = subprocess.Popen(
         [
@@ -128,6 +142,7 @@ def _start(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
             "0",
             "--kubeconfig-out",
             str(out),
+            *extra,
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -196,3 +211,61 @@ def test_kill_9_takes_the_control_plane_with_it(tmp_path: Path) -> None:
     plane = upstream.ControlPlane(controller_manager=False, scheduler=False, crds=False)
     with plane:
         assert not any(path.exists() for path in left)
+
+
+@pytest.mark.upstream
+def test_fault_flags_put_the_fault_proxy_in_front(tmp_path: Path) -> None:
+    proc, kubeconfig = _start(
+        tmp_path, "--error-rate", "1", "--error-codes", "429", "--retry-after", "7"
+    )
+    try:
+        config = yaml.safe_load(kubeconfig.read_text())
+        # The proxy's kubeconfig: a token of its own, no client certificate of the admin.
+        (user,) = config["users"]
+        assert set(user["user"]) == {"token"}
+        server = config["clusters"][0]["cluster"]["server"]
+        context = ssl.create_default_context(
+            cadata=base64.b64decode(
+                config["clusters"][0]["cluster"]["certificate-authority-data"]
+            ).decode()
+        )
+        url = urlsplit(server)
+
+        def get(path: str) -> tuple[int, dict[str, str], bytes]:
+            conn = http.client.HTTPSConnection(
+                url.hostname or "", url.port, context=context, timeout=30
+            )
+            conn.request("GET", path, headers={"Authorization": f"Bearer {user['user']['token']}"})
+            resp = conn.getresponse()
+            body = resp.read()
+            conn.close()
+            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, body
+
+        status, headers, body = get("/api/v1/namespaces")
+        assert status == 429 and headers["retry-after"] == "7"
+        assert json.loads(body) == {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": "the server has received too many requests and has asked us to try "
+            "again later",
+            "reason": "TooManyRequests",
+            "details": {"retryAfterSeconds": 7},
+            "code": 429,
+        }
+        # kube-apiserver's own /readyz, through the proxy and never faulted.
+        assert get("/readyz")[::2] == (200, b"ok")
+        children = _children(proc.pid)
+        assert len(children) >= 4
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    deadline = time.monotonic() + 10
+    while any(_alive(c) for c in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [c for c in children if _alive(c)]
+    assert not _data_dirs(proc.pid)

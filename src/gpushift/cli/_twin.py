@@ -7,12 +7,15 @@ import enum
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from gpushift._errors import UsageError
 from gpushift.cli import _access as _a
+
+if TYPE_CHECKING:
+    from gpushift.twin import FaultConfig
 
 _SERVE_HELP = """Serve a cluster twin: a Kubernetes API server kubectl and gpushift can use.
 
@@ -20,7 +23,8 @@ It listens on --host (loopback by default) with TLS (a self-signed certificate) 
 bearer token; both go into the kubeconfig written to --kubeconfig-out, so
 `KUBECONFIG=FILE kubectl get nodes` works. With --state, objects are loaded from FILE at start
 and saved back (atomically) on exit. Fault flags make clients' retry paths testable; they are
-seeded (--seed) so a run can be repeated. Stop with Ctrl-C.
+seeded (--seed) so a run can be repeated; the fault proxy (`gpushift twin proxy`) injects
+them in front of the twin, which then listens on loopback only. Stop with Ctrl-C.
 
 With --nodes FILE or --example NAME the twin behaves like a cluster: nodes from the
 inventory, and in-process controllers, scheduler, kubelets, device plugins, the DRA driver,
@@ -35,7 +39,8 @@ with --vars as substitution variables. `gpushift twin git-set` switches the repo
 
 --control-plane upstream --bare serves an empty real cluster instead: etcd, kube-apiserver,
 kube-controller-manager and kube-scheduler as `make upstream` built them, on 127.0.0.1, with
-gpushift's CRDs installed and an admin kubeconfig written to --kubeconfig-out.
+gpushift's CRDs installed and an admin kubeconfig written to --kubeconfig-out; with fault
+flags the fault proxy serves --port in front of it and the kubeconfig is the proxy's.
 
 --node-fault NODE=FAULT makes a node's GPU agents behave as in a broken state
 (nvml-init-failure, driver-root-missing, dcgm-rbac-missing, plugin-crashloop), logs
@@ -47,6 +52,28 @@ _SERVE_EPILOG = (
     "--state or --nodes file (naming file, line and object), a bad option, or an address "
     "already in use; 3 the upstream control plane (--control-plane upstream) is not built "
     "(run `make upstream`) or did not start; 1 one of its components exited while serving."
+)
+
+_PROXY_HELP = """Put the twin's faults in front of any API server on this host.
+
+A proxy on a loopback address forwards every request to the cluster of --kubeconfig and
+--context (its server must be on loopback too: a kind cluster, minikube's docker driver, a
+port-forward, the upstream control plane) and injects API errors with kube-apiserver's
+bodies (--error-rate, --error-codes, --retry-after), latency (--latency-ms, --jitter-ms),
+dropped watches (--drop-watch-every) and a pause (--pause-after, --pause-for), seeded by
+--seed as `twin serve` injects them. It serves TLS with a certificate of its own and writes a
+kubeconfig for it to --kubeconfig-out with a token of its own; the cluster's credentials (a
+bearer token or a client certificate) stay in the proxy. Health paths (/healthz, /livez,
+/readyz) are never faulted; exec, attach and port-forward are relayed over WebSocket (kubectl
+1.31 and later), not over SPDY. Stop with Ctrl-C (docs/twin.md, "Faults in front of any API
+server").
+"""
+
+_PROXY_EPILOG = (
+    "Exit codes: 0 stopped (SIGINT or SIGTERM), 2 bad input: an unreadable kubeconfig, a user "
+    "that authenticates other than with a token or client certificate, an address off "
+    "loopback (to listen on or to forward to), a bad option, or an address in use; 3 the "
+    "cluster did not answer."
 )
 
 _EXPORT_HELP = """Write every object of a twin as one v1 List (JSON; YAML for .yaml/.yml).
@@ -111,6 +138,62 @@ _WAIT_EPILOG = (
 )
 
 
+# The fault options `twin serve` and `twin proxy` share.
+Seed = Annotated[int, typer.Option(help="Seed for faults and generated names.")]
+ErrorRate = Annotated[
+    float, typer.Option(help="Fraction of requests (0-1) answered with an error.")
+]
+ErrorCodes = Annotated[str, typer.Option(help="Error codes to draw from: 500, 503, 429.")]
+RetryAfter = Annotated[int, typer.Option(help="Retry-After seconds on 429 and 503.")]
+LatencyMs = Annotated[float, typer.Option(help="Added latency per request.")]
+JitterMs = Annotated[float, typer.Option(help="Extra random latency, up to this.")]
+DropWatchEvery = Annotated[
+    float, typer.Option(help="Close each watch stream after this many seconds.")
+]
+PauseAfter = Annotated[
+    float | None, typer.Option(help="Pause the whole server this many seconds in.")
+]
+PauseFor = Annotated[float, typer.Option(help="Length of that pause, seconds.")]
+
+#: `twin serve` options that inject faults: with any of them the fault proxy goes in front.
+_FAULT_OPTIONS = (
+    "seed",
+    "error_rate",
+    "error_codes",
+    "retry_after",
+    "latency_ms",
+    "jitter_ms",
+    "drop_watch_every",
+    "pause_after",
+    "pause_for",
+)
+
+
+def _fault_config(
+    *,
+    seed: int,
+    error_rate: float,
+    error_codes: str,
+    retry_after: int,
+    latency_ms: float,
+    jitter_ms: float,
+    drop_watch_every: float,
+) -> FaultConfig:
+    from gpushift.twin import FaultConfig
+
+    if not 0 <= error_rate <= 1:
+        raise UsageError(f"--error-rate must be between 0 and 1, got {error_rate}")
+    return FaultConfig(
+        error_rate=error_rate,
+        error_codes=_codes(error_codes),
+        retry_after=retry_after,
+        latency=latency_ms / 1000,
+        jitter=jitter_ms / 1000,
+        drop_watch_every=drop_watch_every,
+        seed=seed,
+    )
+
+
 def _codes(text: str) -> tuple[int, ...]:
     try:
         codes = tuple(int(c) for c in text.split(",") if c.strip())
@@ -132,13 +215,6 @@ class ControlPlaneChoice(enum.StrEnum):
 #: `twin serve` options that mean something only on the twin's own API server.
 _TWIN_ONLY = (
     "state",
-    "seed",
-    "error_rate",
-    "retry_after",
-    "latency_ms",
-    "jitter_ms",
-    "drop_watch_every",
-    "pause_after",
     "access_log",
     "nodes",
     "example",
@@ -152,7 +228,8 @@ _TWIN_ONLY = (
 
 def _serve_upstream(ctx: typer.Context, *, port: int, kubeconfig_out: Path) -> None:
     """`twin serve --control-plane upstream`: only --bare runs today; twin-only options are
-    refused rather than ignored."""
+    refused rather than ignored. Fault options put the fault proxy in front of the control
+    plane."""
     from gpushift import upstream
 
     given = ctx.params
@@ -174,10 +251,41 @@ def _serve_upstream(ctx: typer.Context, *, port: int, kubeconfig_out: Path) -> N
         )
     if given.get("host") != "127.0.0.1" or not given.get("tls"):
         raise UsageError("--control-plane upstream listens on 127.0.0.1 with TLS only")
+    from gpushift import twin as t
+
+    faults = _fault_config(
+        **{k: given[k] for k in _FAULT_OPTIONS if k not in ("pause_after", "pause_for")}
+    )
+    faulted = t.faults_given(faults, given["pause_after"])
+    idle = [
+        "--" + name.replace("_", "-")
+        for name in ("seed", "error_codes", "retry_after", "pause_for")
+        if (source := ctx.get_parameter_source(name)) is not None
+        and source.name in ("COMMANDLINE", "ENVIRONMENT")
+    ]
+    if idle and not faulted:
+        # The twin seeds generated names too; kube-apiserver has nothing to seed.
+        raise UsageError(
+            f"{', '.join(idle)}: only with a fault flag (--error-rate, --latency-ms, "
+            "--jitter-ms, --drop-watch-every, --pause-after) on --control-plane upstream"
+        )
     try:
-        upstream.serve_bare(port=port, kubeconfig_out=kubeconfig_out)
+        if faulted:
+            t.serve_upstream(
+                t.ProxyOptions(
+                    port=port,
+                    kubeconfig_out=kubeconfig_out,
+                    faults=faults,
+                    pause_after=given["pause_after"],
+                    pause_for=given["pause_for"],
+                )
+            )
+        else:
+            upstream.serve_bare(port=port, kubeconfig_out=kubeconfig_out)
     except (upstream.NotBuiltError, upstream.StartError) as err:
         _a.fail(_a.UNREACHABLE, str(err))
+    except t.ExitedError as err:
+        _a.fail(_a.FINDINGS, str(err))
 
 
 def register(app: typer.Typer) -> None:
@@ -207,23 +315,15 @@ def register(app: typer.Typer) -> None:
                 "suits other clients only."
             ),
         ] = True,
-        seed: Annotated[int, typer.Option(help="Seed for faults and generated names.")] = 0,
-        error_rate: Annotated[
-            float, typer.Option(help="Fraction of requests (0-1) answered with an error.")
-        ] = 0.0,
-        error_codes: Annotated[
-            str, typer.Option(help="Error codes to draw from: 500, 503, 429.")
-        ] = "500,503,429",
-        retry_after: Annotated[int, typer.Option(help="Retry-After seconds on 429 and 503.")] = 1,
-        latency_ms: Annotated[float, typer.Option(help="Added latency per request.")] = 0.0,
-        jitter_ms: Annotated[float, typer.Option(help="Extra random latency, up to this.")] = 0.0,
-        drop_watch_every: Annotated[
-            float, typer.Option(help="Close each watch stream after this many seconds.")
-        ] = 0.0,
-        pause_after: Annotated[
-            float | None, typer.Option(help="Pause the whole server this many seconds in.")
-        ] = None,
-        pause_for: Annotated[float, typer.Option(help="Length of that pause, seconds.")] = 10.0,
+        seed: Seed = 0,
+        error_rate: ErrorRate = 0.0,
+        error_codes: ErrorCodes = "500,503,429",
+        retry_after: RetryAfter = 1,
+        latency_ms: LatencyMs = 0.0,
+        jitter_ms: JitterMs = 0.0,
+        drop_watch_every: DropWatchEvery = 0.0,
+        pause_after: PauseAfter = None,
+        pause_for: PauseFor = 10.0,
         access_log: Annotated[
             bool, typer.Option(help="Log method, path and status of every request.")
         ] = False,
@@ -326,14 +426,14 @@ def register(app: typer.Typer) -> None:
         from gpushift.render import write_example
         from gpushift.twin.cluster import Delays
 
-        faults = t.FaultConfig(
-            error_rate=error_rate,
-            error_codes=_codes(error_codes),
-            retry_after=retry_after,
-            latency=latency_ms / 1000,
-            jitter=jitter_ms / 1000,
-            drop_watch_every=drop_watch_every,
+        faults = _fault_config(
             seed=seed,
+            error_rate=error_rate,
+            error_codes=error_codes,
+            retry_after=retry_after,
+            latency_ms=latency_ms,
+            jitter_ms=jitter_ms,
+            drop_watch_every=drop_watch_every,
         )
         delays = Delays(
             pod_start=pod_start_delay,
@@ -367,6 +467,56 @@ def register(app: typer.Typer) -> None:
                 kubernetes_version=t.parse_kubernetes_version(kubernetes_version),
             )
         )
+
+    @twin.command("proxy", help=_PROXY_HELP, epilog=_PROXY_EPILOG)
+    def proxy(
+        kubeconfig_out: Annotated[
+            Path,
+            typer.Option("--kubeconfig-out", help="Where to write the proxy's kubeconfig (0600)."),
+        ],
+        kubeconfig: _a.Kubeconfig = None,
+        context: _a.Context = None,
+        host: Annotated[str, typer.Option(help="Loopback address to listen on.")] = "127.0.0.1",
+        port: Annotated[int, typer.Option(help="Port; 0 picks a free one.")] = 0,
+        seed: Annotated[int, typer.Option(help="Seed for faults.")] = 0,
+        error_rate: ErrorRate = 0.0,
+        error_codes: ErrorCodes = "500,503,429",
+        retry_after: RetryAfter = 1,
+        latency_ms: LatencyMs = 0.0,
+        jitter_ms: JitterMs = 0.0,
+        drop_watch_every: DropWatchEvery = 0.0,
+        pause_after: PauseAfter = None,
+        pause_for: PauseFor = 10.0,
+    ) -> None:
+        from gpushift import twin as t
+
+        faults = _fault_config(
+            seed=seed,
+            error_rate=error_rate,
+            error_codes=error_codes,
+            retry_after=retry_after,
+            latency_ms=latency_ms,
+            jitter_ms=jitter_ms,
+            drop_watch_every=drop_watch_every,
+        )
+        if not 0 <= port <= 65535:
+            raise UsageError(f"--port must be between 0 and 65535, got {port}")
+        t.check_loopback(listen=host)
+        target = t.target_from_kubeconfig(kubeconfig, context)
+        try:
+            t.serve_proxy(
+                target,
+                t.ProxyOptions(
+                    host=host,
+                    port=port,
+                    kubeconfig_out=kubeconfig_out,
+                    faults=faults,
+                    pause_after=pause_after,
+                    pause_for=pause_for,
+                ),
+            )
+        except t.UnreachableError as err:
+            _a.fail(_a.UNREACHABLE, str(err))
 
     @twin.command("inventory", help=_INVENTORY_HELP, epilog=_INVENTORY_EPILOG)
     def inventory(

@@ -18,15 +18,19 @@ from gpushift.twin.apiserver import (
     DEFAULT_KUBERNETES_VERSION,
     Certificate,
     FaultConfig,
+    FaultProxy,
     Faults,
+    ProxyTarget,
     Store,
     TwinServer,
+    check_loopback,
     load,
     new_store,
     new_token,
     save,
     self_signed,
     serve_forever,
+    start,
     url_for,
     write_kubeconfig,
 )
@@ -48,6 +52,10 @@ class ServeOptions:
     also runs Flux on the embedded repository; ``repo`` runs it on an operator's repository
     from its ``root`` path with ``vars_file`` as substitution variables. ``pause_after``
     seconds in, the server pauses for ``pause_for`` seconds.
+
+    With any fault (``faults`` or ``pause_after``, see :meth:`faulted`) the twin's server
+    listens on a free loopback port without faults and the fault proxy serves ``host:port``
+    in front of it, with a token of its own; ``host`` must then be a loopback address.
     """
 
     host: str = "127.0.0.1"
@@ -78,6 +86,17 @@ class ServeOptions:
     #: The release the API server and the kubelets report (``1.N.P``).
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
 
+    @property
+    def faulted(self) -> bool:
+        """Whether a fault is asked for, so that the fault proxy goes in front."""
+        return faults_given(self.faults, self.pause_after)
+
+
+def faults_given(faults: FaultConfig, pause_after: float | None) -> bool:
+    """Whether ``faults`` or a pause inject anything: an error rate, latency, jitter, dropped
+    watches or a pause."""
+    return faults.active or faults.drop_watch_every > 0 or pause_after is not None
+
 
 def check(options: ServeOptions) -> None:
     """Refuse option values and combinations :func:`serve` cannot run.
@@ -98,6 +117,8 @@ def check(options: ServeOptions) -> None:
         raise UsageError("--repo needs --nodes")
     if options.node_faults and not runs_cluster:
         raise UsageError("--node-fault needs --nodes or --example")
+    if options.faulted:
+        check_loopback(listen=options.host)
 
 
 def serve(options: ServeOptions) -> None:
@@ -119,7 +140,8 @@ def serve(options: ServeOptions) -> None:
     server = TwinServer(
         store,
         token=token,
-        faults=Faults(options.faults),
+        # With faults, the proxy in front injects them (_main).
+        faults=Faults(None if options.faulted else options.faults),
         access_log=options.access_log,
         kubernetes_version=options.kubernetes_version,
     )
@@ -227,31 +249,53 @@ async def _main(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
 
+    front: TwinServer | FaultProxy = server
+    routes = cluster.routes if cluster is not None else None
+    inner = None
+    client_token = token
+    if options.faulted:
+        # The twin on a loopback port of its own, without faults; the proxy serves the
+        # address asked for, and its clients present a token of its own.
+        inner, inner_port = await start(
+            server, host="127.0.0.1", port=0, certificate=None, routes=routes
+        )
+        routes = None
+        client_token = new_token()
+        front = FaultProxy(
+            ProxyTarget(url_for("127.0.0.1", inner_port, tls=False), token=token),
+            token=client_token,
+            faults=Faults(options.faults),
+        )
+
     def ready(bound: int) -> None:
         url = url_for(options.host, bound, tls=options.tls)
         write_kubeconfig(
             options.kubeconfig_out,
             server=url,
-            token=token,
+            token=client_token,
             ca_pem=certificate.cert_pem if certificate else None,
         )
         print(f"gpushift twin serving {url}", flush=True)
         print(f"export KUBECONFIG={options.kubeconfig_out.resolve()}", flush=True)
         if options.pause_after is not None:
-            loop.call_later(options.pause_after, server.faults.pause)
-            loop.call_later(options.pause_after + options.pause_for, server.faults.resume)
+            loop.call_later(options.pause_after, front.faults.pause)
+            loop.call_later(options.pause_after + options.pause_for, front.faults.resume)
 
     try:
         await serve_forever(
-            server,
+            front,
             host=options.host,
             port=options.port,
             certificate=certificate,
             on_ready=ready,
             stop=stop,
-            routes=cluster.routes if cluster is not None else None,
+            routes=routes,
+            handler_cancellation=inner is not None,
         )
     except OSError as err:
         raise InputError(
             f"cannot listen on {options.host}:{options.port}: {err.strerror or err}"
         ) from None
+    finally:
+        if inner is not None:
+            await inner.cleanup()

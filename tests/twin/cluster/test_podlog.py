@@ -135,6 +135,32 @@ def test_follow_ends_with_the_run(env: Env) -> None:
     assert out.stdout.splitlines()[0].endswith("] Starting NVIDIA Device Plugin")
 
 
+def test_follow_streams_through_the_fault_proxy(env: Env) -> None:
+    from gpushift.twin import run_proxy, target_from_kubeconfig
+
+    pod = _plugin_pod(env, "k8s-2")["metadata"]["name"]
+    with run_proxy(target_from_kubeconfig(env.twin.kubeconfig, None)) as proxy:
+        out = subprocess.run(
+            [
+                "kubectl",
+                "--kubeconfig",
+                str(proxy.kubeconfig),
+                "-n",
+                "gpu-operator",
+                "logs",
+                pod,
+                "-c",
+                "nvidia-device-plugin",
+                "-f",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0].endswith("] Starting NVIDIA Device Plugin")
+
+
 def test_crash_loop_restarts_grow(env: Env) -> None:
     def restarts() -> int:
         pod = _plugin_pod(env, "k8s-2")

@@ -17,11 +17,21 @@ from ._discovery import (
 from ._faults import FaultConfig, Faults
 from ._names import name_errors
 from ._ops import server_side_apply
+from ._proxy import (
+    FaultProxy,
+    ProxyTarget,
+    RunningProxy,
+    check_loopback,
+    describe_error,
+    run_proxy,
+    target_from_kubeconfig,
+)
 from ._runner import (
     Twin,
     new_store,
     run_twin,
     serve_forever,
+    start,
     url_for,
 )
 from ._selectors import (
@@ -50,8 +60,11 @@ __all__ = [
     "Certificate",
     "Event",
     "FaultConfig",
+    "FaultProxy",
     "Faults",
     "Page",
+    "ProxyTarget",
+    "RunningProxy",
     "ScalePaths",
     "Status",
     "Store",
@@ -60,7 +73,9 @@ __all__ = [
     "Watcher",
     "as_list",
     "check_bearer",
+    "check_loopback",
     "compile_fields",
+    "describe_error",
     "human_duration",
     "kubeconfig",
     "load",
@@ -73,12 +88,15 @@ __all__ = [
     "parse_labels",
     "printer_columns",
     "rfc3339",
+    "run_proxy",
     "run_twin",
     "save",
     "selector_string",
     "self_signed",
     "serve_forever",
     "server_side_apply",
+    "start",
+    "target_from_kubeconfig",
     "to_table",
     "url_for",
     "write_kubeconfig",

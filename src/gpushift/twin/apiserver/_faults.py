@@ -1,7 +1,11 @@
 """Faults the twin injects so clients' retry and reconnect paths can be tested.
 
 Every decision comes from one seeded generator, so a test with a fixed seed and a fixed
-request sequence sees the same faults every run.
+request sequence sees the same faults every run. The twin's own server (in-process twins) and
+the fault proxy (``_proxy``, in front of any API server) take every decision through the same
+three calls, in the same order: :meth:`Faults.hold` (pause, then latency) before anything
+else, :meth:`Faults.error_for` after authentication, and :meth:`Faults.watch_timeout` for a
+watch's lifetime; so a request sequence meets the same faults in front of either.
 """
 
 from __future__ import annotations
@@ -12,6 +16,9 @@ import threading
 from dataclasses import dataclass
 
 from gpushift.twin.apiserver._status import ApiError
+
+#: Paths never faulted: a client's health probes see the server as it is.
+HEALTH_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
 
 #: Error bodies as kube-apiserver and its filters word them.
 _ERRORS = {
@@ -81,6 +88,28 @@ class Faults:
         headers = {"Retry-After": str(cfg.retry_after)} if code in (429, 503) else {}
         details = {"retryAfterSeconds": cfg.retry_after} if headers else None
         return ApiError(code, reason, message, details=details, headers=headers)  # type: ignore[arg-type]
+
+    async def hold(self) -> None:
+        """What every request goes through first: wait while paused, then the latency."""
+        if self.paused:
+            await self.wait_running()
+        if self.config.active:
+            delay = self.delay()
+            if delay > 0:
+                await asyncio.sleep(delay)
+
+    def error_for(self, path: str) -> ApiError | None:
+        """The injected error for a request to ``path``, if it is to fail; health paths
+        (:data:`HEALTH_PATHS`) never are, and draw nothing from the generator."""
+        if self.config.error_rate <= 0 or path in HEALTH_PATHS:
+            return None
+        return self.error()
+
+    def watch_timeout(self, timeout: float) -> float:
+        """How long a watch asking for ``timeout`` seconds may stream: at most
+        ``drop_watch_every`` seconds when that is set."""
+        drop = self.config.drop_watch_every
+        return min(timeout, drop) if drop > 0 else timeout
 
     # --- pause -------------------------------------------------------------------------------
 

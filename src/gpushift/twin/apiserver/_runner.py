@@ -11,7 +11,7 @@ import threading
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import web
 
@@ -46,24 +46,41 @@ def new_store(*, seed: int | None = None, window: int = 10_000) -> Store:
     return store
 
 
+class Serves(Protocol):
+    """What :func:`start` serves: a twin's server or the fault proxy."""
+
+    def app(self) -> web.Application:
+        """A fresh aiohttp application."""
+        ...
+
+
 async def start(
-    server: TwinServer,
+    server: Serves,
     *,
     host: str,
     port: int,
     certificate: Certificate | None,
     routes: Callable[[web.Application], None] | None = None,
+    handler_cancellation: bool = False,
 ) -> tuple[web.AppRunner, int]:
     """Listen on ``host:port`` (0 picks a free port); returns the runner and the bound port.
 
     ``routes`` may add routes beside the API (exact paths win over the API's catch-all).
+    ``handler_cancellation`` cancels a handler whose client went away (the proxy: its
+    upstream stream ends with it).
     """
     app = server.app()
     if routes is not None:
         routes(app)
     # The server ends its watch streams on shutdown; this bounds any other handler still
     # running, which would otherwise hold the exit (and the state save) for aiohttp's 60 s.
-    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=2.0)
+    runner = web.AppRunner(
+        app,
+        access_log=None,
+        handle_signals=False,
+        shutdown_timeout=2.0,
+        handler_cancellation=handler_cancellation,
+    )
     await runner.setup()
     context = None
     if certificate is not None:
@@ -158,7 +175,7 @@ def run_twin(
 
 
 async def serve_forever(
-    server: TwinServer,
+    server: Serves,
     *,
     host: str,
     port: int,
@@ -166,10 +183,16 @@ async def serve_forever(
     on_ready: Callable[[int], Awaitable[None] | None],
     stop: asyncio.Event,
     routes: Callable[[web.Application], None] | None = None,
+    handler_cancellation: bool = False,
 ) -> None:
     """Serve until ``stop`` is set; ``on_ready`` gets the bound port once listening."""
     runner, bound = await start(
-        server, host=host, port=port, certificate=certificate, routes=routes
+        server,
+        host=host,
+        port=port,
+        certificate=certificate,
+        routes=routes,
+        handler_cancellation=handler_cancellation,
     )
     try:
         result = on_ready(bound)

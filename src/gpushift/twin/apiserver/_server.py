@@ -31,7 +31,7 @@ from gpushift.twin.apiserver import (
     _protobuf,
     _tables,
 )
-from gpushift.twin.apiserver._faults import Faults
+from gpushift.twin.apiserver._faults import HEALTH_PATHS, Faults
 from gpushift.twin.apiserver._selectors import (
     compile_fields,
     parse_fields,
@@ -53,7 +53,6 @@ from gpushift.twin.apiserver._watch import Event, encode
 log = logging.getLogger("gpushift.twin")
 
 _JSON = "application/json"
-_HEALTH = ("/healthz", "/livez", "/readyz")
 _PATCH_TYPES = (
     "application/json-patch+json",
     "application/merge-patch+json",
@@ -80,7 +79,8 @@ def _raw(body: bytes, status: int = 200) -> web.Response:
     return web.Response(body=body, status=status, content_type=_JSON)
 
 
-def _error(err: ApiError) -> web.Response:
+def error_response(err: ApiError) -> web.Response:
+    """``err`` as kube-apiserver answers it: its Status body, code and headers."""
     return _json(err.status(), err.code, err.headers or None)
 
 
@@ -139,6 +139,29 @@ def _manager(request: web.Request) -> str:
     return agent.split("/", 1)[0][:128] or "unknown"
 
 
+def authorize(request: web.Request, path: str, token: str) -> web.Response | None:
+    """None when the request may go on. A wrong token is 401 everywhere; no token is the
+    anonymous user, whom kube-apiserver's default RBAC lets read only the public paths."""
+    known = _auth.authenticate(request.headers.get("Authorization"), token)
+    if known is False:
+        return _json(
+            {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Failure",
+                "message": "Unauthorized",
+                "reason": "Unauthorized",
+                "code": 401,
+            },
+            401,
+        )
+    if known is None and path not in _auth.PUBLIC_PATHS:
+        info = _auth.request_info(request.method, path, request.query)
+        return error_response(_auth.forbidden(info))
+    return None
+
+
 class TwinServer:
     """The aiohttp application serving one store."""
 
@@ -185,30 +208,26 @@ class TwinServer:
         self.requests += 1
         start = time.perf_counter() if self.access_log else 0.0
         faults = self.faults
-        if faults.paused:
-            await faults.wait_running()
-        if faults.config.active:
-            delay = faults.delay()
-            if delay > 0:
-                await asyncio.sleep(delay)
+        await faults.hold()
         path = request.path
         if self.token is not None:
-            refused = self._authorize(request, path, self.token)
+            refused = authorize(request, path, self.token)
             if refused is not None:
                 return refused
         try:
-            if faults.config.error_rate > 0 and path not in _HEALTH:
-                injected = faults.error()
-                if injected is not None:
-                    raise injected
+            injected = faults.error_for(path)
+            if injected is not None:
+                raise injected
             response = await self._dispatch(request, path)
         except ApiError as err:
-            response = _error(err)
+            response = error_response(err)
         except web.HTTPException:
             raise
         except Exception as err:  # a bug in the twin: answer as kube-apiserver's panic filter does
             log.exception("%s %s failed", request.method, path)
-            response = _error(ApiError(500, "InternalError", f"Internal error occurred: {err}"))
+            response = error_response(
+                ApiError(500, "InternalError", f"Internal error occurred: {err}")
+            )
         if self.access_log:
             # Method, path and status only: headers (the bearer token) are never logged.
             log.info(
@@ -219,29 +238,6 @@ class TwinServer:
                 (time.perf_counter() - start) * 1000,
             )
         return response
-
-    @staticmethod
-    def _authorize(request: web.Request, path: str, token: str) -> web.Response | None:
-        """None when the request may go on. A wrong token is 401 everywhere; no token is the
-        anonymous user, whom kube-apiserver's default RBAC lets read only the public paths."""
-        known = _auth.authenticate(request.headers.get("Authorization"), token)
-        if known is False:
-            return _json(
-                {
-                    "kind": "Status",
-                    "apiVersion": "v1",
-                    "metadata": {},
-                    "status": "Failure",
-                    "message": "Unauthorized",
-                    "reason": "Unauthorized",
-                    "code": 401,
-                },
-                401,
-            )
-        if known is None and path not in _auth.PUBLIC_PATHS:
-            info = _auth.request_info(request.method, path, request.query)
-            return _error(_auth.forbidden(info))
-        return None
 
     async def _dispatch(self, request: web.Request, path: str) -> web.StreamResponse:
         segs = [s for s in path.split("/") if s]
@@ -262,7 +258,7 @@ class TwinServer:
                 }
             )
         head = segs[0]
-        if path in _HEALTH:
+        if path in HEALTH_PATHS:
             return web.Response(text="ok")
         if head == "version" and len(segs) == 1:
             return _json(self.version)
@@ -834,9 +830,7 @@ class TwinServer:
             timeout = float(q["timeoutSeconds"]) if q.get("timeoutSeconds") else 1800.0
         except ValueError as err:
             raise bad_request(f"invalid timeoutSeconds: {q['timeoutSeconds']}") from err
-        drop = self.faults.config.drop_watch_every
-        if drop > 0:
-            timeout = min(timeout, drop)
+        timeout = self.faults.watch_timeout(timeout)
         response = web.StreamResponse(
             status=200, headers={"Content-Type": _JSON, "Cache-Control": "no-cache, private"}
         )
