@@ -20,8 +20,8 @@ demo: setup
 	$(BIN)/gpushift rehearse --example homelab --time-scale 100 --report rehearsal.html
 
 lint: setup
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench upstream
+	$(BIN)/ruff format --check src tests bench upstream
 	PYTHONPATH=src:. $(BIN)/lint-imports --no-cache
 
 typecheck: setup
