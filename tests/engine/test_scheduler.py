@@ -159,6 +159,19 @@ def test_queue_takes_priority_then_creation_time() -> None:
     assert where(sim) == {"new": None, "old": "a", "late-high": "a"}
 
 
+def test_a_random_tie_break_picks_among_the_best_nodes_only() -> None:
+    # a and b (8 cpu) score (8000 - 1000) * 100 // 8000 = 87 for a 1-cpu pod, c (4 cpu) 75:
+    # kube-scheduler picks a or b at random, never c; so does tie_break.
+    import random
+
+    picked = set()
+    for seed in range(20):
+        objs = [node("a"), node("b"), node("c", cpu="4"), pod("p", cpu="1")]
+        sim = simulate(from_objects(objs), tie_break=random.Random(seed))
+        picked.add(where(sim)["p"])
+    assert picked == {"a", "b"}
+
+
 def test_least_allocated_spreads_and_ties_go_to_the_first_name() -> None:
     # Empty identical nodes tie, so the first pod goes to "a" (first in name order); then
     # "b" is less allocated, so the second goes there; the third ties again and goes to "a".

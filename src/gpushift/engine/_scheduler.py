@@ -43,6 +43,7 @@ from __future__ import annotations
 import copy
 import heapq
 import math
+import random
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -273,8 +274,12 @@ class Scheduler:
         *,
         allocator: StructuredAllocator | None = None,
         full_search: bool = False,
+        tie_break: random.Random | None = None,
     ) -> None:
         self.inputs = inputs
+        #: Picks among equally scored nodes (and equally good preemption candidates) at
+        #: random, as kube-scheduler does; None takes the first by name, reproducibly.
+        self.tie_break = tie_break
         #: No classes, views or cached filter results: every pod filters and scores every
         #: node (the reference the shortcuts are tested against; same placements, slower).
         self.full_search = full_search
@@ -859,7 +864,12 @@ class Scheduler:
         for score in sorted(scored, reverse=True):
             lists = [groups[k] for k in scored[score]]
             walk: Iterable[tuple[str, int]] = lists[0]
-            if len(lists) > 1:
+            if self.tie_break is not None:
+                # The first feasible node of a random order: uniform among the feasible ones.
+                shuffled = [e for group in lists for e in group]
+                self.tie_break.shuffle(shuffled)
+                walk = shuffled
+            elif len(lists) > 1:
                 # Name order across the groups; the first node usually fits, so it is tried
                 # before any merging. Groups are never empty and a node is in one group.
                 first = min(lists)[0]
@@ -900,6 +910,11 @@ class Scheduler:
         if not feasible:
             return None
         scores = ctx.scores([f[0] for f in feasible])
+        if self.tie_break is not None:
+            top = max(scores)
+            return self.tie_break.choice(
+                [f for f, s in zip(feasible, scores, strict=True) if s == top]
+            )
         best = max(range(len(feasible)), key=lambda i: (scores[i], -feasible[i][0].order))
         return feasible[best]
 
@@ -1159,7 +1174,13 @@ class Scheduler:
                 candidates.append((key, node, victims))
         if not candidates:
             return None
-        _, node, victims = min(candidates, key=lambda c: c[0])
+        if self.tie_break is not None:
+            # pickOneNodeForPreemption takes the first of equal candidates, found from a
+            # random offset.
+            least = min(c[0][:3] for c in candidates)
+            _, node, victims = self.tie_break.choice([c for c in candidates if c[0][:3] == least])
+        else:
+            _, node, victims = min(candidates, key=lambda c: c[0])
         for v in victims:
             self._unbind(v)
             v.message = f"preempted by {pod.key} on {node.name}"
@@ -1620,7 +1641,11 @@ class _Context:
 
 
 def schedule(
-    inputs: Inputs, *, allocator: StructuredAllocator | None = None, full_search: bool = False
+    inputs: Inputs,
+    *,
+    allocator: StructuredAllocator | None = None,
+    full_search: bool = False,
+    tie_break: random.Random | None = None,
 ) -> Outcome:
     """Schedule every unscheduled pod of ``inputs`` and return the outcome.
 
@@ -1628,9 +1653,12 @@ def schedule(
     updated in place (pods get ``spec.nodeName`` and status; claims get status).
     Raises InputError (from the allocator) for a CEL selector that does not compile.
     ``full_search`` filters and scores every node for every pod, with no shortcut for pods
-    alike (the reference for tests; the same placements, much slower).
+    alike (the reference for tests; the same placements, much slower). ``tie_break`` picks
+    among equally scored nodes at random, as kube-scheduler does, instead of by name.
     """
-    return Scheduler(inputs, allocator=allocator, full_search=full_search).run()
+    return Scheduler(
+        inputs, allocator=allocator, full_search=full_search, tie_break=tie_break
+    ).run()
 
 
 def iter_results(claim: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:

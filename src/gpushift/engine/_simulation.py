@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 from gpushift._errors import InputError
@@ -30,15 +31,17 @@ class Simulation:
         return 1 if self.pending or self.hazards else 0
 
 
-def simulate(inputs: Inputs) -> Simulation:
+def simulate(inputs: Inputs, *, tie_break: random.Random | None = None) -> Simulation:
     """Schedule every unscheduled pod of ``inputs`` and find hazards.
 
     Updates the input objects in place. Raises InputError for a CEL selector that does not
     compile, and for a malformed field met while placing a pod (naming that pod).
+    ``tie_break`` picks among equally scored nodes at random, as kube-scheduler does, instead
+    of the first by name (to find what an outcome owes to that choice).
     """
     scheduler: _scheduler.Scheduler | None = None
     try:
-        scheduler = _scheduler.Scheduler(inputs)
+        scheduler = _scheduler.Scheduler(inputs, tie_break=tie_break)
         outcome = scheduler.run()
     except (AttributeError, TypeError, KeyError, ValueError, IndexError) as err:
         # A field of a shape the checks in _inputs do not cover: name the object in hand.
