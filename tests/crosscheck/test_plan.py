@@ -121,6 +121,8 @@ def test_what_kube_apiserver_would_refuse_is_made_acceptable() -> None:
     (n,) = the_plan.nodes
     assert "uid" not in n["metadata"]
     assert n["status"]["capacity"] == n["status"]["allocatable"]
+    # kube-scheduler reads a missing pods figure as 0, simulate as no limit.
+    assert n["status"]["allocatable"]["pods"] == "110"
     assert {c["type"]: c["status"] for c in n["status"]["conditions"]}["Ready"] == "True"
     assert [ns["metadata"]["name"] for ns in the_plan.namespaces] == ["default"]
 

@@ -102,8 +102,10 @@ class Plan:
     * server-set metadata (uid, resourceVersion, creationTimestamp, …) is dropped; owner
       references and ``reservedFor`` are pointed at the new uids, and dropped when the object
       they name is not in the input (the garbage collector would delete the dependent);
-    * Namespaces used but not given are made; Nodes get ``capacity`` (default: allocatable)
-      and a Ready condition; containers without an image get :data:`PAUSE_IMAGE`;
+    * Namespaces used but not given are made; Nodes get ``capacity`` (default: allocatable),
+      ``pods: 110`` when their allocatable has no pods figure (kube-scheduler reads none as 0,
+      simulate as no limit) and a Ready condition; containers without an image get
+      :data:`PAUSE_IMAGE`;
     * every ``runtimeClassName`` a pod names gets a RuntimeClass of that name and handler,
       without overhead or scheduling (simulate reads no RuntimeClass; the RuntimeClass
       admission plugin refuses a pod naming one that does not exist);
@@ -319,6 +321,9 @@ def plan(objects: Sequence[Mapping[str, Any]]) -> Plan:
         body = _clean(n)
         status = body.setdefault("status", {})
         alloc = dict(status.get("allocatable") or {})
+        # kube-scheduler reads a missing pods figure as 0, simulate as no limit: the
+        # kubelet's default --max-pods.
+        alloc.setdefault("pods", "110")
         status["allocatable"] = alloc
         status["capacity"] = {**alloc, **(status.get("capacity") or {})}
         status["conditions"] = ready_conditions()
