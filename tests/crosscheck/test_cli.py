@@ -138,3 +138,26 @@ def test_a_difference_exits_1_and_is_named(
         if p["kind"] == "Pod" and p["metadata"]["name"] == "model"
     ]
     assert victims[0]["metadata"]["annotations"]["gpushift.dev/preempted"] == "true"
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        ("start", 3),  # a component did not come up
+        ("settle", 5),  # the cluster was still moving at the deadline
+    ],
+)
+def test_a_control_plane_that_fails_or_never_settles_maps_to_its_exit_code(
+    error: str, code: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gpushift import crosscheck, upstream
+
+    def fail(*args: object, **kw: object) -> None:
+        if error == "start":
+            raise upstream.StartError("kube-apiserver exited with status 1: bind: address in use")
+        raise crosscheck.SettleTimeoutError("the cluster did not settle: default/p nominated to a")
+
+    monkeypatch.setattr(crosscheck, "against_upstream", fail)
+    assert main(["simulate", str(ROOT / "examples" / "cluster"), "--against", "upstream"]) == code
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("gpushift: error: ")

@@ -19,7 +19,7 @@ from gpushift.crosscheck._compare import (
     summarize,
     workload_of,
 )
-from gpushift.crosscheck._load import GATE, Plan, Slot, plan, read_objects
+from gpushift.crosscheck._load import GATE, Plan, Slot, Written, plan, read_objects, write
 from gpushift.crosscheck._run import (
     CONTROLLERS,
     Comparison,
@@ -42,6 +42,7 @@ __all__ = [
     "SettleTimeoutError",
     "Slot",
     "UpstreamRun",
+    "Written",
     "against_upstream",
     "compare",
     "plan",
@@ -51,4 +52,5 @@ __all__ = [
     "run_upstream",
     "summarize",
     "workload_of",
+    "write",
 ]
