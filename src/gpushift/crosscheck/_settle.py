@@ -77,6 +77,8 @@ def scheduled_condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
 def attempted(pod: Mapping[str, Any]) -> bool:
     """Whether kube-scheduler has finished an attempt at this (ungated) pod: it is bound, or
     its PodScheduled condition says it did not fit."""
+    # kubernetes pkg/scheduler schedule_one.go handleSchedulingFailure: the condition's
+    # reason is Unschedulable for a fit error, SchedulerError for anything else.
     if (pod.get("spec") or {}).get("nodeName"):
         return True
     cond = scheduled_condition(pod)
@@ -107,6 +109,8 @@ def missing_claims(pod: Mapping[str, Any], claims: Iterable[str]) -> list[str]:
     """Claims the pod names that do not exist (``claims``: ``namespace/name`` of those that
     do): kube-scheduler's DynamicResources PreEnqueue keeps such a pod out of its queue
     without writing any condition."""
+    # kubernetes pkg/scheduler/framework/plugins/dynamicresources PreEnqueue
+    # (foreachPodResourceClaim): a claim named in the spec or in resourceClaimStatuses.
     meta = pod.get("metadata") or {}
     ns = meta.get("namespace") or "default"
     have = set(claims)
@@ -309,6 +313,7 @@ class Driver:
                 # pod, and simulate tries it again at once.
                 done = self._wait_attempt(done, after=scheduled_condition(done))
             if done is not None and nominated(done):
+                self.progress(f"{pod_key(done)} preempts on {nominated(done)}")
                 for victim, key in self._follow_preemption(done):
                     w = self.workload_of(victim)
                     if w is None:
@@ -392,6 +397,8 @@ class Driver:
     def finish_terminating(self, pods: Iterable[Obj]) -> int:
         """Delete, with grace period 0, every pod that has a deletionTimestamp (a kubelet
         would, once its containers stopped); each is kept in ``victims``. Returns how many."""
+        # kubernetes pkg/kubelet status_manager.go: the kubelet deletes a terminated pod with
+        # grace period 0 once its containers are gone.
         n = 0
         for p in pods:
             meta = p.get("metadata") or {}
