@@ -14,6 +14,7 @@ import functools
 import json
 import logging
 import os
+import ssl
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -182,6 +183,18 @@ def _retry_after(err: Exception) -> float | None:
     return float(seconds) if seconds else None
 
 
+def _tls_failure(err: BaseException) -> bool:
+    """Whether a transport error comes from a failed TLS handshake."""
+    seen: BaseException | None = err
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, ssl.SSLError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _kube_error(err: lightkube.ApiError) -> KubeError:
     status = err.status
     return KubeError(
@@ -310,9 +323,12 @@ class Kube:
                     raise KubeError(err.message, code=err.code, reason=err.reason) from None
                 wait, why = err.retry_after, f"{err.code} {err.reason}".strip()
             except httpx2.TransportError as err:
-                if attempt == self.retries:
+                if attempt == self.retries or _tls_failure(err):
+                    # A TLS handshake that failed (HTTPS to a plain-HTTP port, an untrusted
+                    # certificate) fails the same way every time: no retry.
                     raise KubeError(
-                        f"{what}: cannot reach the API server: {err}", reason=UNREACHABLE
+                        f"{what}: cannot reach the API server {self.server}: {err}",
+                        reason=UNREACHABLE,
                     ) from None
                 wait, why = None, type(err).__name__
             wait = delay if wait is None else wait

@@ -1,0 +1,272 @@
+"""The exit-code contract of docs/cli.md, cell by cell, through the real CLI in a subprocess.
+
+Each case runs ``python -m gpushift`` against what an operator meets on a bad day: a server
+that answers but is not Kubernetes (an HTML 404 page, a text/plain 200, the same over TLS,
+HTTPS to a plain-HTTP port), a twin over HTTPS given a wrong token, and the offline inputs.
+Every expectation is written out by hand from the table.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.server
+import os
+import ssl
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: Every command that talks to a cluster, as an operator types it (before --kubeconfig).
+CLUSTER_COMMANDS = {
+    "cutover --plan": ["cutover", "--to", "dra", "--plan"],
+    "rollback --plan": ["rollback", "--plan"],
+    "verdict live": ["verdict", "live"],
+    "doctor": ["doctor"],
+    "snapshot": ["snapshot"],
+    "twin check-invariants": ["twin", "check-invariants"],
+    "twin wait-ready": ["twin", "wait-ready", "--timeout", "60"],
+    "twin export --twin": ["twin", "export", "--twin"],
+    "twin git-set": ["twin", "git-set", "main"],
+}
+
+
+def gpushift(*argv: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``gpushift ARGV`` as a user runs it: its own process, its own working directory."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "NO_COLOR": "1"}
+    env.pop("KUBECONFIG", None)
+    return subprocess.run(
+        [sys.executable, "-m", "gpushift", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def kubeconfig(path: Path, server: str, *, user: str = "ops", ca: bytes | None = None) -> Path:
+    cluster: dict[str, object] = {"server": server}
+    if ca is not None:
+        cluster["certificate-authority-data"] = base64.b64encode(ca).decode()
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "lab", "cluster": cluster}],
+        "users": [{"name": user, "user": {"token": "s3cret-token"}}],
+        "contexts": [{"name": "lab", "context": {"cluster": "lab", "user": user}}],
+        "current-context": "lab",
+    }
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+# --- servers that are not Kubernetes ---------------------------------------------------------
+
+
+def _handler(
+    status: int, content_type: str, body: bytes
+) -> type[http.server.BaseHTTPRequestHandler]:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            self._answer()
+
+        def do_POST(self) -> None:
+            self._answer()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    return Handler
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[str, bytes]]]:
+    """Loopback servers that answer, but not as Kubernetes: name -> (URL, CA or b"")."""
+    from gpushift.twin.apiserver._auth import self_signed
+
+    page = b"<html><body><h1>404 Not Found</h1></body></html>"
+    started: list[http.server.ThreadingHTTPServer] = []
+
+    def start(handler: type[http.server.BaseHTTPRequestHandler], *, tls: bool = False) -> str:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        scheme = "http"
+        if tls:
+            certificate = self_signed(["127.0.0.1"])
+            crt, key = certificate.write(tmp_path_factory.mktemp("tls"))
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(crt, key)
+            server.socket = context.wrap_socket(server.socket, server_side=True)
+            scheme = "https"
+            cas[scheme] = certificate.cert_pem
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        started.append(server)
+        return f"{scheme}://127.0.0.1:{server.server_address[1]}"
+
+    cas: dict[str, bytes] = {}
+    html = start(_handler(404, "text/html; charset=utf-8", page))
+    text = start(_handler(200, "text/plain", b"hello from a web server\n"))
+    tls = start(_handler(404, "text/html", page), tls=True)
+    try:
+        yield {
+            "html-404": (html, b""),
+            "text-200": (text, b""),
+            "tls-html-404": (tls, cas["https"]),
+            "https-to-http": (html.replace("http://", "https://"), b""),
+        }
+    finally:
+        for server in started:
+            server.shutdown()
+
+
+#: What each strange server answered, as the one error line must say it.
+ANSWERED = {
+    "html-404": (
+        "does not answer as a Kubernetes API server: GET /version: 404 Not Found (text/html)"
+    ),
+    "text-200": "does not answer as a Kubernetes API server: GET /version: 200 OK (text/plain)",
+    "tls-html-404": (
+        "does not answer as a Kubernetes API server: GET /version: 404 Not Found (text/html)"
+    ),
+    "https-to-http": "cannot reach the API server",
+}
+
+
+@pytest.mark.parametrize("case", list(ANSWERED))
+@pytest.mark.parametrize("command", list(CLUSTER_COMMANDS))
+def test_a_server_that_is_not_kubernetes_is_exit_3_in_one_line(
+    command: str, case: str, servers: dict[str, tuple[str, bytes]], tmp_path: Path
+) -> None:
+    url, ca = servers[case]
+    kc = kubeconfig(tmp_path / "kc", url, ca=ca or None)
+    done = gpushift(*CLUSTER_COMMANDS[command], "--kubeconfig", str(kc), cwd=tmp_path)
+    assert done.returncode == 3, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr  # one line, no traceback
+    assert lines[0].startswith("gpushift: error: ")
+    assert url in lines[0]  # it names the server...
+    assert ANSWERED[case] in lines[0]  # ...and what it answered
+    if case == "https-to-http":
+        assert "SSL" in lines[0]
+    assert "s3cret-token" not in done.stdout + done.stderr
+    assert done.stdout == ""
+
+
+# --- a twin that refuses the token -----------------------------------------------------------
+
+
+SERVE = [sys.executable, "-m", "gpushift", "twin", "serve", "--port", "0"]
+
+
+@pytest.fixture(scope="module")
+def wrong_token(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """A twin over HTTPS, and a copy of its kubeconfig whose token it does not know."""
+    tmp = tmp_path_factory.mktemp("twin")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    proc = subprocess.Popen(
+        [*SERVE, "--kubeconfig-out", str(tmp / "kc")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.startswith("gpushift twin serving https://127.0.0.1:"), first
+        config = yaml.safe_load((tmp / "kc").read_text())
+        for entry in config["users"]:
+            entry["user"]["token"] = "expired-or-wrong"
+        user = config["contexts"][0]["context"]["user"]
+        (tmp / "kc-wrong").write_text(yaml.safe_dump(config))
+        yield tmp / "kc-wrong", user
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+
+
+@pytest.mark.parametrize("command", list(CLUSTER_COMMANDS))
+def test_a_wrong_token_is_exit_4_naming_the_user_entry(
+    command: str, wrong_token: tuple[Path, str], tmp_path: Path
+) -> None:
+    kc, user = wrong_token
+    assert user == "gpushift-twin"  # the entry `twin serve` writes
+    done = gpushift(*CLUSTER_COMMANDS[command], "--kubeconfig", str(kc), cwd=tmp_path)
+    assert done.returncode == 4, done.stderr
+    assert (
+        done.stderr
+        == 'gpushift: error: the cluster refused user "gpushift-twin": 401 Unauthorized\n'
+    )
+    assert done.stdout == ""
+
+
+# --- offline ---------------------------------------------------------------------------------
+
+
+def test_check_of_a_file_that_is_not_a_repository_is_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("# Notes\n\nSome: text: that YAML cannot read\n")
+    done = gpushift("check", "README.md", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == (
+        "gpushift: error: README.md: not a repository: give a directory, or a .yaml, .yml or "
+        ".json file\n"
+    )
+    assert done.stdout == ""
+
+
+def test_check_of_a_path_that_does_not_exist_is_exit_2(tmp_path: Path) -> None:
+    done = gpushift("check", "nowhere", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith("gpushift: error: ") and "nowhere" in done.stderr
+    assert len(done.stderr.splitlines()) == 1
+
+
+NO_GPU = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: nginx}]
+"""
+
+
+def test_check_of_a_tree_without_a_gpu_stack_says_so(tmp_path: Path) -> None:
+    (tmp_path / "apps").mkdir()
+    (tmp_path / "apps" / "web.yaml").write_text(NO_GPU)
+    done = gpushift("check", "apps", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "no NVIDIA GPU stack found"
+    assert done.stdout.splitlines()[-1] == "no findings"
+    as_json = gpushift("check", "apps", "-o", "json", cwd=tmp_path)
+    assert as_json.returncode == 0
+    assert yaml.safe_load(as_json.stdout)["summary"]["gpu_stack"] is False
+
+
+def test_a_gpu_stack_is_not_reported_missing(tmp_path: Path) -> None:
+    done = gpushift("check", str(ROOT / "examples" / "homelab-repo"), cwd=tmp_path)
+    assert "no NVIDIA GPU stack found" not in done.stdout
+
+
+def test_usage_errors_are_exit_2(tmp_path: Path) -> None:
+    done = gpushift("cutover", "--plan", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1].startswith("gpushift: error: ")
+    assert "Traceback" not in done.stderr
