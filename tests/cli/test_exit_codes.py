@@ -97,7 +97,7 @@ def _handler(
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[str, bytes]]]:
     """Loopback servers that answer, but not as Kubernetes: name -> (URL, CA or b"")."""
-    from gpushift.twin.apiserver._auth import self_signed
+    from gpushift.twin.apiserver import self_signed
 
     page = b"<html><body><h1>404 Not Found</h1></body></html>"
     started: list[http.server.ThreadingHTTPServer] = []
@@ -270,3 +270,59 @@ def test_usage_errors_are_exit_2(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1].startswith("gpushift: error: ")
     assert "Traceback" not in done.stderr
+
+
+# --- --plan says planned ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def homelab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The homelab example twin, Flux Ready: a cluster a cutover can be planned on."""
+    tmp = tmp_path_factory.mktemp("homelab")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    proc = subprocess.Popen(
+        [*SERVE, "--example", "homelab", "--time-scale", "30", "--kubeconfig-out", str(tmp / "kc")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    try:
+        ready = gpushift(
+            "twin",
+            "wait-ready",
+            "--kubeconfig",
+            str(tmp / "kc"),
+            "--wait-for-kubeconfig",
+            "--timeout",
+            "150",
+            cwd=tmp,
+            timeout=200,
+        )
+        assert ready.returncode == 0, ready.stderr
+        yield tmp / "kc"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_cutover_plan_ends_with_planned_never_done(homelab: Path, tmp_path: Path) -> None:
+    done = gpushift("cutover", "--to", "dra", "--plan", "--kubeconfig", str(homelab), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    last = done.stdout.splitlines()[-1]
+    assert last.endswith(" cutover to dra: planned (exit 0)"), last
+    assert ": done" not in done.stdout + done.stderr
+    as_json = gpushift(
+        "cutover", "--to", "dra", "--plan", "-o", "json", "--kubeconfig", str(homelab), cwd=tmp_path
+    )
+    assert as_json.returncode == 0, as_json.stderr
+    result = yaml.safe_load(as_json.stdout.splitlines()[-1])
+    assert (result["kind"], result["result"], result["exitCode"]) == ("CutoverResult", "planned", 0)
+    assert not (tmp_path / ".gpushift").exists()  # a plan writes no journal
+
+
+def test_rollback_plan_without_a_journal_is_refused_not_done(homelab: Path, tmp_path: Path) -> None:
+    done = gpushift("rollback", "--plan", "--kubeconfig", str(homelab), cwd=tmp_path)
+    assert done.returncode == 4
+    assert done.stderr.splitlines()[0].endswith(": refused (exit 4)")
+    assert "no cutover journal to roll back" in done.stderr
+    assert ": done" not in done.stdout + done.stderr
