@@ -166,6 +166,59 @@ def test_a_server_that_is_not_kubernetes_is_exit_3_in_one_line(
     assert done.stdout == ""
 
 
+class _VersionOnly(http.server.BaseHTTPRequestHandler):
+    """A proxy that forwards ``/version`` to a cluster and answers its own 404 page otherwise."""
+
+    def do_GET(self) -> None:
+        body, kind, status = b"<html>no such page</html>", "text/html", 404
+        if self.path == "/version":
+            body, kind, status = b'{"major":"1","minor":"35","gitVersion":"v1.35.0"}', "json", 200
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json" if kind == "json" else kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+#: Past a good /version, the first request each command sends, and what it then exits with:
+#: the twin-only commands ask /twin/v1 first and refuse what is not a twin (2).
+LATER = {
+    "cutover --plan": (3, "get configmaps flux-system/gpushift-cutover-journal"),
+    "rollback --plan": (3, "get configmaps flux-system/gpushift-cutover-journal"),
+    "verdict live": (3, "list kustomizations.kustomize.toolkit.fluxcd.io"),
+    "doctor": (3, "list kustomizations.kustomize.toolkit.fluxcd.io"),
+    "snapshot": (3, "list kustomizations.kustomize.toolkit.fluxcd.io"),
+    "twin check-invariants": (2, "is not a gpushift twin"),
+    "twin wait-ready": (3, "list gitrepositories.source.toolkit.fluxcd.io"),
+    "twin export --twin": (2, "is not a gpushift twin"),
+    "twin git-set": (2, "is not a gpushift twin"),
+}
+
+
+@pytest.mark.parametrize("command", list(CLUSTER_COMMANDS))
+def test_an_answer_that_is_not_kubernetes_later_in_a_run_is_one_line_too(
+    command: str, tmp_path: Path
+) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _VersionOnly)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        kc = kubeconfig(tmp_path / "kc", url)
+        done = gpushift(*CLUSTER_COMMANDS[command], "--kubeconfig", str(kc), cwd=tmp_path)
+    finally:
+        server.shutdown()
+    code, what = LATER[command]
+    assert done.returncode == code, done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert done.stderr.startswith(f"gpushift: error: {url} ")
+    assert what in done.stderr
+    if code == 3:
+        assert f"{what}: 404 Not Found (text/html)" in done.stderr
+
+
 # --- a twin that refuses the token -----------------------------------------------------------
 
 
