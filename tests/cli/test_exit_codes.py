@@ -77,6 +77,8 @@ def _handler(
     class Handler(http.server.BaseHTTPRequestHandler):
         def _answer(self) -> None:
             self.send_response(status)
+            if status == 503:
+                self.send_header("Retry-After", "0")  # retried at once: the test stays fast
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -121,12 +123,14 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tupl
     html = start(_handler(404, "text/html; charset=utf-8", page))
     text = start(_handler(200, "text/plain", b"hello from a web server\n"))
     tls = start(_handler(404, "text/html", page), tls=True)
+    busy = start(_handler(503, "text/html", b"<html>upstream unavailable</html>"))
     try:
         yield {
             "html-404": (html, b""),
             "text-200": (text, b""),
             "tls-html-404": (tls, cas["https"]),
             "https-to-http": (html.replace("http://", "https://"), b""),
+            "html-503": (busy, b""),
         }
     finally:
         for server in started:
@@ -143,6 +147,10 @@ ANSWERED = {
         "does not answer as a Kubernetes API server: GET /version: 404 Not Found (text/html)"
     ),
     "https-to-http": "cannot reach the API server",
+    "html-503": (
+        "does not answer as a Kubernetes API server: GET /version: 503 Service Unavailable "
+        "(text/html)"
+    ),
 }
 
 
@@ -156,6 +164,9 @@ def test_a_server_that_is_not_kubernetes_is_exit_3_in_one_line(
     done = gpushift(*CLUSTER_COMMANDS[command], "--kubeconfig", str(kc), cwd=tmp_path)
     assert done.returncode == 3, done.stderr
     lines = done.stderr.splitlines()
+    if case == "html-503":  # a 503 is retried, as from any server, each retry logged
+        retried, lines = lines[:-1], lines[-1:]
+        assert retried and all("retrying in 0.0s" in line for line in retried), done.stderr
     assert len(lines) == 1, done.stderr  # one line, no traceback
     assert lines[0].startswith("gpushift: error: ")
     assert url in lines[0]  # it names the server...

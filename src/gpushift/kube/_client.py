@@ -296,8 +296,11 @@ class Kube:
             is_status = isinstance(body, dict) and body.get("kind") == "Status"
             if code == 401:
                 raise KubeError("401 Unauthorized", code=401, reason="Unauthorized")
-            if code in RETRYABLE:
+            if code in RETRYABLE and is_status:
                 raise _raw_refusal(response, f"GET /version: {code}")
+            if code in RETRYABLE:  # a proxy's own error page: retried, then named
+                what = self._not_kubernetes("GET /version", response).message
+                raise _raw_refusal(response, what, reason=NOT_KUBERNETES)
             if code < 400 and isinstance(body, dict) and "gitVersion" in body:
                 return body
             if code >= 400 and is_status:
@@ -322,6 +325,13 @@ class Kube:
                 if attempt == self.retries:
                     raise KubeError(err.message, code=err.code, reason=err.reason) from None
                 wait, why = err.retry_after, f"{err.code} {err.reason}".strip()
+            except httpx2.HTTPStatusError as err:
+                # An error answer that is not a Kubernetes Status (a load balancer's 503 page):
+                # retried like any 429 or 5xx; :meth:`_call` says what answered if it persists.
+                code = int(err.response.status_code)
+                if code not in RETRYABLE or attempt == self.retries:
+                    raise
+                wait, why = _retry_after_of(err.response), f"{code} (not a Kubernetes Status)"
             except httpx2.TransportError as err:
                 if attempt == self.retries or _tls_failure(err):
                     # A TLS handshake that failed (HTTPS to a plain-HTTP port, an untrusted
