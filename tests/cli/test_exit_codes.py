@@ -292,6 +292,39 @@ def test_check_of_a_file_that_is_not_a_repository_is_exit_2(tmp_path: Path) -> N
     assert done.stdout == ""
 
 
+#: Every command that reads a repository, given README.md, and the one line it answers.
+NOT_A_REPOSITORY = {
+    "check": (
+        ["check", "README.md"],
+        "README.md: not a repository: give a directory, or a .yaml, .yml or .json file",
+    ),
+    "migrate": (["migrate", "--to", "dra", "README.md"], "README.md: not a directory"),
+    "simulate": (["simulate", "README.md"], "README.md:3: cannot parse YAML"),
+    "cutover --repo": (
+        ["cutover", "--to", "dra", "--plan", "--repo", "README.md"],
+        "README.md: --repo: no such directory",
+    ),
+    "rollback --repo": (
+        ["rollback", "--plan", "--repo", "README.md"],
+        "README.md: --repo: no such directory",
+    ),
+}
+
+
+@pytest.mark.parametrize("command", list(NOT_A_REPOSITORY))
+def test_a_path_that_is_not_a_repository_is_exit_2_in_one_line(
+    command: str, servers: dict[str, tuple[str, bytes]], tmp_path: Path
+) -> None:
+    (tmp_path / "README.md").write_text("# Notes\n\nSome: text: that YAML cannot read\n")
+    argv, message = NOT_A_REPOSITORY[command]
+    if argv[0] in ("cutover", "rollback"):  # read before the cluster is asked: any server does
+        argv = [*argv, "--kubeconfig", str(kubeconfig(tmp_path / "kc", servers["html-404"][0]))]
+    done = gpushift(*argv, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert done.stderr.startswith(f"gpushift: error: {message}"), done.stderr
+
+
 def test_check_of_a_path_that_does_not_exist_is_exit_2(tmp_path: Path) -> None:
     done = gpushift("check", "nowhere", cwd=tmp_path)
     assert done.returncode == 2
