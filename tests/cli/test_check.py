@@ -82,8 +82,8 @@ def test_clean_tree_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     code, out, _ = run(str(tmp_path), capsys=capsys)
     assert (code, out) == (
         0,
-        "allocator: none\nsharing: exclusive\nGPU nodes: not named in the repository\n"
-        "consumers: 0 active, 0 parked\n\nno findings\n",
+        "no NVIDIA GPU stack found\nallocator: none\nsharing: exclusive\n"
+        "GPU nodes: not named in the repository\nconsumers: 0 active, 0 parked\n\nno findings\n",
     )
 
 

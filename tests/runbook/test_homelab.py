@@ -147,7 +147,7 @@ def test_plan_changes_nothing_and_shows_every_patch_and_wait(env: Env) -> None:
         "lease": "Lease/flux-system/gpushift-cutover",
         "deletes": f"ConfigMap/flux-system/{chunk_name(1)}… of the previous run",
     }
-    assert out[-1]["result"] == "done" and out[-1]["exitCode"] == 0
+    assert out[-1]["result"] == "planned" and out[-1]["exitCode"] == 0
 
 
 def test_preflight_refuses_with_every_reason_at_once(env: Env) -> None:

@@ -99,7 +99,7 @@ def test_a_clean_target_passes_and_the_plan_names_its_chart(env: Env) -> None:
     assert code == 0, err
     plan, result = out[0], out[-1]
     assert plan["kind"] == "CutoverPlan" and plan["refusals"] == []
-    assert result["result"] == "done" and result["reasons"] == []
+    assert result["result"] == "planned" and result["reasons"] == []
     note = plan["steps"][0]["note"]
     assert f"gpushift check at the target {env.dra}: 0 error findings" in note
     assert f"DRA driver chart at the target: 0.5.0 in {DRIVER}/ocirepository.yaml:13" in note

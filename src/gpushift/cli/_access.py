@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 if TYPE_CHECKING:
-    from gpushift.kube import Access
+    from gpushift.kube import Access, KubeError
 
 #: The exit codes every command uses (README, docs/cli.md).
 OK, FINDINGS, BAD_INPUT, UNREACHABLE, REFUSED, TIMED_OUT = 0, 1, 2, 3, 4, 5
@@ -67,18 +67,34 @@ def fail(code: int, message: str) -> NoReturn:
     raise typer.Exit(code)
 
 
+def cluster_failure(err: KubeError) -> tuple[int, str]:
+    """The exit code and one-line message of a cluster's failure, the same for every command.
+
+    Not Kubernetes (something else answers at the server's URL) and unreachable are 3, a
+    timeout 5, credentials refused (401) 4 naming the kubeconfig user entry, any other
+    refusal 4. Messages name the server URL, never credentials.
+    """
+    from gpushift.kube import NOT_KUBERNETES
+
+    if err.reason == "Timeout":
+        return TIMED_OUT, str(err)
+    if err.reason == NOT_KUBERNETES:
+        return UNREACHABLE, err.message
+    if err.code == 0:
+        return UNREACHABLE, f"cannot reach the cluster: {err}"
+    if err.code == 401:
+        return REFUSED, f'the cluster refused user "{err.user or "?"}": 401 Unauthorized'
+    return REFUSED, f"the cluster refused: {err}"
+
+
 @contextlib.contextmanager
 def cluster_errors() -> Iterator[None]:
-    """Map a cluster's failures to the contract: unreachable 3, refused 4."""
+    """Map a cluster's failures to the contract (:func:`cluster_failure`)."""
     from gpushift.kube import KubeError
 
     try:
         yield
     except KubeError as err:
-        if err.code == 0 and err.reason != "Timeout":
-            fail(UNREACHABLE, f"cannot reach the cluster: {err}")
-        if err.reason == "Timeout":
-            fail(TIMED_OUT, str(err))
-        fail(REFUSED, f"the cluster refused: {err}")
+        fail(*cluster_failure(err))
     except OSError as err:
         fail(UNREACHABLE, f"cannot reach the cluster: {err}")

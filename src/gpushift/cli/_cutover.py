@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from gpushift._errors import UsageError
-from gpushift.cli._access import Context, Kubeconfig
+from gpushift.cli._access import Context, Kubeconfig, cluster_failure
 
 _HELP = """Move the cluster's GPUs between the device plugin and DRA at the drain boundary.
 
@@ -269,7 +269,7 @@ def _run(
 
     previous = signal.signal(signal.SIGINT, interrupt)
     try:
-        client = k.connect(kubeconfig=kubeconfig, context=context)
+        client = k.connect(kubeconfig=kubeconfig, context=context)  # checked once the target is
         with client:
             if live is not None and confirm is None:
                 live.live.start()
@@ -279,12 +279,14 @@ def _run(
                 if live is not None:
                     live.live.stop()
     except k.KubeError as err:
-        # Unreachable after the client's retries is 3; any other refusal the cluster gave
-        # stops the run as failed (the journal, if written, is resumable).
-        print(f"gpushift: error: {err.message}", file=sys.stderr)
-        if err.code == 0:
-            return _finish(output, to or "", "failed", [err.message], code=3)
-        return _finish(output, to or "", "failed", [err.message], code=1)
+        # Unreachable after the client's retries, or not Kubernetes, is 3; credentials
+        # refused is 4, as for every command; any other refusal the cluster gave stops the
+        # run as failed (the journal, if written, is resumable).
+        code, message = cluster_failure(err)
+        print(f"gpushift: error: {message}", file=sys.stderr)
+        if code in (3, 4) and output != "json":
+            return code  # the error line says it all: one line, as for every command
+        return _finish(output, to or "", "failed", [message], code=code if code in (3, 4) else 1)
     finally:
         signal.signal(signal.SIGINT, previous)
     if mode == "plan" and outcome.plan is not None:
@@ -326,7 +328,7 @@ def _finish(
         print(json.dumps(body), flush=True)
     else:
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        out = sys.stdout if result in ("done", "aborted") else sys.stderr
+        out = sys.stdout if result in ("done", "planned", "aborted") else sys.stderr
         print(f"{stamp} cutover to {to or '?'}: {result} (exit {exit_code})", file=out)
         for reason in reasons:
             print(f"  {reason}", file=out)

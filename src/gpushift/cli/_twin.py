@@ -539,7 +539,10 @@ def register(app: typer.Typer) -> None:
         from gpushift.twin import require_twin
         from gpushift.twin.cluster import fetch_violations
 
-        with _a.cluster_errors(), kube.connect(kubeconfig=kubeconfig, context=context) as client:
+        with (
+            _a.cluster_errors(),
+            kube.connect(kubeconfig=kubeconfig, context=context, check_server=True) as client,
+        ):
             require_twin(client)
             try:
                 record = fetch_violations(client)
@@ -569,7 +572,10 @@ def register(app: typer.Typer) -> None:
         from gpushift.twin import require_twin
         from gpushift.twin.flux import git_set as switch
 
-        with _a.cluster_errors(), kube.connect(kubeconfig=kubeconfig, context=context) as client:
+        with (
+            _a.cluster_errors(),
+            kube.connect(kubeconfig=kubeconfig, context=context, check_server=True) as client,
+        ):
             require_twin(client)
             print(switch(client, target, name=name, namespace=namespace))
 
@@ -606,7 +612,9 @@ def register(app: typer.Typer) -> None:
                     )
         with (
             _a.cluster_errors(),
-            kube.connect(kubeconfig=kubeconfig, context=context, deadline=deadline) as client,
+            kube.connect(
+                kubeconfig=kubeconfig, context=context, deadline=deadline, check_server=True
+            ) as client,
             _progress("waiting for Flux") as show,
         ):
             pending = wait(client, timeout=max(deadline - time.monotonic(), 0.0), on_pending=show)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from gpushift._errors import UsageError
+from gpushift.cli._access import cluster_failure
 
 if TYPE_CHECKING:
     from gpushift.kube import Kube
@@ -86,15 +87,16 @@ def _cluster(kubeconfig: Path | None, context: str | None, what: str) -> Iterato
     console = Console(stderr=True)
     try:
         with (
-            kube.connect(kubeconfig=kubeconfig, context=context, retries=3) as client,
+            kube.connect(
+                kubeconfig=kubeconfig, context=context, retries=3, check_server=True
+            ) as client,
             console.status(what) if console.is_terminal else contextlib.nullcontext(),
         ):
             yield client
     except kube.KubeError as err:
-        unreachable = err.code == 0
-        label = "cannot reach the cluster" if unreachable else "the cluster refused"
-        print(f"gpushift: error: {label}: {err.message}", file=sys.stderr)
-        raise typer.Exit(3 if unreachable else 4) from None
+        code, message = cluster_failure(err)
+        print(f"gpushift: error: {message}", file=sys.stderr)
+        raise typer.Exit(code) from None
 
 
 def register(app: typer.Typer) -> None:

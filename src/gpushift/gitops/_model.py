@@ -770,9 +770,18 @@ class Summary:
     #: of GPU consumers), sorted; empty when unknown.
     gpu_nodes: tuple[str, ...] = ()
 
+    @property
+    def gpu_stack(self) -> bool:
+        """Whether the repository holds any NVIDIA GPU stack: an allocator, a GPU consumer
+        (active or parked), a DeviceClass, a ResourceClaimTemplate or a named GPU node."""
+        return self.allocator != "none" or any(
+            (self.consumers, self.parked, self.device_classes, self.claim_templates, self.gpu_nodes)
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of ``summary`` in ``gpushift check -o json``."""
         return {
+            "gpu_stack": self.gpu_stack,
             "allocator": self.allocator,
             "sharing": self.sharing.to_dict(),
             "consumers": [c.to_dict() for c in self.consumers],

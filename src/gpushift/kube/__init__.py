@@ -7,6 +7,7 @@ made to a cluster is logged on the ``gpushift.kube`` logger.
 from __future__ import annotations
 
 from gpushift.kube._client import (
+    NOT_KUBERNETES,
     RETRYABLE,
     UNREACHABLE,
     Kube,
@@ -20,6 +21,7 @@ from gpushift.kube._client import (
 from gpushift.kube._config import Access, kubeconfig_paths, merge_kubeconfigs
 
 __all__ = [
+    "NOT_KUBERNETES",
     "RETRYABLE",
     "UNREACHABLE",
     "Access",

@@ -14,6 +14,7 @@ import functools
 import json
 import logging
 import os
+import ssl
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -54,6 +55,9 @@ _CASCADE = {
 
 #: ``KubeError.reason`` when the server could not be reached at all (the CLI's exit 3).
 UNREACHABLE = "Unreachable"
+#: ``KubeError.reason`` when the server answered, but not as a Kubernetes API server does (a
+#: wrong port, a web proxy, an ingress): also the CLI's exit 3, as nothing reached a cluster.
+NOT_KUBERNETES = "NotKubernetes"
 
 
 class KubeError(Exception):
@@ -61,14 +65,16 @@ class KubeError(Exception):
 
     ``code`` is the HTTP status (0 when the server was unreachable), ``reason`` the Status
     reason (``NotFound``, ``Conflict``, ``AlreadyExists``, …, or :data:`UNREACHABLE`),
-    ``message`` the server's words.
+    ``message`` the server's words. ``user`` is the kubeconfig user entry the request was
+    sent as, set on a 401 so that a message can say whose credentials were refused.
     """
 
-    def __init__(self, message: str, *, code: int = 0, reason: str = "") -> None:
+    def __init__(self, message: str, *, code: int = 0, reason: str = "", user: str = "") -> None:
         super().__init__(message)
         self.message = message
         self.code = code
         self.reason = reason
+        self.user = user
 
 
 class _RetryableStatusError(KubeError):
@@ -177,6 +183,18 @@ def _retry_after(err: Exception) -> float | None:
     return float(seconds) if seconds else None
 
 
+def _tls_failure(err: BaseException) -> bool:
+    """Whether a transport error comes from a failed TLS handshake."""
+    seen: BaseException | None = err
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, ssl.SSLError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _kube_error(err: lightkube.ApiError) -> KubeError:
     status = err.status
     return KubeError(
@@ -197,9 +215,11 @@ class Kube:
         max_backoff: float = 10.0,
         sleep: Callable[[float], None] = time.sleep,
         deadline: float | None = None,
+        user: str = "",
     ) -> None:
         self.client = client
         self.deadline = deadline
+        self.user = user  # the kubeconfig user entry's name, for messages (never its secret)
         self.field_manager = field_manager
         self.retries = retries
         self.backoff = backoff
@@ -225,6 +245,71 @@ class Kube:
     # --- plumbing ----------------------------------------------------------------------------
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
+        try:
+            return self._retrying(what, fn)
+        except KubeError as err:
+            if err.code == 401 and not err.user:
+                err.user = self.user
+            raise
+        except httpx2.HTTPStatusError as err:
+            # lightkube raises this for an error answer that is not a Kubernetes Status.
+            raise self._not_kubernetes(what, err.response) from None
+        except json.JSONDecodeError:
+            # ... and a JSON decoding error for a success answer that is not JSON.
+            raise KubeError(
+                f"{self.server} does not answer as a Kubernetes API server: {what}: not JSON",
+                reason=NOT_KUBERNETES,
+            ) from None
+
+    def _not_kubernetes(self, what: str, response: Any) -> KubeError:
+        """The error for an answer no Kubernetes API server gives, naming what it was."""
+        status = int(response.status_code)
+        phrase = getattr(response, "reason_phrase", "") or ""
+        ctype = (response.headers.get("content-type") or "").split(";")[0].strip()
+        return KubeError(
+            f"{self.server} does not answer as a Kubernetes API server: {what}: "
+            f"{status} {phrase}".rstrip()
+            + f" ({ctype or 'no Content-Type'})",
+            reason=NOT_KUBERNETES,
+        )
+
+    def check_server(self) -> Obj:
+        """GET ``/version`` and make sure a Kubernetes API server answered; its version document.
+
+        Every cluster-facing command calls this first, so a kubeconfig naming something else (a
+        wrong port, a web proxy, an ingress's 404 page) fails at once, in one way.
+
+        Raises:
+            KubeError: reason :data:`NOT_KUBERNETES` (code 0) when the answer is not a
+                Kubernetes version document nor a Kubernetes Status; code 401 (``user`` set)
+                when the credentials were refused; :data:`UNREACHABLE` as every verb.
+        """
+        http: Any = self.client._client._client
+
+        def fetch() -> Obj:
+            response = http.get("/version")
+            code = int(response.status_code)
+            try:
+                body = response.json()
+            except ValueError:
+                body = None
+            is_status = isinstance(body, dict) and body.get("kind") == "Status"
+            if code == 401:
+                raise KubeError("401 Unauthorized", code=401, reason="Unauthorized")
+            if code in RETRYABLE and is_status:
+                raise _raw_refusal(response, f"GET /version: {code}")
+            if code in RETRYABLE:  # a proxy's own error page: retried, then named
+                what = self._not_kubernetes("GET /version", response).message
+                raise _raw_refusal(response, what, reason=NOT_KUBERNETES)
+            if code < 400 and isinstance(body, dict) and "gitVersion" in body:
+                return body
+            if code >= 400 and is_status:
+                return {}  # a Kubernetes answer all the same (/version forbidden to this user)
+            raise self._not_kubernetes("GET /version", response)
+
+        return self._call("GET /version", fetch)
+
+    def _retrying(self, what: str, fn: Callable[[], T]) -> T:
         delay = self.backoff
         for attempt in range(self.retries + 1):
             self.attempts += 1
@@ -240,10 +325,20 @@ class Kube:
                 if attempt == self.retries:
                     raise KubeError(err.message, code=err.code, reason=err.reason) from None
                 wait, why = err.retry_after, f"{err.code} {err.reason}".strip()
+            except httpx2.HTTPStatusError as err:
+                # An error answer that is not a Kubernetes Status (a load balancer's 503 page):
+                # retried like any 429 or 5xx; :meth:`_call` says what answered if it persists.
+                code = int(err.response.status_code)
+                if code not in RETRYABLE or attempt == self.retries:
+                    raise
+                wait, why = _retry_after_of(err.response), f"{code} (not a Kubernetes Status)"
             except httpx2.TransportError as err:
-                if attempt == self.retries:
+                if attempt == self.retries or _tls_failure(err):
+                    # A TLS handshake that failed (HTTPS to a plain-HTTP port, an untrusted
+                    # certificate) fails the same way every time: no retry.
                     raise KubeError(
-                        f"{what}: cannot reach the API server: {err}", reason=UNREACHABLE
+                        f"{what}: cannot reach the API server {self.server}: {err}",
+                        reason=UNREACHABLE,
                     ) from None
                 wait, why = None, type(err).__name__
             wait = delay if wait is None else wait
@@ -702,6 +797,7 @@ def connect(
     timeout: float = 30.0,
     retries: int = 6,
     deadline: float | None = None,
+    check_server: bool = False,
 ) -> Kube:
     """A client for the cluster of a kubeconfig: ``kubeconfig`` if given (it must exist), else
     the files of ``$KUBECONFIG`` merged as kubectl merges them, else ~/.kube/config.
@@ -709,6 +805,8 @@ def connect(
     ``context`` picks a context (default: the current one), ``namespace`` the default
     namespace (default: the context's). ``deadline`` (a ``time.monotonic()`` instant) bounds
     every request and retry, so a caller's ``--timeout`` holds against an unreachable server.
+    ``check_server`` reads ``/version`` first (:meth:`Kube.check_server`), as every command
+    does, so a server that is not Kubernetes is told apart before anything else is sent.
 
     Raises InputError (exit 2) when no kubeconfig exists, one is unreadable, or the context
     does not exist.
@@ -738,7 +836,15 @@ def connect(
         timeout=httpx2.Timeout(timeout),
     )
     log.debug("connected to %s", single.cluster.server)
-    return Kube(client, field_manager=field_manager, retries=retries, deadline=deadline)
+    user = str(getattr(single.context, "user", "") or "")
+    kube = Kube(client, field_manager=field_manager, retries=retries, deadline=deadline, user=user)
+    if check_server:
+        try:
+            kube.check_server()
+        except BaseException:
+            kube.close()
+            raise
+    return kube
 
 
 def export_all(kube: Kube) -> Obj:

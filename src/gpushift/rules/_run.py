@@ -29,6 +29,8 @@ from gpushift.rules._registry import RULES
 from gpushift.rules._summary_text import format_summary
 
 _Family = Callable[..., Iterator[Finding]]
+#: What a file given as a repository may be: manifests, as kubectl reads them.
+_MANIFEST_SUFFIXES = frozenset({".yaml", ".yml", ".json"})
 
 #: Every rule family; each yields findings for several rule ids (see the registry).
 FAMILIES: tuple[_Family, ...] = (
@@ -145,9 +147,14 @@ def run_check(paths: Sequence[str | Path], *, base: str | None = None) -> Report
     """Load the repository under ``paths``, run every rule and summarise it.
 
     ``base`` is a git revision: ResourceClaimTemplates are compared with that revision's tree.
-    Raises InputError for a missing path, paths that hold no Kubernetes object, or an
-    unusable revision.
+    Raises InputError for a missing path, a file that is not YAML or JSON (``check
+    README.md``), paths that hold no Kubernetes object, or an unusable revision.
     """
+    for path in paths:
+        if Path(path).is_file() and Path(path).suffix.lower() not in _MANIFEST_SUFFIXES:
+            raise InputError(
+                "not a repository: give a directory, or a .yaml, .yml or .json file", path=str(path)
+            )
     repo = load_repo(paths)
     if not repo.objects and not repo.errors:
         shown = ", ".join(str(p) for p in paths)

@@ -12,12 +12,15 @@ def _who(c: Consumer) -> str:
 
 
 def format_summary(summary: Summary) -> str:
-    """Allocator, sharing, GPU nodes (when the repository names them) and consumers, active
-    and parked, as text lines ending in a blank line."""
+    """The text summary: the line "no NVIDIA GPU stack found" when there is none, then
+    allocator, sharing, GPU nodes (when the repository names them) and consumers, active and
+    parked, as text lines ending in a blank line."""
     sharing: str = summary.sharing.mode
     if summary.sharing.replicas is not None:
         sharing += f", replicas {summary.sharing.replicas}"
     lines = [f"allocator: {summary.allocator}", f"sharing: {sharing}"]
+    if not summary.gpu_stack:
+        lines.insert(0, "no NVIDIA GPU stack found")
     nodes = ", ".join(summary.gpu_nodes) if summary.gpu_nodes else "not named in the repository"
     lines.append(f"GPU nodes: {nodes}")
     lines.append(f"consumers: {len(summary.consumers)} active, {len(summary.parked)} parked")

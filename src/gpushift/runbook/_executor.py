@@ -74,7 +74,15 @@ _CONFIGMAP = ResourceRef.named("ConfigMap", "v1")
 _LEASE = ResourceRef.named("Lease", "coordination.k8s.io/v1")
 
 #: Exit codes (the contract in docs/runbook.md).
-EXIT = {"done": 0, "aborted": 0, "unhealthy": 1, "failed": 1, "refused": 4, "timeout": 5}
+EXIT = {
+    "done": 0,
+    "planned": 0,
+    "aborted": 0,
+    "unhealthy": 1,
+    "failed": 1,
+    "refused": 4,
+    "timeout": 5,
+}
 
 
 class RefusedError(Exception):
@@ -662,7 +670,7 @@ class Outcome:
 
     @property
     def exit_code(self) -> int:
-        """0 done/aborted, 1 unhealthy or failed, 4 refused, 5 timed out."""
+        """0 done/planned/aborted, 1 unhealthy or failed, 4 refused, 5 timed out."""
         return EXIT.get(self.result, 1)
 
     def to_json(self) -> Obj:
@@ -733,6 +741,9 @@ class Executor:
             if given.repo is not None and self.req.mode in ("run", "plan")
             else None
         )
+        # The first request: a server that is not Kubernetes, or credentials it refuses, stop
+        # the run here, in one way for every command (kube.Kube.check_server).
+        self.kube.check_server()
         found = self.store.read()
         unfinished = found if found is not None and not found.finished else None
         options = self.options
@@ -762,7 +773,7 @@ class Executor:
             held = self.lock.check()
             if held:
                 reasons.append(held)
-            return Outcome(to, "refused" if reasons else "done", run, [], reasons, the_plan)
+            return Outcome(to, "refused" if reasons else "planned", run, [], reasons, the_plan)
         if self.req.mode == "abort":
             assert unfinished is not None
             return self._abort(unfinished)

@@ -35,6 +35,8 @@ def export(
     from gpushift.twin._guard import require_twin
 
     assert access is not None
-    with kube.connect(kubeconfig=access.kubeconfig, context=access.context) as client:
+    with kube.connect(
+        kubeconfig=access.kubeconfig, context=access.context, check_server=True
+    ) as client:
         require_twin(client)
         return kube.export_all(client)
