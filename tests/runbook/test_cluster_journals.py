@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from gpushift import kube
 from gpushift.runbook import cluster_journal, normalise_server, read_local
 
 NS = kube.ResourceRef.named("Namespace", "v1")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _gpushift(env: Env, cwd: Path, *args: str) -> subprocess.Popen[str]:
@@ -134,3 +136,18 @@ def test_journals_are_kept_per_cluster_and_the_old_place_is_migrated(tmp_path: P
         assert b.get("ConfigMap", "flux-system", "gpushift-cutover-journal") is None
         assert not (op / ".gpushift" / "journals" / _key(b_server, b_uid)).exists()
         assert b.allocatable() == {"k8s-1": "5", "k8s-2": "5", "k8s-3": "5"}
+
+    # What the runs left in the working directory, the project's .gitignore covers.
+    assert sorted(p.name for p in (op / ".gpushift" / "journals").iterdir()) == [a_dir.name]
+    git = shutil.which("git")
+    assert git is not None
+    subprocess.run([git, "init", "-q", str(op)], check=True)
+    shutil.copy(ROOT / ".gitignore", op / ".gitignore")
+    status = subprocess.run(
+        [git, "status", "--porcelain", "--untracked-files=all"],
+        cwd=op,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert status.splitlines() == ["?? .gitignore"]
