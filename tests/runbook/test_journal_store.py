@@ -216,6 +216,15 @@ def test_a_journal_at_the_old_place_moves_only_to_the_cluster_holding_its_run(
     assert moved is not None and moved.run == "r-old" and moved.seq == journal.seq
     assert (found.path.parent / "cutover-before.gpusnapshot.json").read_text() == "{}"
     assert json.loads((found.path.parent / "cluster.json").read_text()) == found.cluster
+    # A second copy at the old place does not replace it: named, left alone.
+    legacy.write_text(found.path.read_text())
+    again = local_journal(client, namespace=NS, home=home)
+    assert again.notes == (
+        f"{legacy} holds run r-old of this cluster, but {found.path} exists: not moved, and "
+        "not read (remove one of them)",
+    )
+    assert legacy.exists()
+    legacy.unlink()
 
     # Seen from another cluster (another key), it is named, not read as this one's.
     other = tmp_path / "other"

@@ -109,7 +109,13 @@ def local_journal(kube: Kube, *, namespace: str, home: Path = HOME) -> LocalJour
         except KubeError as err:
             if err.code not in (403, 404):
                 raise
-        if head is not None and head.run == old.run and not path.exists():
+        held = head is not None and head.run == old.run
+        if held and path.exists():
+            notes.append(
+                f"{legacy} holds run {old.run} of this cluster, but {path} exists: not moved, "
+                "and not read (remove one of them)"
+            )
+        elif held:
             directory.mkdir(parents=True, exist_ok=True)
             write_cluster(path, cluster)
             os.replace(legacy, path)
