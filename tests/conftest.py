@@ -2,9 +2,13 @@
 modules are handed to the xdist workers; and retries that need not wait.
 
 Tests that read ``../shared/fixtures`` (relative to the repository root) cannot run from a
-fresh clone alone. When that directory is missing their modules are left out of collection
-and the run ends with one line saying where the fixtures are expected, instead of a
-collection error.
+fresh clone alone; CI (``.ci/run``) runs with the directory beside the checkout. When it is
+missing, each test that needs it fails (the skip it would take for want of its fixture becomes
+a failure naming the directory), under xdist too, so a run without the fixtures cannot pass
+unnoticed. ``GPUSHIFT_NO_SHARED_FIXTURES=1`` says the operator has none on purpose: then the
+modules that read them are left out of collection (those that skip their fixture tests
+themselves keep their other tests) and the run ends with one line naming them and the
+directory (docs/decisions.md).
 
 ``make unit`` runs the modules on one worker more than the cores (``--dist loadscope``, one
 module per worker) in the order collection leaves them, so this file puts the longest first: a
@@ -35,7 +39,6 @@ from gpushift import kube
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = (ROOT / ".." / "shared" / "fixtures").resolve()
 _MARKERS = ('"shared" / "fixtures"', "shared/fixtures")
-_left_out: list[str] = []
 
 
 #: ``gpushift.twin.flux.BUILD_CACHE_ENV``, spelled out: importing the twin here would cost
@@ -45,7 +48,15 @@ _made_cache: list[str] = []
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Make the run's build cache directory (the controller; workers inherit the variable)."""
+    """Load the hypothesis profile; make the run's build cache directory (the controller;
+    workers inherit the variable)."""
+    # No property here is about time: hypothesis's 200 ms deadline per example measured the
+    # machine (a loaded 2-core run failed tests/twin/cluster/test_inventory.py once), not the
+    # code. Off for every test; a test whose property is timing sets its own deadline.
+    from hypothesis import settings
+
+    settings.register_profile("gpushift", deadline=None)
+    settings.load_profile("gpushift")
     if os.environ.get(BUILD_CACHE_ENV):
         return
     path = tempfile.mkdtemp(prefix="gpushift-test-builds-")
@@ -61,32 +72,73 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """Leave out a test module that reads the shared fixtures when they are missing."""
-    if (
-        FIXTURES.is_dir()
-        or collection_path.suffix != ".py"
-        or collection_path.name == "conftest.py"
-    ):
+#: Set (to anything but 0) to run without the shared fixtures on purpose.
+NO_SHARED_ENV = "GPUSHIFT_NO_SHARED_FIXTURES"
+
+
+def _opted_out() -> bool:
+    return os.environ.get(NO_SHARED_ENV, "") not in ("", "0")
+
+
+def _reads_shared(path: Path) -> str | None:
+    """The module's text when it is a test module reading the shared fixtures, else None."""
+    if path.suffix != ".py" or path.name == "conftest.py" or path == ROOT / "tests" / "conftest.py":
         return None
     try:
-        text = collection_path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except OSError:
         return None
-    # Modules that already skip their fixture tests themselves keep their other tests.
-    if any(marker in text for marker in _MARKERS) and "skipif(not " not in text:
-        _left_out.append(str(collection_path.relative_to(ROOT)))
-        return True
-    return None
+    return text if any(marker in text for marker in _MARKERS) else None
+
+
+def _left_out_modules(path: Path) -> bool:
+    """Whether an opted-out run leaves this module out: it reads the fixtures and does not
+    skip its fixture tests itself (a module that does keeps its other tests)."""
+    text = _reads_shared(path)
+    return text is not None and "skipif(not " not in text
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Leave out a test module that reads the shared fixtures when they are missing and the
+    run said so (:data:`NO_SHARED_ENV`)."""
+    if FIXTURES.is_dir() or not _opted_out():
+        return None
+    return True if _left_out_modules(collection_path) else None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """With the fixtures missing and no opt-out, a test of a module reading them that skips
+    for want of a fixture fails instead, naming the directory."""
+    outcome = yield
+    if FIXTURES.is_dir() or _opted_out():
+        return
+    report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
+    if not report.skipped or _reads_shared(Path(str(item.path))) is None:
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    if "fixture" not in reason:
+        return
+    report.outcome = "failed"
+    report.longrepr = (
+        f"the shared fixtures are missing: {FIXTURES} does not exist ({reason}). CI runs "
+        f"with a 'shared' directory beside the checkout; without one set {NO_SHARED_ENV}=1 "
+        "to leave these tests out"
+    )
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Say which modules were left out and where their fixtures are expected."""
-    if _left_out:
-        terminalreporter.write_line(
-            f"{len(_left_out)} test modules need the shared fixtures, expected at {FIXTURES} "
-            f"(a 'shared' directory beside the checkout); left out: {', '.join(sorted(_left_out))}"
-        )
+    """Say, in the process that reports (the xdist controller too), which modules an
+    opted-out run left out and where their fixtures are expected."""
+    if FIXTURES.is_dir() or not _opted_out():
+        return
+    left_out = sorted(
+        str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("*.py") if _left_out_modules(p)
+    )
+    terminalreporter.write_line(
+        f"{NO_SHARED_ENV} is set and {FIXTURES} does not exist: {len(left_out)} test modules "
+        f"that need the shared fixtures were left out: {', '.join(left_out)}"
+    )
 
 
 def _weight(item: pytest.Item) -> float:

@@ -23,7 +23,11 @@ from gpushift.runbook import (
     ObjectRef,
     StoppedError,
     chunk_name,
+    cluster_key,
+    local_journal,
+    normalise_server,
     parse_lines,
+    read_local,
 )
 from gpushift.twin import Twin, run_twin
 
@@ -165,3 +169,74 @@ def test_a_torn_local_file_is_rewritten_and_a_lost_head_answer_is_not_a_takeover
     resumed_store.head = {}
     resumed_store.version = "1"
     resumed_store.write(resumed)
+
+
+def test_a_server_url_is_normalised_before_it_keys_a_journal() -> None:
+    assert normalise_server("HTTPS://Cluster.Example:443/") == "https://cluster.example"
+    assert normalise_server("https://user:pw@10.0.0.1:6443") == "https://10.0.0.1:6443"
+    assert normalise_server("http://[::1]:80/k8s/") == "http://[::1]/k8s"
+    # sha256("https://10.0.0.1:6443|abc")[:16], computed apart.
+    assert cluster_key("https://10.0.0.1:6443/", "abc") == "4ee349b2d4ca2750"
+
+
+def test_a_journal_at_the_old_place_moves_only_to_the_cluster_holding_its_run(
+    client: Kube, tmp_path: Path
+) -> None:
+    home = tmp_path / ".gpushift"
+    legacy = home / "cutover-journal.json"
+    journal = _journal("r-old", 0)
+    legacy.parent.mkdir()
+    legacy.write_text("".join(json.dumps(r) + "\n" for r in journal.log))
+    (home / "cutover-before.gpusnapshot.json").write_text("{}")
+    # This cluster's ConfigMap holds another run: the file is not this cluster's.
+    JournalStore(client, namespace=NS, path=tmp_path / "elsewhere.json").write(_journal("r2", 0))
+    found = local_journal(client, namespace=NS, home=home)
+    uid = client.get(ResourceRef.named("Namespace", "v1"), name="kube-system")["metadata"]["uid"]
+    assert uid and found.cluster == {
+        "server": normalise_server(client.server),
+        "kubeSystemUid": uid,
+    }
+    assert (
+        found.path == home / "journals" / cluster_key(client.server, uid) / "cutover-journal.json"
+    )
+    assert legacy.exists() and not found.path.exists()
+    assert found.notes == (
+        f"{legacy} holds an unfinished journal (run r-old) that this cluster's ConfigMap "
+        "flux-system/gpushift-cutover-journal does not: kept there for the cluster that does; "
+        "it neither blocks nor resumes here",
+    )
+
+    # Once it does, the file and the snapshot beside it move under the cluster's key.
+    client.delete(CONFIGMAP, name=JOURNAL_NAME, namespace=NS)
+    JournalStore(client, namespace=NS, path=tmp_path / "elsewhere.json").write(journal)
+    found = local_journal(client, namespace=NS, home=home)
+    assert found.notes == (f"moved the journal of run r-old from {legacy} to {found.path}",)
+    assert not legacy.exists()
+    moved = read_local(found.path.read_text())
+    assert moved is not None and moved.run == "r-old" and moved.seq == journal.seq
+    assert (found.path.parent / "cutover-before.gpusnapshot.json").read_text() == "{}"
+    assert json.loads((found.path.parent / "cluster.json").read_text()) == found.cluster
+    # A second copy at the old place does not replace it: named, left alone.
+    legacy.write_text(found.path.read_text())
+    again = local_journal(client, namespace=NS, home=home)
+    assert again.notes == (
+        f"{legacy} holds run r-old of this cluster, but {found.path} exists: not moved, and "
+        "not read (remove one of them)",
+    )
+    assert legacy.exists()
+    legacy.unlink()
+
+    # Seen from another cluster (another key), it is named, not read as this one's.
+    other = tmp_path / "other"
+    (other / "journals" / "0123456789abcdef").mkdir(parents=True)
+    (other / "journals" / "0123456789abcdef" / "cutover-journal.json").write_text(
+        found.path.read_text()
+    )
+    (other / "journals" / "0123456789abcdef" / "cluster.json").write_text(
+        '{"server": "https://prod.example:6443"}'
+    )
+    seen = local_journal(client, namespace=NS, home=other)
+    assert seen.notes == (
+        "an unfinished journal of another cluster (https://prod.example:6443, run r-old) is "
+        f"kept in {other / 'journals' / '0123456789abcdef'}; it neither blocks nor resumes here",
+    )

@@ -180,7 +180,7 @@ def _run(
     abort: bool,
     step_timeout: str,
     prometheus_url: str | None,
-    journal: Path,
+    journal: Path | None,
     repo: Path | None,
     root: str | None,
     target: str | None,
@@ -249,14 +249,6 @@ def _run(
             return ok
 
     stop = threading.Event()
-    request = rb.Request(
-        options=options,
-        mode=mode,
-        journal_path=journal,
-        rollback=rollback,
-        confirm=confirm,
-        stop=stop,
-    )
 
     def interrupt(_sig: int, _frame: Any) -> None:
         if stop.is_set():
@@ -271,6 +263,24 @@ def _run(
     try:
         client = k.connect(kubeconfig=kubeconfig, context=context)  # checked once the target is
         with client:
+            cluster: dict[str, Any] | None = None
+            if journal is None:
+                # The local journal of this cluster; another cluster's is only named.
+                found = rb.local_journal(client, namespace=options.source.namespace)
+                journal_path, cluster = found.path, found.cluster
+                for note in found.notes:
+                    print(f"gpushift: note: {note}", file=sys.stderr)
+            else:
+                journal_path = journal
+            request = rb.Request(
+                options=options,
+                mode=mode,
+                journal_path=journal_path,
+                journal_cluster=cluster,
+                rollback=rollback,
+                confirm=confirm,
+                stop=stop,
+            )
             if live is not None and confirm is None:
                 live.live.start()
             try:
@@ -358,7 +368,13 @@ StepTimeout = Annotated[
 PrometheusUrl = Annotated[
     str | None, typer.Option(help="Prometheus to check dcgm-exporter labels in.")
 ]
-JournalFile = Annotated[Path, typer.Option(help="The local journal file.")]
+JournalFile = Annotated[
+    Path | None,
+    typer.Option(
+        help="The local journal file (default: ./.gpushift/journals/KEY/cutover-journal.json, "
+        "KEY naming the cluster by its API server URL and kube-system namespace uid)."
+    ),
+]
 Repo = Annotated[
     Path | None,
     typer.Option(
@@ -375,7 +391,6 @@ Target = Annotated[
     ),
 ]
 Output = Annotated[str, typer.Option("-o", "--output", help="text or json.")]
-_JOURNAL = Path(".gpushift/cutover-journal.json")
 
 
 To = Annotated[str | None, typer.Option(help="The allocator to move to: dra or device-plugin.")]
@@ -395,7 +410,7 @@ def _options(
     abort: Abort = False,
     step_timeout: StepTimeout = "10m",
     prometheus_url: PrometheusUrl = None,
-    journal: JournalFile = _JOURNAL,
+    journal: JournalFile = None,
     repo: Repo = None,
     root: Root = None,
     target: Target = None,

@@ -38,6 +38,13 @@ from gpushift.runbook._journal import (
     parse_lines,
     read_local,
 )
+from gpushift.runbook._local import (
+    LocalJournal,
+    cluster_identity,
+    cluster_key,
+    local_journal,
+    normalise_server,
+)
 from gpushift.runbook._model import (
     STEPS,
     Change,
@@ -76,6 +83,7 @@ __all__ = [
     "Journal",
     "JournalStore",
     "Judge",
+    "LocalJournal",
     "ObjectRef",
     "Options",
     "Outcome",
@@ -90,7 +98,9 @@ __all__ = [
     "WorkloadsUp",
     "chunk_name",
     "chunk_plan",
+    "cluster_identity",
     "cluster_journal",
+    "cluster_key",
     "discover",
     "facts",
     "gpu_pods",
@@ -99,6 +109,8 @@ __all__ = [
     "is_agent",
     "judge",
     "judge_lease",
+    "local_journal",
+    "normalise_server",
     "older_than",
     "parse_lines",
     "plan",

@@ -52,6 +52,7 @@ from gpushift.runbook._journal import (
     now_rfc3339,
     read_local,
 )
+from gpushift.runbook._local import write_cluster
 from gpushift.runbook._model import (
     STEPS,
     Change,
@@ -263,10 +264,15 @@ class JournalStore:
     lines, appended. The cluster is written first: the file is never ahead of it.
     """
 
-    def __init__(self, kube: Kube, *, namespace: str, path: Path) -> None:
+    def __init__(
+        self, kube: Kube, *, namespace: str, path: Path, cluster: Obj | None = None
+    ) -> None:
         self.kube = kube
         self.namespace = namespace
         self.path = path
+        #: The cluster's identity, written once as ``cluster.json`` beside the file (None:
+        #: a file the operator named, kept as given).
+        self.cluster = cluster
         self.version: str | None = None
         self.history: list[Obj] = []
         self.exists = False
@@ -517,6 +523,8 @@ class JournalStore:
         raise StoppedError(f"another process wrote the journal of run {run}; this run stopped")
 
     def _write_file(self, journal: Journal) -> None:
+        if self.cluster is not None:
+            write_cluster(self.path, self.cluster)
         if self.file_run != journal.run or self.file_seq == 0:
             write_file(self.path, "".join(dumps(r) + "\n" for r in journal.log))
         else:
@@ -693,6 +701,9 @@ class Request:
     options: Options
     mode: str = "run"  # run | resume | abort | plan
     journal_path: Path = Path(".gpushift/cutover-journal.json")
+    #: The identity of the cluster whose directory ``journal_path`` is in (None: a path the
+    #: operator named).
+    journal_cluster: Obj | None = None
     rollback: bool = False
     confirm: Callable[[Plan], bool] | None = None
     stop: threading.Event = field(default_factory=threading.Event)
@@ -714,7 +725,9 @@ class Executor:
         self.emit = emit
         self.cache = Cache(kube, watch=request.mode != "plan")
         ns = self.options.source.namespace
-        self.store = JournalStore(kube, namespace=ns, path=request.journal_path)
+        self.store = JournalStore(
+            kube, namespace=ns, path=request.journal_path, cluster=request.journal_cluster
+        )
         self.journal: Journal | None = None
         self.lock: Lock | None = None
         self.steps: list[Obj] = []
