@@ -197,8 +197,9 @@ class _VersionOnly(http.server.BaseHTTPRequestHandler):
 #: Past a good /version, the first request each command sends, and what it then exits with:
 #: the twin-only commands ask /twin/v1 first and refuse what is not a twin (2).
 LATER = {
-    "cutover --plan": (3, "get configmaps flux-system/gpushift-cutover-journal"),
-    "rollback --plan": (3, "get configmaps flux-system/gpushift-cutover-journal"),
+    # The cluster's identity first: the local journal is kept per cluster.
+    "cutover --plan": (3, "get namespaces kube-system"),
+    "rollback --plan": (3, "get namespaces kube-system"),
     "verdict live": (3, "list kustomizations.kustomize.toolkit.fluxcd.io"),
     "doctor": (3, "list kustomizations.kustomize.toolkit.fluxcd.io"),
     "snapshot": (3, "list kustomizations.kustomize.toolkit.fluxcd.io"),

@@ -93,7 +93,7 @@ def test_journals_are_kept_per_cluster_and_the_old_place_is_migrated(tmp_path: P
         # Against B that journal does not block: the plan is clean, a note says why.
         code, out, err = _run(b, op, "cutover", "--to", "dra", "--plan")
         assert code == 0, (out[-1], err)
-        assert out[-1]["result"] == "done" and out[-1]["reasons"] == []
+        assert out[-1]["result"] == "planned" and out[-1]["reasons"] == []
         assert f".gpushift/cutover-journal.json holds an unfinished journal (run {run})" in err
         assert legacy.exists()  # B's ConfigMap does not hold the run: not B's to move
 

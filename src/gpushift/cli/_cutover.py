@@ -263,20 +263,21 @@ def _run(
     try:
         client = k.connect(kubeconfig=kubeconfig, context=context)  # checked once the target is
         with client:
-            cluster: dict[str, Any] | None = None
+            locate = None
             if journal is None:
-                # The local journal of this cluster; another cluster's is only named.
-                found = rb.local_journal(client, namespace=options.source.namespace)
-                journal_path, cluster = found.path, found.cluster
-                for note in found.notes:
-                    print(f"gpushift: note: {note}", file=sys.stderr)
-            else:
-                journal_path = journal
+
+                def locate(kube: k.Kube) -> tuple[Path, dict[str, Any] | None]:
+                    # The local journal of this cluster; another cluster's is only named.
+                    found = rb.local_journal(kube, namespace=options.source.namespace)
+                    for note in found.notes:
+                        print(f"gpushift: note: {note}", file=sys.stderr)
+                    return found.path, found.cluster
+
             request = rb.Request(
                 options=options,
                 mode=mode,
-                journal_path=journal_path,
-                journal_cluster=cluster,
+                journal_path=journal if journal is not None else rb.Request.journal_path,
+                locate=locate,
                 rollback=rollback,
                 confirm=confirm,
                 stop=stop,

@@ -704,6 +704,10 @@ class Request:
     #: The identity of the cluster whose directory ``journal_path`` is in (None: a path the
     #: operator named).
     journal_cluster: Obj | None = None
+    #: Finds the local journal of the cluster at hand (``journal_path``, ``journal_cluster``),
+    #: called once the server has answered as Kubernetes and the merge target was read, so
+    #: neither bad input nor a strange server is met first by the identity read.
+    locate: Callable[[Kube], tuple[Path, Obj | None]] | None = None
     rollback: bool = False
     confirm: Callable[[Plan], bool] | None = None
     stop: threading.Event = field(default_factory=threading.Event)
@@ -757,6 +761,12 @@ class Executor:
         # The first request: a server that is not Kubernetes, or credentials it refuses, stop
         # the run here, in one way for every command (kube.Kube.check_server).
         self.kube.check_server()
+        if self.req.locate is not None:
+            path, cluster = self.req.locate(self.kube)
+            self.req.journal_path, self.req.journal_cluster = path, cluster
+            self.store = JournalStore(
+                self.kube, namespace=self.options.source.namespace, path=path, cluster=cluster
+            )
         found = self.store.read()
         unfinished = found if found is not None and not found.finished else None
         options = self.options
