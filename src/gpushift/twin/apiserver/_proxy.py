@@ -30,7 +30,6 @@ import contextlib
 import ipaddress
 import ssl
 import tempfile
-import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +44,7 @@ from yarl import URL
 from gpushift._errors import InputError, UsageError
 from gpushift.twin.apiserver._auth import Certificate, new_token, self_signed, write_kubeconfig
 from gpushift.twin.apiserver._faults import FaultConfig, Faults
-from gpushift.twin.apiserver._runner import start, url_for
+from gpushift.twin.apiserver._runner import serve_in_thread, url_for
 from gpushift.twin.apiserver._server import authorize, error_response
 from gpushift.twin.apiserver._status import ApiError
 
@@ -528,40 +527,22 @@ def run_proxy(
     token = new_token()
     proxy = FaultProxy(target, token=token, faults=Faults(faults))
     certificate = self_signed([host]) if tls else None
-    ready = threading.Event()
-    box: dict[str, Any] = {}
-
-    async def main() -> None:
-        try:
-            runner, bound = await start(
-                proxy, host=host, port=port, certificate=certificate, handler_cancellation=True
-            )
-        except BaseException as err:
-            box["error"] = err
-            ready.set()
-            return
-        box["port"] = bound
-        box["loop"] = asyncio.get_running_loop()
-        stop = box["stop"] = asyncio.Event()
-        ready.set()
-        await stop.wait()
-        await runner.cleanup()
-
-    thread = threading.Thread(
-        target=asyncio.run, args=(main(),), name="gpushift-proxy", daemon=True
-    )
-    thread.start()
-    ready.wait()
-    if "error" in box:
-        raise box["error"]
-    url = url_for(host, box["port"], tls=tls)
     ca_pem = certificate.cert_pem if certificate else None
-    with tempfile.TemporaryDirectory(prefix="gpushift-proxy-") as tmp:
+    with (
+        serve_in_thread(
+            proxy,
+            host=host,
+            port=port,
+            certificate=certificate,
+            name="gpushift-proxy",
+            handler_cancellation=True,
+        ) as bound,
+        tempfile.TemporaryDirectory(prefix="gpushift-proxy-") as tmp,
+    ):
+        url = url_for(host, bound, tls=tls)
         path = kubeconfig or Path(tmp) / "kubeconfig"
         write_kubeconfig(path, server=url, token=token, ca_pem=ca_pem, name="gpushift-proxy")
         try:
             yield RunningProxy(url, token, path, proxy, ca_pem)
         finally:
             proxy.faults.resume()
-            box["loop"].call_soon_threadsafe(box["stop"].set)
-            thread.join(10)

@@ -104,6 +104,55 @@ def url_for(host: str, port: int, *, tls: bool) -> str:
 
 
 @contextlib.contextmanager
+def serve_in_thread(
+    server: Serves,
+    *,
+    host: str,
+    port: int,
+    certificate: Certificate | None,
+    name: str,
+    routes: Callable[[web.Application], None] | None = None,
+    handler_cancellation: bool = False,
+) -> Iterator[int]:
+    """Serve ``server`` on a background thread with an event loop of its own for the ``with``
+    block; yields the bound port. Raises what listening raised (an address in use)."""
+    ready = threading.Event()
+    box: dict[str, Any] = {}
+
+    async def main() -> None:
+        try:
+            runner, bound = await start(
+                server,
+                host=host,
+                port=port,
+                certificate=certificate,
+                routes=routes,
+                handler_cancellation=handler_cancellation,
+            )
+        except BaseException as err:
+            box["error"] = err
+            ready.set()
+            return
+        box["port"] = bound
+        box["loop"] = asyncio.get_running_loop()
+        stop = box["stop"] = asyncio.Event()
+        ready.set()
+        await stop.wait()
+        await runner.cleanup()
+
+    thread = threading.Thread(target=asyncio.run, args=(main(),), name=name, daemon=True)
+    thread.start()
+    ready.wait()
+    if "error" in box:
+        raise box["error"]
+    try:
+        yield int(box["port"])
+    finally:
+        box["loop"].call_soon_threadsafe(box["stop"].set)
+        thread.join(10)
+
+
+@contextlib.contextmanager
 def run_twin(
     *,
     store: Store | None = None,
@@ -133,45 +182,26 @@ def run_twin(
         bookmark_interval=bookmark_interval,
         access_log=access_log,
     )
-    ready = threading.Event()
-    box: dict[str, Any] = {}
-
-    async def main() -> None:
-        try:
-            runner, bound = await start(
-                server, host=host, port=port, certificate=certificate, routes=routes
-            )
-        except BaseException as err:
-            box["error"] = err
-            ready.set()
-            return
-        box["port"] = bound
-        box["loop"] = asyncio.get_running_loop()
-        stop = asyncio.Event()
-        box["stop"] = stop
-        ready.set()
-        await stop.wait()
-        await runner.cleanup()
-
-    thread = threading.Thread(target=asyncio.run, args=(main(),), name="gpushift-twin", daemon=True)
-    thread.start()
-    ready.wait()
-    if "error" in box:
-        raise box["error"]
-    url = url_for(host, box["port"], tls=tls)
-    with tempfile.TemporaryDirectory(prefix="gpushift-twin-") as tmp:
+    ca_pem = certificate.cert_pem if certificate else None
+    with (
+        serve_in_thread(
+            server,
+            host=host,
+            port=port,
+            certificate=certificate,
+            name="gpushift-twin",
+            routes=routes,
+        ) as bound,
+        tempfile.TemporaryDirectory(prefix="gpushift-twin-") as tmp,
+    ):
+        url = url_for(host, bound, tls=tls)
         path = kubeconfig or Path(tmp) / "kubeconfig"
-        write_kubeconfig(
-            path, server=url, token=token, ca_pem=certificate.cert_pem if certificate else None
-        )
+        write_kubeconfig(path, server=url, token=token, ca_pem=ca_pem)
         try:
-            yield Twin(
-                url, token, path, store, server, certificate.cert_pem if certificate else None
-            )
+            yield Twin(url, token, path, store, server, ca_pem)
         finally:
+            # A paused server holds its requests; let them go so the thread can stop.
             server.faults.resume()
-            box["loop"].call_soon_threadsafe(box["stop"].set)
-            thread.join(10)
 
 
 async def serve_forever(
