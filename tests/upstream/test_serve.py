@@ -116,6 +116,14 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _assert_ended(pids: set[int]) -> None:
+    """Every one of ``pids`` ends within 10 s."""
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p for p in pids if _alive(p)]
+
+
 def _data_dirs(owner: int) -> list[Path]:
     out = []
     for root in (Path("/dev/shm"), Path("/tmp")):
@@ -188,10 +196,7 @@ def test_a_signal_stops_every_process_and_leaves_no_data(sig: int, tmp_path: Pat
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    deadline = time.monotonic() + 10
-    while any(_alive(c) for c in children) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [c for c in children if _alive(c)]
+    _assert_ended(children)
     assert not _data_dirs(proc.pid)
 
 
@@ -203,10 +208,7 @@ def test_kill_9_takes_the_control_plane_with_it(tmp_path: Path) -> None:
     assert children and left
     proc.kill()
     proc.wait()
-    deadline = time.monotonic() + 10
-    while any(_alive(c) for c in children) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [c for c in children if _alive(c)]
+    _assert_ended(children)
     # What a kill -9 leaves behind, the next start removes.
     plane = upstream.ControlPlane(controller_manager=False, scheduler=False, crds=False)
     with plane:
@@ -264,8 +266,5 @@ def test_fault_flags_put_the_fault_proxy_in_front(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    deadline = time.monotonic() + 10
-    while any(_alive(c) for c in children) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [c for c in children if _alive(c)]
+    _assert_ended(children)
     assert not _data_dirs(proc.pid)
