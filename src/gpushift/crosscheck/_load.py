@@ -474,6 +474,22 @@ def _refused(obj: Mapping[str, Any], err: kube.KubeError) -> InputError:
     return InputError(f"kube-apiserver refused it: {err}", obj=_yaml.describe(obj))
 
 
+def _write_status(client: kube.Kube, ref: kube.ResourceRef, obj: Obj, status: Obj) -> None:
+    """Patch ``obj``'s status subresource; a refusal is bad input naming the object."""
+    meta = _meta(obj)
+    namespace = (meta.get("namespace") or "default") if ref.namespaced else None
+    try:
+        client.patch(
+            ref,
+            name=meta["name"],
+            namespace=namespace,
+            patch={"status": status},
+            subresource="status",
+        )
+    except kube.KubeError as err:
+        raise _refused(obj, err) from None
+
+
 def _owners(obj: Obj, written: Written) -> None:
     """Point owner references at the new uids; drop those naming objects not written."""
     meta = _meta(obj)
@@ -549,12 +565,7 @@ def write(client: kube.Kube, the_plan: Plan, originals: Sequence[Mapping[str, An
     for node in the_plan.nodes:
         create(node)
         name = _meta(node)["name"]
-        try:
-            client.patch(
-                node_ref, name=name, patch={"status": node["status"]}, subresource="status"
-            )
-        except kube.KubeError as err:
-            raise _refused(node, err) from None
+        _write_status(client, node_ref, node, node["status"])
         # The TaintNodesByCondition admission plugin taints every new node not-ready; the node
         # lifecycle controller (off here) would lift it once the node reports Ready.
         taints = (node.get("spec") or {}).get("taints") or None
@@ -591,27 +602,7 @@ def write(client: kube.Kube, the_plan: Plan, originals: Sequence[Mapping[str, An
             status.pop("reservedFor", None)
         status = {k: v for k, v in status.items() if k in ("allocation", "reservedFor")}
         if status:
-            meta = _meta(claim)
-            try:
-                client.patch(
-                    claim_ref,
-                    name=meta["name"],
-                    namespace=meta.get("namespace") or "default",
-                    patch={"status": status},
-                    subresource="status",
-                )
-            except kube.KubeError as err:
-                raise _refused(claim, err) from None
+            _write_status(client, claim_ref, claim, status)
     for pod, status in statuses:
-        meta = _meta(pod)
-        try:
-            client.patch(
-                pod_ref,
-                name=meta["name"],
-                namespace=meta.get("namespace") or "default",
-                patch={"status": status},
-                subresource="status",
-            )
-        except kube.KubeError as err:
-            raise _refused(pod, err) from None
+        _write_status(client, pod_ref, pod, status)
     return written
