@@ -1,6 +1,7 @@
 """A cutover that stops midway, driven as a user drives it (the CLI in a subprocess, against a
 homelab twin over HTTP): a merge command that fails shows and journals its own last lines of
-output; every stop (the failed merge, a timeout, a run refused by the journal it left) prints
+output; every stop (the failed merge, a timeout, the cluster refusing a request midway, a run
+refused by the journal it left) prints
 what is left suspended, at 0 and tainted, and the exact commands to go on or back, and those
 commands, run as printed, do."""
 
@@ -16,9 +17,10 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.runbook.conftest import MEDIA, Env, homelab
+from tests.runbook.conftest import MEDIA, Env, homelab, wait_for
 
 from gpushift.runbook import JOURNAL_NAME
+from gpushift.twin import FaultConfig
 
 GATE = "merge-allowed"
 
@@ -183,3 +185,43 @@ def test_a_timeout_in_text_then_abort_as_printed(tmp_path: Path) -> None:
         assert env.get("Deployment", "media", "plex")["spec"]["replicas"] == 1
         head = env.get("ConfigMap", "flux-system", JOURNAL_NAME)
         assert json.loads(head["data"]["state.json"])["state"] == "aborted"
+
+
+@pytest.mark.slow(seconds=30)
+def test_the_cluster_refusing_midway_then_abort_as_printed(tmp_path: Path) -> None:
+    with homelab(tmp_path) as env:
+        kc = str(env.twin.kubeconfig)
+        # The merge command turns the twin into one that refuses every request (403), then
+        # exits 0: the journal's next write, that the merge is done, is refused.
+        signal = tmp_path / "refuse-now"
+        merge = f"touch {signal} && sleep 2"
+        given = ["--kubeconfig", kc, "--merge", merge, "--yes", "--step-timeout", "60s"]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gpushift", "cutover", "--to", "dra", *given],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+        wait_for(signal.exists, timeout=120, what="the merge command")
+        env.twin.faults.config = FaultConfig(error_rate=1.0, error_codes=(403,))
+        out, err = proc.communicate(timeout=120)
+        env.twin.faults.config = FaultConfig()
+        assert proc.returncode == 4, (out[-2000:], err[-3000:])
+        assert "gpushift: error: the cluster refused: " in err
+        assert "stopped at merge" in err and "the merge: made (--abort does not undo it)" in err
+        assert "  tainted gpushift.dev/cutover=dra:NoSchedule: Node/k8s-1, " in err
+        program = [sys.executable, "-m", "gpushift", "cutover"]
+        abort = shlex.join([*program, "--abort", "--kubeconfig", kc, "--yes"])
+        assert f"to go on:   {shlex.join([*program, '--resume', *given])}\n" in err
+        assert f"to go back: {abort}\n" in err
+
+        code, out, err = _run(env, [abort], shell=True)
+        assert code == 0 and "cutover to dra: aborted (exit 0)" in out, (out, err)
+        assert env.get("Deployment", "media", "plex")["spec"]["replicas"] == 1
+        assert not any(
+            t.get("key") == "gpushift.dev/cutover"
+            for n in env.objects("Node")
+            for t in (n.get("spec") or {}).get("taints") or []
+        )
