@@ -1,17 +1,18 @@
 """A cutover that stops midway, driven as a user drives it (the CLI in a subprocess, against a
 homelab twin over HTTP): a merge command that fails shows and journals its own last lines of
-output; every stop (the failed merge, a timeout, the cluster refusing a request midway, a run
-refused by the journal it left) prints
-what is left suspended, at 0 and tainted, and the exact commands to go on or back, and those
-commands, run as printed, do."""
+output; every stop (the failed merge, a timeout, the cluster refusing a request midway, a
+second Ctrl-C, a run refused by the journal it left) prints what is left suspended, at 0 and
+tainted, and the exact commands to go on or back, and those commands, run as printed, do."""
 
 from __future__ import annotations
 
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -193,8 +194,8 @@ def test_the_cluster_refusing_midway_then_abort_as_printed(tmp_path: Path) -> No
         kc = str(env.twin.kubeconfig)
         # The merge command turns the twin into one that refuses every request (403), then
         # exits 0: the journal's next write, that the merge is done, is refused.
-        signal = tmp_path / "refuse-now"
-        merge = f"touch {signal} && sleep 2"
+        now = tmp_path / "refuse-now"
+        merge = f"touch {now} && sleep 2"
         given = ["--kubeconfig", kc, "--merge", merge, "--yes", "--step-timeout", "60s"]
         proc = subprocess.Popen(
             [sys.executable, "-m", "gpushift", "cutover", "--to", "dra", *given],
@@ -204,7 +205,7 @@ def test_the_cluster_refusing_midway_then_abort_as_printed(tmp_path: Path) -> No
             stdin=subprocess.DEVNULL,
             text=True,
         )
-        wait_for(signal.exists, timeout=120, what="the merge command")
+        wait_for(now.exists, timeout=120, what="the merge command")
         env.twin.faults.config = FaultConfig(error_rate=1.0, error_codes=(403,))
         out, err = proc.communicate(timeout=120)
         env.twin.faults.config = FaultConfig()
@@ -225,3 +226,34 @@ def test_the_cluster_refusing_midway_then_abort_as_printed(tmp_path: Path) -> No
             for n in env.objects("Node")
             for t in (n.get("spec") or {}).get("taints") or []
         )
+
+
+@pytest.mark.slow(seconds=20)
+def test_a_second_ctrl_c_still_says_what_is_left(tmp_path: Path) -> None:
+    with homelab(tmp_path) as env:
+        kc = str(env.twin.kubeconfig)
+        given = ["--kubeconfig", kc, "--merge", "echo merging; sleep 5", "--yes"]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gpushift", "cutover", "--to", "dra", *given],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if "merge: waiting for the merge" in line:
+                break
+        # The first Ctrl-C waits for the merge command; the second quits at once.
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err[-3000:]
+        assert "stopped at merge" in err and "the merge: started, not known to have" in err
+        assert "  tainted gpushift.dev/cutover=dra:NoSchedule: Node/k8s-1, " in err
+        program = [sys.executable, "-m", "gpushift", "cutover"]
+        assert f"to go on:   {shlex.join([*program, '--resume', *given])}\n" in err
+        abort = shlex.join([*program, "--abort", "--kubeconfig", kc, "--yes"])
+        assert f"to go back: {abort}\n" in err

@@ -317,6 +317,11 @@ def _run(
             ctx=ctx,
             rollback=rollback,
         )
+    except KeyboardInterrupt:
+        # A second Ctrl-C quits at once (exit 130); what the run left is still said.
+        left = _left_behind(executor) if executor is not None else None
+        _print_left(left, _next_commands(ctx, rollback, own=True) if left else None)
+        raise
     finally:
         signal.signal(signal.SIGINT, previous)
     if mode == "plan" and outcome.plan is not None:
