@@ -81,3 +81,11 @@ def test_nothing_made_yet() -> None:
         "  nothing suspended, at 0 or tainted",
         "  the merge: not made",
     ]
+
+
+def test_a_journal_read_from_its_head_alone_does_not_claim_nothing_is_left() -> None:
+    head = Journal.from_json({**_journal().to_json(), "consumers": None, "changes": []})
+    left = left_state(head)
+    assert left["recorded"] is False and left["suspended"] == []
+    assert "  nothing suspended, at 0 or tainted" not in list(left_lines(left))
+    assert left_state(_journal())["recorded"] is True

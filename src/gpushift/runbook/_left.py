@@ -65,7 +65,8 @@ def _merge_state(journal: Journal) -> str:
 
 def left_state(journal: Journal) -> Obj:
     """What ``journal``'s run left changed (see the module docstring), as the final result's
-    ``leftState``: ``suspended`` (Flux owners, CronJobs), ``scaledToZero`` (replicas 0, a
+    ``leftState``: ``recorded`` (False when the journal's records could not be read, only
+    its head), ``suspended`` (Flux owners, CronJobs), ``scaledToZero`` (replicas 0, a
     DaemonSet parked by its nodeSelector), ``tainted`` (nodes and the taint), ``unconfirmed``
     (recorded, not known to be made), and the ``merge``: ``made``, ``failed``, ``started``
     (running when the run stopped) or ``not-made``."""
@@ -104,6 +105,9 @@ def left_state(journal: Journal) -> Obj:
         "run": journal.run,
         "to": journal.to,
         "step": journal.current,
+        # False: only the head was readable (its records were not), so the changes are not
+        # known; a journal as written holds its consumers, if only as an empty list.
+        "recorded": journal.consumers is not None or bool(journal.changes),
         "suspended": suspended,
         "scaledToZero": stopped,
         "tainted": tainted,
@@ -137,7 +141,12 @@ def left_lines(left: Obj) -> Iterator[str]:
     unconfirmed = list(left.get("unconfirmed") or ())
     if unconfirmed:
         yield f"  recorded but not known to be made: {'; '.join(unconfirmed)}"
-    if not (suspended or stopped or by_taint or unconfirmed):
+    if left.get("recorded") is False:
+        yield (
+            "  the journal's records of its changes could not be read: what is suspended, "
+            "at 0 or tainted is not known"
+        )
+    elif not (suspended or stopped or by_taint or unconfirmed):
         yield "  nothing suspended, at 0 or tainted"
     merge = left.get("merge")
     yield "  the merge: " + {
