@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import re
+import shlex
+import shutil
 import signal
 import sys
 import threading
@@ -165,6 +168,7 @@ def _confirm(plan_text: list[str]) -> bool:
 
 def _run(
     *,
+    ctx: typer.Context | None = None,
     to: str | None,
     rollback: bool,
     kubeconfig: Path | None,
@@ -260,6 +264,7 @@ def _run(
         )
 
     previous = signal.signal(signal.SIGINT, interrupt)
+    executor: rb.Executor | None = None
     try:
         client = k.connect(kubeconfig=kubeconfig, context=context)  # checked once the target is
         with client:
@@ -284,8 +289,9 @@ def _run(
             )
             if live is not None and confirm is None:
                 live.live.start()
+            executor = rb.Executor(client, request, emit)
             try:
-                outcome = rb.Executor(client, request, emit).run()
+                outcome = executor.run()
             finally:
                 if live is not None:
                     live.live.stop()
@@ -295,9 +301,27 @@ def _run(
         # run as failed (the journal, if written, is resumable).
         code, message = cluster_failure(err)
         print(f"gpushift: error: {message}", file=sys.stderr)
+        left = _left_behind(executor) if executor is not None else None
         if code in (3, 4) and output != "json":
-            return code  # the error line says it all: one line, as for every command
-        return _finish(output, to or "", "failed", [message], code=code if code in (3, 4) else 1)
+            # The error line says it all (one line, as for every command), but for what a
+            # run stopped midway left behind.
+            _print_left(left, _next_commands(ctx, rollback, own=True) if left else None)
+            return code
+        return _finish(
+            output,
+            to or "",
+            "failed",
+            [message],
+            code=code if code in (3, 4) else 1,
+            left=left,
+            ctx=ctx,
+            rollback=rollback,
+        )
+    except KeyboardInterrupt:
+        # A second Ctrl-C quits at once (exit 130); what the run left is still said.
+        left = _left_behind(executor) if executor is not None else None
+        _print_left(left, _next_commands(ctx, rollback, own=True) if left else None)
+        raise
     finally:
         signal.signal(signal.SIGINT, previous)
     if mode == "plan" and outcome.plan is not None:
@@ -306,7 +330,129 @@ def _run(
         else:
             for line in rb.plan_lines(outcome.plan):
                 print(line)
-    return _finish(output, outcome.to, outcome.result, outcome.reasons, outcome=outcome)
+    return _finish(
+        output,
+        outcome.to,
+        outcome.result,
+        outcome.reasons,
+        outcome=outcome,
+        left=outcome.left,
+        ctx=ctx,
+        rollback=rollback,
+        own=outcome.result != "refused",
+    )
+
+
+def _left_behind(executor: Any) -> dict[str, Any] | None:
+    """What the executor's run left changed, when it stopped with its journal stored and
+    unfinished (None: no such journal)."""
+    from gpushift.runbook import left_state
+
+    journal = executor.journal
+    if journal is None or journal.finished or executor.store.run != journal.run:
+        return None
+    left: dict[str, Any] = left_state(journal)
+    return left
+
+
+def _program() -> list[str]:
+    """The command as the operator typed it: ``gpushift`` when that name on PATH is this
+    program, ``kubectl gpushift`` for the plugin, else the path or ``python -m gpushift``."""
+    argv0 = sys.argv[0] if sys.argv and sys.argv[0] else "gpushift"
+    if argv0.endswith("kubectl-gpushift"):
+        return ["kubectl", "gpushift"]
+    if argv0.endswith("__main__.py") or argv0 == "-m":
+        return [sys.executable, "-m", "gpushift"]
+    name = Path(argv0).name
+    found = shutil.which(name)
+    with contextlib.suppress(OSError):
+        if found and Path(found).resolve() == Path(argv0).resolve():
+            return [name]
+    return [argv0]
+
+
+#: The options a command to go on carries over as given, and the fewer of one to go back.
+_RESUME_CARRIES = (
+    "kubeconfig",
+    "context",
+    "source",
+    "apps",
+    "merge",
+    "revision",
+    "expect_shares",
+    "step_timeout",
+    "prometheus_url",
+    "journal",
+    "yes",
+    "output",
+)
+_ABORT_CARRIES = ("kubeconfig", "context", "source", "journal", "yes", "output")
+
+
+def _with_password(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    with contextlib.suppress(ValueError):
+        return urlsplit(url).password is not None
+    return False
+
+
+def _next_commands(ctx: typer.Context | None, rollback: bool, *, own: bool) -> dict[str, str]:
+    """``resume`` and ``abort``: this invocation again, shell-quoted, with ``--resume`` or
+    ``--abort`` and the options given on the command line that go with them. ``own``: the
+    journal is this invocation's (else an older run's, which keeps its own merge: --merge
+    and --revision given now are not carried over). A --prometheus-url holding a password
+    is left out."""
+    given: list[tuple[str, list[str]]] = []
+    if ctx is not None:
+        for param in ctx.command.params:
+            name = param.name or ""
+            source = ctx.get_parameter_source(name)
+            if source is None or source.name != "COMMANDLINE":
+                continue
+            value = ctx.params.get(name)
+            if name == "prometheus_url" and value is not None and _with_password(str(value)):
+                continue
+            if not own and name in ("merge", "revision"):
+                continue
+            flag = param.opts[0]
+            if getattr(param, "is_flag", False):
+                args = [flag] if value else []
+            else:
+                args = [flag, str(value)]
+            given.append((name, args))
+    base = [*_program(), "rollback" if rollback else "cutover"]
+    out = {}
+    for what, carries in (("resume", _RESUME_CARRIES), ("abort", _ABORT_CARRIES)):
+        args = [a for name, more in given if name in carries for a in more]
+        out[what] = shlex.join([*base, f"--{what}", *args])
+    return out
+
+
+def _print_left(left: dict[str, Any] | None, commands: dict[str, str] | None) -> None:
+    """What the run left, and the two ways on, on stderr."""
+    from gpushift.runbook import left_lines
+
+    if left is None:
+        return
+    for line in left_lines(left):
+        print(line, file=sys.stderr)
+    if commands:
+        print(f"to go on:   {commands['resume']}", file=sys.stderr)
+        print(f"to go back: {commands['abort']}", file=sys.stderr)
+
+
+def _print_merge(merge: Any) -> None:
+    """A failed merge command's last lines of output, on stderr."""
+    if merge is None or merge.exit_code == 0:
+        return
+    shown = len(merge.lines)
+    total = shown + merge.dropped
+    of = f" (of {total})" if merge.dropped else ""
+    what = f"its last {shown} lines of output{of}:" if shown else "it printed nothing"
+    print(f"the merge command exited {merge.exit_code}; {what}", file=sys.stderr)
+    for line in merge.lines:
+        print(f"  | {line}", file=sys.stderr)
 
 
 def _finish(
@@ -317,10 +463,15 @@ def _finish(
     *,
     code: int | None = None,
     outcome: Any = None,
+    left: dict[str, Any] | None = None,
+    ctx: typer.Context | None = None,
+    rollback: bool = False,
+    own: bool = True,
 ) -> int:
     from gpushift.runbook import EXIT
 
     exit_code = code if code is not None else EXIT.get(result, 1)
+    commands = _next_commands(ctx, rollback, own=own) if left is not None else None
     if output == "json":
         body = (
             outcome.to_json()
@@ -336,6 +487,9 @@ def _finish(
             }
         )
         body["exitCode"] = exit_code
+        if left is not None:
+            body["leftState"] = left
+            body["next"] = commands
         print(json.dumps(body), flush=True)
     else:
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -343,6 +497,8 @@ def _finish(
         print(f"{stamp} cutover to {to or '?'}: {result} (exit {exit_code})", file=out)
         for reason in reasons:
             print(f"  {reason}", file=out)
+    _print_merge(outcome.merge if outcome is not None else None)
+    _print_left(left, commands)
     return exit_code
 
 
@@ -440,12 +596,12 @@ def register(app: typer.Typer) -> None:
 
     @app.command("cutover", help=_HELP, epilog=_EPILOG)
     @_with_options
-    def cutover(to: To = None, **options: Any) -> None:
+    def cutover(ctx: typer.Context, to: To = None, **options: Any) -> None:
         if to is None and not (options["resume"] or options["abort"]):
             raise UsageError("--to: choose dra or device-plugin")
-        raise typer.Exit(_run(to=to, rollback=False, **options))
+        raise typer.Exit(_run(ctx=ctx, to=to, rollback=False, **options))
 
     @app.command("rollback", help=_ROLLBACK_HELP, epilog=_EPILOG)
     @_with_options
-    def rollback(**options: Any) -> None:
-        raise typer.Exit(_run(to=None, rollback=True, **options))
+    def rollback(ctx: typer.Context, **options: Any) -> None:
+        raise typer.Exit(_run(ctx=ctx, to=None, rollback=True, **options))

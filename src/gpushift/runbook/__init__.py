@@ -38,6 +38,7 @@ from gpushift.runbook._journal import (
     parse_lines,
     read_local,
 )
+from gpushift.runbook._left import left_lines, left_state
 from gpushift.runbook._local import (
     LocalJournal,
     cluster_identity,
@@ -109,6 +110,8 @@ __all__ = [
     "is_agent",
     "judge",
     "judge_lease",
+    "left_lines",
+    "left_state",
     "local_journal",
     "normalise_server",
     "older_than",

@@ -13,7 +13,6 @@ import json
 import logging
 import os
 import shlex
-import subprocess
 import threading
 import time
 import urllib.parse
@@ -52,7 +51,9 @@ from gpushift.runbook._journal import (
     now_rfc3339,
     read_local,
 )
+from gpushift.runbook._left import MERGE_OUTPUT_KEY, left_state
 from gpushift.runbook._local import write_cluster
+from gpushift.runbook._merge import MergeFailedError, MergeRun, run_merge
 from gpushift.runbook._model import (
     STEPS,
     Change,
@@ -675,6 +676,11 @@ class Outcome:
     steps: list[Obj] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
     plan: Plan | None = None
+    #: What the unfinished journal left changed (:func:`left_state`), when the run ends with
+    #: one: this run's, after a failure or a timeout, or the one that refused a new run.
+    left: Obj | None = None
+    #: The merge command this invocation ran, with its last lines of output.
+    merge: MergeRun | None = None
 
     @property
     def exit_code(self) -> int:
@@ -682,8 +688,8 @@ class Outcome:
         return EXIT.get(self.result, 1)
 
     def to_json(self) -> Obj:
-        """The final JSON object."""
-        return {
+        """The final JSON object (``leftState`` and ``mergeOutput`` only when there is one)."""
+        out: Obj = {
             "kind": "CutoverResult",
             "to": self.to,
             "result": self.result,
@@ -692,6 +698,11 @@ class Outcome:
             "steps": self.steps,
             "reasons": self.reasons,
         }
+        if self.left is not None:
+            out["leftState"] = self.left
+        if self.merge is not None:
+            out["mergeOutput"] = self.merge.to_json()
+        return out
 
 
 @dataclass
@@ -737,6 +748,8 @@ class Executor:
         self.steps: list[Obj] = []
         #: Facts a step reports instead of waiting (its plan's note), by step name.
         self.notes: dict[str, str] = {}
+        #: The merge command, once this invocation ran it.
+        self.merge_run: MergeRun | None = None
 
     # --- entry -------------------------------------------------------------------------------
 
@@ -774,7 +787,7 @@ class Executor:
             try:
                 options = self._rollback_options(found)
             except RefusedError as err:
-                return self._refused(err.reasons)
+                return self._refused(err.reasons, unfinished=unfinished)
         to = options.to
         self.options = options
         if self.req.mode in ("resume", "abort"):
@@ -796,7 +809,10 @@ class Executor:
             held = self.lock.check()
             if held:
                 reasons.append(held)
-            return Outcome(to, "refused" if reasons else "planned", run, [], reasons, the_plan)
+            left = left_state(unfinished) if unfinished is not None else None
+            return Outcome(
+                to, "refused" if reasons else "planned", run, [], reasons, the_plan, left=left
+            )
         if self.req.mode == "abort":
             assert unfinished is not None
             return self._abort(unfinished)
@@ -816,7 +832,7 @@ class Executor:
                 target=target,
             )
             if reasons:
-                return self._refused(reasons, to=to)
+                return self._refused(reasons, to=to, unfinished=unfinished)
             the_plan = plan(view, options, Context(token=flux.new_token()), target=target)
             if self.req.confirm is not None and not self.req.confirm(the_plan):
                 return self._refused(["not confirmed"], to=to)
@@ -873,8 +889,12 @@ class Executor:
             target=self.options.target,
         )
 
-    def _refused(self, reasons: list[str], *, to: str | None = None) -> Outcome:
-        return Outcome(to or self.options.to, "refused", "", [], reasons)
+    def _refused(
+        self, reasons: list[str], *, to: str | None = None, unfinished: Journal | None = None
+    ) -> Outcome:
+        """A refusal; with the unfinished journal that stands in the way, what it left."""
+        left = left_state(unfinished) if unfinished is not None else None
+        return Outcome(to or self.options.to, "refused", "", [], reasons, left=left)
 
     # --- steps -------------------------------------------------------------------------------
 
@@ -909,8 +929,8 @@ class Executor:
                 return self._end_step(name, started, "failed", [str(err)], outcome)
             except RefusedError as err:
                 return self._end_step(name, started, "failed", err.reasons, outcome)
-            except subprocess.CalledProcessError as err:
-                why = f"{name}: the merge command exited {err.returncode}"
+            except MergeFailedError as err:
+                why = f"{name}: the merge command exited {err.run.exit_code}"
                 return self._end_step(name, started, "failed", [why], outcome)
             seconds = time.monotonic() - started
             journal.finish_step(name, result, seconds, now_rfc3339())
@@ -928,6 +948,7 @@ class Executor:
         outcome.reasons = list(journal.data.get("verdictReasons") or [])
         self._persist()
         outcome.steps = self.steps
+        outcome.merge = self.merge_run
         return outcome
 
     def _end_step(
@@ -943,6 +964,8 @@ class Executor:
         outcome.result = "timeout" if result == "timeout" else "failed"
         outcome.reasons = reasons
         outcome.steps = self.steps
+        outcome.left = left_state(self.journal)
+        outcome.merge = self.merge_run
         return outcome
 
     def _context(self) -> Context:
@@ -1054,13 +1077,11 @@ class Executor:
         self._persist()
         self.emit(_event("wait", command.step, **{"for": f"the merge: {command.shell}"}))
         log.info("running the merge: %s", command.shell)
-        subprocess.run(
-            command.shell,
-            shell=True,
-            check=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
+        ran = run_merge(command.shell)
+        self.merge_run = ran
+        journal.set_data(MERGE_OUTPUT_KEY, ran.to_json())
+        if ran.exit_code != 0:
+            raise MergeFailedError(ran)  # journaled with the step's end
         journal.set_data("mergeDone", now_rfc3339())
         self._persist()
 
