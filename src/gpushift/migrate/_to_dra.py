@@ -41,6 +41,11 @@ from gpushift.migrate._common import (
     under,
 )
 from gpushift.migrate._plan import ABSENT, Plan
+from gpushift.rules import (
+    DEFAULT_KUBERNETES_VERSION,
+    parse_kubernetes_version,
+    repo_preemption_hazards,
+)
 
 CLAIM_NAME = "gpu"
 TALOS_DRIVER_ROOT = "/usr/local"
@@ -52,6 +57,9 @@ _KEPT_COMMENT = (
     "Kept by gpushift migrate --keep-old: nothing reads this once devicePlugin.enabled is "
     "false. Delete it after the switch."
 )
+
+
+KUBERNETES_VERSION = parse_kubernetes_version(DEFAULT_KUBERNETES_VERSION)
 
 
 def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], options: Options) -> Plan:
@@ -187,6 +195,9 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
             schemas=schemas,
         )
 
+    # Priorities do not change with the move, but what they do does (docs/rules.md).
+    for hazard in repo_preemption_hazards(repo):
+        b.note(f"dra-preemption-lost: {hazard.message(KUBERNETES_VERSION)}")
     b.note(
         "the switch itself needs a drain: the old device plugin must be gone from a node before "
         "the DRA kubelet plugin advertises its GPUs (gpushift cutover, docs/migrate.md)"

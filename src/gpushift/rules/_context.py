@@ -110,11 +110,14 @@ class Located(Protocol):
 class Context:
     """The inputs of one check run.
 
-    ``repo`` is the checked tree; ``base`` is the same tree at ``--base`` (None without it).
+    ``repo`` is the checked tree; ``base`` is the same tree at ``--base`` (None without it);
+    ``kubernetes_version`` the cluster's release, for rules whose upstream behaviour changed.
     """
 
     repo: Repo
     base: Repo | None = None
+    #: The cluster's Kubernetes minor (``check --kubernetes-version``).
+    kubernetes_version: tuple[int, int] = (1, 37)
 
     def finding(
         self,

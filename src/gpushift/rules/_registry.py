@@ -168,6 +168,11 @@ RULES: tuple[Rule, ...] = (
         _W,
         "An ApplicationSet generator needs a network to expand; its applications are not seen.",
     ),
+    Rule(
+        "dra-preemption-lost",
+        _W,
+        "GPU consumers rely on PriorityClass preemption, which kube-scheduler does not do for DRA.",
+    ),
     Rule("yaml-error", _E, "A file cannot be parsed."),
     Rule(
         "unused-file",
