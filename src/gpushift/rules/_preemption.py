@@ -6,15 +6,14 @@ state the limitation (kubernetes/website#54770) and DRA preemption (KEP-5690) wa
 up to 1.37. Bridged ``nvidia.com/gpu`` requests are DRA claims underneath, so they lose it too.
 
 :func:`preemption_hazards` is pure over :class:`Ranked` consumers, so the check rule (from a
-repository), migrate, the cutover's preflight and the verdict (from a live cluster) agree.
+repository), migrate and the verdict (from a live cluster's pods) agree.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from gpushift.gitops import Manifest, Repo, Workload
 from gpushift.reports import Finding, Severity
@@ -182,30 +181,6 @@ def check(*, ctx: Context) -> Iterator[Finding]:
             msg=hazard.message(ctx.kubernetes_version),
             severity=None if known else Severity.INFO,
         )
-
-
-def live_consumers(pods: Iterable[Mapping[str, Any]]) -> list[Ranked]:
-    """Ranked consumers from live pods (their admitted ``spec.priority`` and
-    ``spec.preemptionPolicy``), one per owner: pods of one workload rank alike."""
-    out: dict[str, Ranked] = {}
-    for pod in pods:
-        meta = pod.get("metadata") or {}
-        spec = pod.get("spec") or {}
-        owner = next(iter(meta.get("ownerReferences") or []), None)
-        ns = meta.get("namespace") or "default"
-        name = (
-            f"{owner.get('kind')}/{ns}/{owner.get('name')}"
-            if isinstance(owner, dict)
-            else f"Pod/{ns}/{meta.get('name')}"
-        )
-        prio = spec.get("priority")
-        out[name] = Ranked(
-            name,
-            spec.get("priorityClassName") or None,
-            int(prio) if isinstance(prio, int) else 0,
-            spec.get("preemptionPolicy") != _NEVER,
-        )
-    return list(out.values())
 
 
 def repo_preemption_hazards(repo: Repo) -> list[PreemptionHazard]:
