@@ -49,13 +49,14 @@ EXPECTED = {
     "applicationset-not-expanded": "warning",
     # Preemption that stops working once DRA hands out the GPUs: the cluster keeps running,
     # but a stated intent fails silently, so a warning.
+    "gpucluster-clusterpolicy-conflict": "error",
     "dra-preemption-lost": "warning",
 }
 
 
 def test_ids_and_severities_match_the_issue() -> None:
     assert {r.id: r.severity.value for r in RULES} == EXPECTED
-    assert len(RULES) == 32
+    assert len(RULES) == 33
 
 
 def test_lookup_by_id() -> None:

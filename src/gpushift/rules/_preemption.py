@@ -159,7 +159,7 @@ def repo_consumers(ctx: Context) -> Iterator[tuple[Ranked, Workload]]:
 
 def check(*, ctx: Context) -> Iterator[Finding]:
     """dra-preemption-lost: on a tree where DRA hands out the GPUs."""
-    if not ctx.dra_advertisers:
+    if not ctx.dra_on:
         return
     # Most trees set no priority at all; skip the claim resolution for them.
     if not any(o.kind == "PriorityClass" for o in ctx.repo.objects) and not any(

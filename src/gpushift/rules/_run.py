@@ -16,6 +16,7 @@ from gpushift.rules import (
     _allocator,
     _appsets,
     _claims,
+    _gpucluster,
     _platform,
     _plugin_sharing,
     _preemption,
@@ -37,6 +38,7 @@ _MANIFEST_SUFFIXES = frozenset({".yaml", ".yml", ".json"})
 FAMILIES: tuple[_Family, ...] = (
     _allocator.check,
     _advertisers.check,
+    _gpucluster.check,
     _plugin_sharing.check,
     _shares.check,
     _timeslicing.check,

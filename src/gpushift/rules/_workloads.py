@@ -49,7 +49,7 @@ def check(*, ctx: Context) -> Iterator[Finding]:
                     ),
                 )
         yield from _stale_labels(ctx, w)
-    if ctx.dra_advertisers:
+    if ctx.dra_on:
         yield from _dcgm_attribution(ctx)
 
 

@@ -1,0 +1,144 @@
+"""gpu-operator's GPUCluster read as DRA, and gpucluster-clusterpolicy-conflict.
+
+Lines come from the builders in conftest.py: a HelmRelease's first values line is 13, a
+Deployment's first pod-spec line is 11 (so the GPU_POD's `nvidia.com/gpu: 1` is line 16).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from gpushift.gitops import load_repo, summarize
+
+GPUCLUSTER = "clusterPolicy:\n  deployCR: false\ngpuCluster:\n  deployCR: true\n"
+
+GPUCLUSTER_OBJECT = (
+    "apiVersion: nvidia.com/v1alpha1\nkind: GPUCluster\nmetadata:\n  name: gpu-cluster\nspec: {}\n"
+)
+
+BRIDGE = (
+    "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: gpu-extended\n"
+    "spec:\n  extendedResourceName: nvidia.com/gpu\n  selectors:\n    - cel:\n"
+    "        expression: device.driver == 'gpu.nvidia.com'\n"
+)
+
+CLAIM_POD = (
+    "resourceClaims:\n  - name: gpu\n    resourceClaimTemplateName: any-gpu\n"
+    "containers:\n  - name: app\n    image: example\n    resources:\n      claims:\n"
+    "        - name: gpu\n"
+)
+
+RCT = (
+    "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata:\n"
+    "  name: any-gpu\n  namespace: media\nspec:\n  spec:\n    devices:\n"
+    "      requests:\n        - name: gpu\n          exactly:\n"
+    "            deviceClassName: gpu.nvidia.com\n"
+)
+
+
+def test_gpucluster_is_dra_and_leaves_nvidia_gpu_unbridged(check: Any, kit: Any) -> None:
+    found = check(
+        {
+            "op.yaml": kit.helm_release("gpu-operator", "gpu-operator", GPUCLUSTER),
+            "app.yaml": kit.deployment("app", kit.GPU_POD),
+        }
+    )
+    # The ClusterPolicy is off, so the default devicePlugin.enabled runs nothing; the
+    # GPUCluster's gpu.nvidia.com class maps no extended resource.
+    assert kit.only(found, "unbridged-extended-resource") == [("app.yaml", 16)]
+    assert not {"no-advertiser", "dual-advertiser", "gpucluster-clusterpolicy-conflict"} & kit.ids(
+        found
+    )
+
+
+def test_a_bridging_class_of_ones_own_serves_nvidia_gpu(check: Any, kit: Any) -> None:
+    found = check(
+        {
+            "op.yaml": kit.helm_release("gpu-operator", "gpu-operator", GPUCLUSTER),
+            "app.yaml": kit.deployment("app", kit.GPU_POD),
+            "bridge.yaml": BRIDGE,
+        }
+    )
+    assert kit.only(found, "bridged-extended-resource") == [("app.yaml", 16)]
+    assert "unbridged-extended-resource" not in kit.ids(found)
+
+
+def test_claims_are_served_by_a_gpucluster_object(check: Any, kit: Any) -> None:
+    found = check(
+        {
+            "op.yaml": kit.helm_release(
+                "gpu-operator", "gpu-operator", "clusterPolicy:\n  deployCR: false\n"
+            ),
+            "cluster.yaml": GPUCLUSTER_OBJECT,
+            "rct.yaml": RCT,
+            "app.yaml": kit.deployment("app", CLAIM_POD),
+        }
+    )
+    assert not {"no-advertiser", "gpucluster-clusterpolicy-conflict"} & kit.ids(found)
+
+
+def test_both_deployCR_true_by_default_is_a_conflict(check: Any, kit: Any) -> None:
+    # clusterPolicy.deployCR is not set: the chart default (true) deploys the ClusterPolicy.
+    values = "gpuCluster:\n  deployCR: true\n"
+    found = check({"op.yaml": kit.helm_release("gpu-operator", "gpu-operator", values)})
+    assert kit.only(found, "gpucluster-clusterpolicy-conflict") == [("op.yaml", 14)]
+    f = next(f for f in found if f.rule == "gpucluster-clusterpolicy-conflict")
+    assert f.severity.value == "error"
+    assert "clusterPolicy.deployCR defaults to true" in f.message
+    assert "validation fails the install" in f.message
+
+
+def test_gpucluster_object_beside_a_clusterpolicy_release(check: Any, kit: Any) -> None:
+    found = check(
+        {
+            "op.yaml": kit.helm_release(
+                "gpu-operator", "gpu-operator", "driver:\n  enabled: true\n"
+            ),
+            "cluster.yaml": GPUCLUSTER_OBJECT,
+        }
+    )
+    assert kit.only(found, "gpucluster-clusterpolicy-conflict") == [("cluster.yaml", 1)]
+    f = next(f for f in found if f.rule == "gpucluster-clusterpolicy-conflict")
+    assert "HelmRelease/gpu/gpu-operator" in f.message
+    assert "reports the conflict" in f.message
+
+
+def test_summary_names_the_gpucluster_and_its_shares(tmp_path: Path, kit: Any) -> None:
+    values = GPUCLUSTER + (
+        "draDriver:\n  featureGates:\n    ConsumableShares: true\n  gpus:\n    kubeletPlugin:\n"
+        '      env:\n        - name: CONSUMABLE_SHARES\n          value: "4"\n'
+    )
+    (tmp_path / "op.yaml").write_text(kit.helm_release("gpu-operator", "gpu-operator", values))
+    summary = summarize(load_repo([tmp_path]))
+    assert (summary.allocator, summary.dra_stack) == ("dra", "gpucluster")
+    assert (summary.sharing.mode, summary.sharing.replicas) == ("consumable-shares", 4)
+    assert summary.device_classes == ("gpu.nvidia.com",)
+    out = subprocess.run(
+        [sys.executable, "-m", "gpushift", "check", str(tmp_path), "-o", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    doc = json.loads(out.stdout)
+    assert doc["summary"]["allocator"] == "dra"
+    assert doc["summary"]["dra_stack"] == "gpucluster"
+    text = subprocess.run(
+        [sys.executable, "-m", "gpushift", "check", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert "allocator: dra (GPUCluster)" in text.stdout
+
+
+def test_dra_chart_tree_names_its_stack(tmp_path: Path, kit: Any) -> None:
+    (tmp_path / "op.yaml").write_text(
+        kit.helm_release("gpu-operator", "gpu-operator", kit.OPERATOR_OFF)
+    )
+    (tmp_path / "dra.yaml").write_text(kit.helm_release("dra", "dra-driver-nvidia-gpu", kit.DRA_ON))
+    summary = summarize(load_repo([tmp_path]))
+    assert (summary.allocator, summary.dra_stack) == ("dra", "dra-driver")
