@@ -20,6 +20,7 @@ from gpushift.gitops import (
     Repo,
     Source,
     Workload,
+    gpu_clusters,
     summarize,
     truthy,
 )
@@ -70,6 +71,14 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
     """
     b = Builder("dra", texts, files)
     summary = summarize(repo)
+    if summary.allocator == "dra" and summary.dra_stack == "gpucluster":
+        found = gpu_clusters(repo)[0].source
+        raise InputError(
+            "gpu-operator's GPUCluster already runs DRA; NVIDIA documents no move from it to "
+            "the standalone DRA chart (migrate --to device-plugin first)",
+            path=found.path,
+            line=found.line,
+        )
     if summary.allocator == "dra":
         return b.plan()
     note_errors(b, repo)
@@ -83,7 +92,7 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
             path=where.path if where else ".",
             line=where.line if where else None,
         )
-    old = _old_stack(repo)
+    old = old_stack(repo)
     ks = repo.kustomization(old.obj.kustomization)
     if ks is None:
         raise InputError(
@@ -132,13 +141,13 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
     consumers = [c for c in summary.consumers if c.request == "extended"]
     converted: dict[str, list[Workload]] = {}
     for c in consumers:
-        if _convert_consumer(b, repo, c, old=old, template=options.template):
+        if convert_consumer(b, repo, c, old=old, template=options.template):
             assert c.namespace is not None
             converted.setdefault(c.namespace, []).append(c.workload)
 
     for w in repo.workloads:
         if w.active and w.origin_kind == "dcgm-exporter":
-            _dcgm_chart(b, w)
+            dcgm_chart(b, w)
 
     namespaces = tuple(
         ns
@@ -148,7 +157,7 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
         )
     )
     if shares == "memory":
-        _bridged_cannot_ask_for_memory(summary.consumers)
+        bridged_cannot_ask_for_memory(summary.consumers)
     driver, templates, rbac = _shapes.dra_files(
         layout,
         sharing=shares,
@@ -159,7 +168,7 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
 
     # The DRA driver app, next to the old stack, in the same namespace, with the schema lines
     # the old stack's files of the same name carry.
-    schemas = _schema_lines(b, [ks.source.path, *under(files, ks.directory or app + "/app")])
+    schemas = schema_lines(b, [ks.source.path, *under(files, ks.directory or app + "/app")])
     moved = {} if operator else _runtime_classes(b, repo, ks)
     rendered_path = f"./{fapps}/{gpu_ns}/{_shapes.DRA_APP}/app"
     for rel, text in sorted(driver.items()):
@@ -183,7 +192,7 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
         _standalone(b, repo, old, ks, options=options)
 
     for ns in namespaces:
-        _claim_templates(
+        claim_templates(
             b,
             repo,
             ns,
@@ -205,7 +214,7 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
     return b.plan()
 
 
-def _bridged_cannot_ask_for_memory(consumers: tuple[Consumer, ...]) -> None:
+def bridged_cannot_ask_for_memory(consumers: tuple[Consumer, ...]) -> None:
     # As render refuses it: a bridged nvidia.com/gpu request cannot ask for memory, so under
     # consumableShares: memory it would take a whole card.
     for c in consumers:
@@ -220,7 +229,7 @@ def _bridged_cannot_ask_for_memory(consumers: tuple[Consumer, ...]) -> None:
             )
 
 
-def _old_stack(repo: Repo) -> HelmRelease:
+def old_stack(repo: Repo) -> HelmRelease:
     found = [
         hr
         for hr in repo.releases("gpu-operator")
@@ -250,7 +259,7 @@ def _old_stack(repo: Repo) -> HelmRelease:
 _SCHEMA_PREFIX = "# yaml-language-server:"
 
 
-def _schema_lines(b: Builder, paths: list[str]) -> dict[str, str]:
+def schema_lines(b: Builder, paths: list[str]) -> dict[str, str]:
     """File name → the ``# yaml-language-server`` line the repository gives such files."""
     out: dict[str, str] = {}
     for path in paths:
@@ -321,9 +330,9 @@ def _operator(
             old=plain_dict(hr.user_value("devicePlugin", "config")),
             reason="the time-slicing config goes with the device plugin",
         )
-        _time_slicing(b, repo, hr)
+        time_slicing(b, repo, hr)
     elif options.keep_old:
-        _time_slicing(b, repo, hr, keep=True)
+        time_slicing(b, repo, hr, keep=True)
     if repo.talos:
         current = str(hr.value("hostPaths", "driverInstallDir", default=OPERATOR_DRIVER_DIR))
         if current.rstrip("/") != TALOS_DRIVER_ROOT:
@@ -340,6 +349,21 @@ def _operator(
             )
     if truthy(hr.value("dcgmExporter", "enabled"), default=True):
         _operator_dcgm(b, hr, ks, rbac=rbac)
+    health_check(
+        b,
+        hr,
+        ks,
+        gpu_ns=gpu_ns,
+        reason="the DRA driver's dependsOn then waits for the operator's release to be "
+        "Ready with the device plugin off, not only for its manifests to apply",
+    )
+
+
+def health_check(
+    b: Builder, hr: HelmRelease, ks: FluxKustomization, *, gpu_ns: str, reason: str
+) -> None:
+    """A HelmRelease health check for ``hr`` on its Kustomization, unless it has one (or
+    ``wait: true``), so that what dependsOn the Kustomization waits for the release."""
     checked = any(h.kind == "HelmRelease" and h.name == hr.name for h in ks.health_checks)
     if not checked and not ks.wait:
         b.edit(
@@ -353,8 +377,7 @@ def _operator(
                 "name": hr.name,
                 "namespace": hr.namespace or gpu_ns,
             },
-            reason="the DRA driver's dependsOn then waits for the operator's release to be "
-            "Ready with the device plugin off, not only for its manifests to apply",
+            reason=reason,
         )
 
 
@@ -397,7 +420,7 @@ def _operator_dcgm(b: Builder, hr: HelmRelease, ks: FluxKustomization, *, rbac: 
         b.note(f"{target}: list it in the kustomization of {ks.directory}/")
 
 
-def _time_slicing(b: Builder, repo: Repo, hr: HelmRelease, *, keep: bool = False) -> None:
+def time_slicing(b: Builder, repo: Repo, hr: HelmRelease, *, keep: bool = False) -> None:
     ptrs = [p for p in repo.device_plugin_configs if p.owner is hr]
     seen: set[str] = set()
     for ptr in ptrs:
@@ -492,7 +515,7 @@ def _asks(ct: Container) -> list[str]:
     return sorted({str(r) for r in (*ct.limits, *ct.requests) if str(r).startswith(NVIDIA_PREFIX)})
 
 
-def _convert_consumer(
+def convert_consumer(
     b: Builder, repo: Repo, c: Consumer, *, old: HelmRelease, template: str
 ) -> bool:
     """Plan a consumer's claim; False when it stays on ``nvidia.com/gpu`` (noted)."""
@@ -621,7 +644,7 @@ def _container_claim(b: Builder, ct: Container) -> None:
     )
 
 
-def _dcgm_chart(b: Builder, w: Workload) -> None:
+def dcgm_chart(b: Builder, w: Workload) -> None:
     src = w.source
     ct = w.pod.containers[0]
     _drop_gpu_resource(
@@ -645,7 +668,7 @@ def _dcgm_chart(b: Builder, w: Workload) -> None:
 # -- claim templates -------------------------------------------------------------------------------
 
 
-def _claim_templates(
+def claim_templates(
     b: Builder,
     repo: Repo,
     ns: str,
