@@ -12,6 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from gpushift.gitops import load_repo, summarize
 
 GPUCLUSTER = "clusterPolicy:\n  deployCR: false\ngpuCluster:\n  deployCR: true\n"
@@ -142,3 +145,56 @@ def test_dra_chart_tree_names_its_stack(tmp_path: Path, kit: Any) -> None:
     (tmp_path / "dra.yaml").write_text(kit.helm_release("dra", "dra-driver-nvidia-gpu", kit.DRA_ON))
     summary = summarize(load_repo([tmp_path]))
     assert (summary.allocator, summary.dra_stack) == ("dra", "dra-driver")
+
+
+def _shares_env(value: str) -> str:
+    quoted = json.dumps(value, ensure_ascii=False)  # a YAML double-quoted scalar
+    return (
+        "draDriver:\n  gpus:\n    kubeletPlugin:\n      env:\n"
+        f"        - name: CONSUMABLE_SHARES\n          value: {quoted}\n"
+    )
+
+
+def test_shares_env_without_the_gate_is_an_error(check: Any, kit: Any) -> None:
+    # values: clusterPolicy 13-14, gpuCluster 15-16, draDriver 17, gpus 18, kubeletPlugin 19,
+    # env 20.
+    found = check(
+        {"op.yaml": kit.helm_release("gpu-operator", "gpu-operator", GPUCLUSTER + _shares_env("5"))}
+    )
+    assert kit.only(found, "consumable-shares-gate-missing") == [("op.yaml", 20)]
+    f = next(f for f in found if f.rule == "consumable-shares-gate-missing")
+    assert "CONSUMABLE_SHARES=5 without draDriver.featureGates.ConsumableShares: true" in f.message
+
+
+def test_shares_env_with_the_gate_and_a_bad_value(check: Any, kit: Any) -> None:
+    values = GPUCLUSTER + _shares_env("half") + "  featureGates:\n    ConsumableShares: true\n"
+    found = check({"op.yaml": kit.helm_release("gpu-operator", "gpu-operator", values)})
+    assert "consumable-shares-gate-missing" not in kit.ids(found)
+    assert kit.only(found, "consumable-shares-invalid") == [("op.yaml", 20)]
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    n=st.integers(min_value=1, max_value=2**63 - 1),
+    junk=st.text(
+        st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp"), max_codepoint=0xFFFF),
+        max_size=12,
+    ),
+)
+def test_summary_reads_the_env_as_the_plugin_does(
+    tmp_path: Path, kit: Any, n: int, junk: str
+) -> None:
+    """N shares read back as N; anything the plugin refuses reads as exclusive, never a crash."""
+    for value, want in ((str(n), ("consumable-shares", n)), (junk, None)):
+        (tmp_path / "op.yaml").write_text(
+            kit.helm_release("gpu-operator", "gpu-operator", GPUCLUSTER + _shares_env(value))
+        )
+        summary = summarize(load_repo([tmp_path]))
+        assert (summary.allocator, summary.dra_stack) == ("dra", "gpucluster")
+        got = (summary.sharing.mode, summary.sharing.replicas)
+        if want is not None:
+            assert got == want
+        else:
+            assert got[0] in ("exclusive", "consumable-shares", "memory", "unlimited")

@@ -64,12 +64,21 @@ def _accepted(value: str) -> bool:
 def check(*, ctx: Context) -> Iterator[Finding]:
     """consumable-shares-gate-missing, consumable-shares-invalid, shares-capacity-changed,
     memory-mode-whole-device and unlimited-no-ceiling."""
-    for driver in ctx.dra_advertisers:
+    operators = (gc for gc in ctx.gpu_clusters if isinstance(gc, HelmRelease))
+    for driver in (*ctx.dra_advertisers, *operators):
         value = shares_value(driver)
         if value is None:
             continue
-        line = driver.line_of("consumableShares")
-        gate = truthy(driver.value("featureGates", "ConsumableShares"), default=False)
+        if driver.chart == "gpu-operator":
+            # The GPUCluster's kubelet plugin: the same flag, as env, and the same gate.
+            line = driver.line_of("draDriver", "gpus", "kubeletPlugin", "env")
+            gate_key: tuple[str, ...] = ("draDriver", "featureGates", "ConsumableShares")
+            what = f"CONSUMABLE_SHARES={value}"
+        else:
+            line = driver.line_of("consumableShares")
+            gate_key = ("featureGates", "ConsumableShares")
+            what = f"consumableShares: {value}"
+        gate = truthy(driver.value(*gate_key), default=False)
         if value != "disabled" and not gate:
             # cmd/gpu-kubelet-plugin/main.go validateCLIFlags
             yield ctx.about(
@@ -77,7 +86,7 @@ def check(*, ctx: Context) -> Iterator[Finding]:
                 driver,
                 line=line,
                 msg=(
-                    f"consumableShares: {value} without featureGates.ConsumableShares: true; the "
+                    f"{what} without {'.'.join(gate_key)}: true; the "
                     "kubelet plugin exits at start: '--consumable-shares requires feature gate "
                     "ConsumableShares to be enabled'"
                 ),
