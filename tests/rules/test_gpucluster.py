@@ -81,7 +81,11 @@ def test_claims_are_served_by_a_gpucluster_object(check: Any, kit: Any) -> None:
             "app.yaml": kit.deployment("app", CLAIM_POD),
         }
     )
-    assert not {"no-advertiser", "gpucluster-clusterpolicy-conflict"} & kit.ids(found)
+    assert not {
+        "no-advertiser",
+        "gpucluster-clusterpolicy-conflict",
+        "dcgm-dra-attribution",
+    } & kit.ids(found)
 
 
 def test_both_deployCR_true_by_default_is_a_conflict(check: Any, kit: Any) -> None:
