@@ -202,3 +202,21 @@ def test_summary_reads_the_env_as_the_plugin_does(
             assert got == want
         else:
             assert got[0] in ("exclusive", "consumable-shares", "memory", "unlimited")
+
+
+def test_operator_gfd_needs_its_clusterpolicy(check: Any, kit: Any) -> None:
+    # gpu-operator deploying neither CR runs no GFD, whatever gfd.enabled says; the standalone
+    # plugin's MPS then has no GFD to label the nodes.
+    mps = (
+        "config:\n  map:\n    default: |-\n      version: v1\n      sharing:\n        mps:\n"
+        "          resources:\n            - {name: nvidia.com/gpu, replicas: 4}\n"
+    )
+    operator = "clusterPolicy:\n  deployCR: false\ngfd:\n  enabled: true\n"
+    found = check(
+        {
+            "op.yaml": kit.helm_release("gpu-operator", "gpu-operator", operator),
+            "dp.yaml": kit.helm_release("ndp", "nvidia-device-plugin", mps),
+        }
+    )
+    assert "mps-without-gfd" in kit.ids(found)
+    assert "dual-device-plugin" not in kit.ids(found)

@@ -163,8 +163,9 @@ def _plugin_sharing(repo: Repo) -> SharingSummary:
     for ptr in repo.device_plugin_configs:
         if not ptr.owner.active:
             continue
-        if ptr.owner.chart == "gpu-operator" and not truthy(
-            ptr.owner.value("devicePlugin", "enabled"), default=True
+        if ptr.owner.chart == "gpu-operator" and not (
+            truthy(ptr.owner.value("devicePlugin", "enabled"), default=True)
+            and truthy(ptr.owner.value("clusterPolicy", "deployCR"), default=True)
         ):
             continue
         cfg = ptr.selected
