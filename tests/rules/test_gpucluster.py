@@ -7,15 +7,18 @@ Deployment's first pod-spec line is 11 (so the GPU_POD's `nvidia.com/gpu: 1` is 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpushift.gitops import load_repo, summarize
+from gpushift.rules import run_check
 
 GPUCLUSTER = "clusterPolicy:\n  deployCR: false\ngpuCluster:\n  deployCR: true\n"
 
@@ -220,3 +223,71 @@ def test_operator_gfd_needs_its_clusterpolicy(check: Any, kit: Any) -> None:
     )
     assert "mps-without-gfd" in kit.ids(found)
     assert "dual-device-plugin" not in kit.ids(found)
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "repos"
+LUKE = "LukeEvansTech__talos-cluster"
+LUKE_OPERATOR = "kubernetes/apps/gpu-operator/gpu-operator/app/helmrelease.yaml"
+needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason="fixtures not present")
+
+
+def _luke_with(tmp_path: Path, block: str) -> Path:
+    """The LukeEvansTech fixture with ``block`` written above its devicePlugin values (line
+    20 of the operator's HelmRelease, so the block's first line becomes line 20)."""
+    root = tmp_path / LUKE
+    shutil.copytree(FIXTURES / LUKE, root)
+    hr = root / LUKE_OPERATOR
+    text = hr.read_text()
+    anchor = "    devicePlugin:\n      enabled: true\n"
+    assert text.splitlines()[19] == "    devicePlugin:"
+    hr.write_text(text.replace(anchor, kit_indent(block) + anchor))
+    return root
+
+
+def kit_indent(block: str) -> str:
+    return "".join(f"    {line}\n" for line in block.strip("\n").splitlines())
+
+
+@needs_fixtures
+def test_fixture_with_gpucluster_left_beside_its_default_clusterpolicy(tmp_path: Path) -> None:
+    root = _luke_with(tmp_path, "gpuCluster:\n  deployCR: true\n")
+    report = run_check([root])
+    conflict = [
+        (f.path, f.line) for f in report.findings if f.rule == "gpucluster-clusterpolicy-conflict"
+    ]
+    # gpuCluster on line 20, deployCR on 21.
+    assert conflict == [(LUKE_OPERATOR, 21)]
+    # Talos with the GPUCluster's driver root: now an error, at the values line (12), as
+    # hostPaths is not set.
+    root_findings = [
+        (f.line, f.severity.value) for f in report.findings if f.rule == "driver-root-mismatch"
+    ]
+    assert root_findings == [(12, "error")]
+    assert report.summary.allocator == "both"
+
+
+@needs_fixtures
+def test_fixture_on_a_gpucluster_alone_leaves_nvidia_gpu_unbridged(tmp_path: Path) -> None:
+    root = _luke_with(
+        tmp_path, "clusterPolicy:\n  deployCR: false\ngpuCluster:\n  deployCR: true\n"
+    )
+    report = run_check([root])
+    assert (report.summary.allocator, report.summary.dra_stack) == ("dra", "gpucluster")
+    assert {c.request for c in report.summary.consumers} == {"bridged"}
+    unbridged = sorted(
+        (f.path, f.line) for f in report.findings if f.rule == "unbridged-extended-resource"
+    )
+    # Each app's limits line (limits win), from grep of the fixture; and the InferenceService.
+    media = "kubernetes/apps/media"
+    assert [u for u in unbridged if u[0].startswith(media)] == [
+        (f"{media}/dispatcharr/app/helmrelease.yaml", 56),
+        (f"{media}/jellyfin/app/helmrelease.yaml", 52),
+        (f"{media}/pinchflat/app/helmrelease.yaml", 48),
+        (f"{media}/plex/app/helmrelease.yaml", 96),
+        (f"{media}/tdarr/app/helmrelease.yaml", 66),
+    ]
+    assert [u[0] for u in unbridged if not u[0].startswith(media)] == [
+        "kubernetes/apps/ai/llmkube/models/qwen3.8-27b.yaml"
+    ]
+    ids = {f.rule for f in report.findings}
+    assert not ids & {"gpucluster-clusterpolicy-conflict", "no-advertiser", "dual-advertiser"}
