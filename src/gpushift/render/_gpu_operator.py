@@ -56,15 +56,20 @@ def render(cfg: GpushiftConfig) -> Files:
     gpucluster = cfg.allocator is Allocator.GPUCLUSTER
     if gpucluster and any(x.style is ConsumerStyle.INFERENCE_SERVICE for x in cfg.consumers):
         app["deviceclass-extended-resource.yaml"] = [bridge_device_class()]
-    health_note = (
-        "Claim templates and consumers depend on this release being Ready: its GPUCluster "
-        "runs the DRA driver and creates the gpu.nvidia.com DeviceClass."
-        if gpucluster
-        else "The DRA driver's Kustomization depends on this one; checking the HelmRelease makes "
-        'that mean "the operator reconciled with devicePlugin off", not merely "applied".'
-        if dra
-        else "Consumers depend on this Kustomization; wait for the release, not just the apply."
-    )
+    if gpucluster:
+        health_note = (
+            "Claim templates and consumers depend on this release being Ready: its GPUCluster "
+            "runs the DRA driver and creates the gpu.nvidia.com DeviceClass."
+        )
+    elif dra:
+        health_note = (
+            "The DRA driver's Kustomization depends on this one; checking the HelmRelease makes "
+            'that mean "the operator reconciled with devicePlugin off", not merely "applied".'
+        )
+    else:
+        health_note = (
+            "Consumers depend on this Kustomization; wait for the release, not just the apply."
+        )
     ks = flux_kustomization(
         cfg=cfg,
         name=c.GPU_OPERATOR,
