@@ -245,3 +245,19 @@ def test_cli_takes_gpucluster_and_its_sharing(tmp_path: Path) -> None:
     assert [(e["new"], e["reason"]) for e in env] == [
         ({"name": "CONSUMABLE_SHARES", "value": "3"}, "each GPU takes 3 claims")
     ]
+
+
+def test_a_gpucluster_beside_the_clusterpolicy_is_refused(tmp_path: Path) -> None:
+    _homelab(tmp_path)
+    hr = tmp_path / OPERATOR / "helmrelease.yaml"
+    text = hr.read_text()
+    # The rendered values start on line 19 (`cdi:`); two lines above it make gpuCluster line
+    # 19 and its deployCR line 20, with clusterPolicy.deployCR left at its default (true).
+    hr.write_text(text.replace("  values:\n", "  values:\n    gpuCluster:\n      deployCR: true\n"))
+    before = snapshot(tmp_path)
+    for to in ("gpucluster", "dra"):
+        out = _cli(str(tmp_path), "--to", to, "--write")
+        assert out.returncode == 2, to
+        assert out.stderr.startswith(f"gpushift: error: {OPERATOR}/helmrelease.yaml:20: "), to
+    assert "gpucluster-clusterpolicy-conflict" in _cli(str(tmp_path), "--to", "gpucluster").stderr
+    assert snapshot(tmp_path) == before

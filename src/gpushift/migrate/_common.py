@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from gpushift import _yaml
 from gpushift._errors import InputError
-from gpushift.gitops import FluxKustomization, HelmRelease, Repo, RuntimeClass
+from gpushift.gitops import FluxKustomization, HelmRelease, Repo, RuntimeClass, gpu_clusters
 from gpushift.migrate._plan import (
     ABSENT,
     Edit,
@@ -149,6 +149,15 @@ class Builder:
         kfile, entry = found
         self.edit(kfile, 0, ("resources",), "remove", old=entry, reason=reason)
         return True
+
+
+def gpucluster_at(repo: Repo) -> tuple[str, int]:
+    """File and line of the first GPUCluster deployed: a release's ``gpuCluster.deployCR``, or
+    the object."""
+    item = gpu_clusters(repo)[0]
+    if isinstance(item, HelmRelease):
+        return item.source.path, item.line_of("gpuCluster", "deployCR")
+    return item.source.path, item.source.line
 
 
 def app_dir(ks: FluxKustomization) -> str:

@@ -20,7 +20,6 @@ from gpushift.gitops import (
     Repo,
     Source,
     Workload,
-    gpu_clusters,
     summarize,
     truthy,
 )
@@ -32,6 +31,7 @@ from gpushift.migrate._common import (
     flux_apps,
     flux_prefix,
     flux_source,
+    gpucluster_at,
     inline_only,
     kustomization_dependents,
     note_errors,
@@ -72,18 +72,26 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
     b = Builder("dra", texts, files)
     summary = summarize(repo)
     if summary.allocator == "dra" and summary.dra_stack == "gpucluster":
-        found = gpu_clusters(repo)[0].source
+        path, line = gpucluster_at(repo)
         raise InputError(
             "gpu-operator's GPUCluster already runs DRA; NVIDIA documents no move from it to "
             "the standalone DRA chart (migrate --to device-plugin first)",
-            path=found.path,
-            line=found.line,
+            path=path,
+            line=line,
         )
     if summary.allocator == "dra":
         return b.plan()
     note_errors(b, repo)
     if summary.allocator == "none":
         raise InputError("no active NVIDIA device plugin to migrate from", path=".")
+    if summary.allocator == "both" and summary.dra_stack == "gpucluster":
+        path, line = gpucluster_at(repo)
+        raise InputError(
+            "a GPUCluster is deployed next to a ClusterPolicy (gpucluster-clusterpolicy-conflict); "
+            "finish or undo that by hand first",
+            path=path,
+            line=line,
+        )
     if summary.allocator == "both":
         dra = repo.releases("dra-driver-nvidia-gpu")
         where = dra[0].source if dra else None

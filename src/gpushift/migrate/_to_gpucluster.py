@@ -25,9 +25,11 @@ from gpushift.migrate._common import (
     flux_apps,
     flux_prefix,
     flux_source,
+    gpucluster_at,
     inline_only,
     note_errors,
     plain_dict,
+    under,
 )
 from gpushift.migrate._plan import ABSENT, Plan
 from gpushift.migrate._to_dra import (
@@ -103,6 +105,14 @@ def plan_to_gpucluster(
     refuse_non_root_driver(repo)
     if summary.allocator == "none":
         raise InputError("no active NVIDIA device plugin to migrate from", path=".")
+    if summary.dra_stack == "gpucluster":
+        path, line = gpucluster_at(repo)
+        raise InputError(
+            "a GPUCluster is deployed next to a ClusterPolicy (gpucluster-clusterpolicy-conflict); "
+            "finish or undo that by hand first",
+            path=path,
+            line=line,
+        )
     if summary.allocator != "device-plugin":
         dra = repo.releases("dra-driver-nvidia-gpu")
         where = dra[0].source if dra else None
@@ -186,7 +196,7 @@ def plan_to_gpucluster(
         template=options.template,
         memory_per_claim=options.memory_per_claim,
     )
-    schemas = schema_lines(b, [ks.source.path, *(f for f in files if f.startswith(app + "/"))])
+    schemas = schema_lines(b, [ks.source.path, *under(files, ks.directory or app + "/app")])
     waits = f"    - name: gpu-operator\n      namespace: {gpu_ns}\n"
     ours = f"    - name: {ks.name}\n      namespace: {ks.namespace}\n"
     for ns in namespaces:
