@@ -261,3 +261,19 @@ def test_a_gpucluster_beside_the_clusterpolicy_is_refused(tmp_path: Path) -> Non
         assert out.stderr.startswith(f"gpushift: error: {OPERATOR}/helmrelease.yaml:20: "), to
     assert "gpucluster-clusterpolicy-conflict" in _cli(str(tmp_path), "--to", "gpucluster").stderr
     assert snapshot(tmp_path) == before
+
+
+def test_back_from_a_gpucluster_object_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "cluster.yaml").write_text(
+        "apiVersion: nvidia.com/v1alpha1\nkind: GPUCluster\nmetadata:\n  name: gpu-cluster\n"
+        "spec: {}\n"
+    )
+    (tmp_path / "op.yaml").write_text(
+        "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n"
+        "  name: gpu-operator\n  namespace: gpu-operator\nspec:\n  chart:\n    spec:\n"
+        "      chart: gpu-operator\n  values:\n    clusterPolicy:\n      deployCR: false\n"
+    )
+    out = _cli(str(tmp_path), "--to", "device-plugin")
+    assert out.returncode == 2
+    assert out.stderr.startswith("gpushift: error: cluster.yaml:1: ")
+    assert "a GPUCluster applied as an object is edited by hand" in out.stderr
