@@ -277,3 +277,22 @@ def test_back_from_a_gpucluster_object_is_refused(tmp_path: Path) -> None:
     assert out.returncode == 2
     assert out.stderr.startswith("gpushift: error: cluster.yaml:1: ")
     assert "a GPUCluster applied as an object is edited by hand" in out.stderr
+
+
+def test_keep_old_keeps_the_time_slicing_config_with_the_reason(tmp_path: Path) -> None:
+    _homelab(tmp_path)
+    migrate(tmp_path, Options(to="gpucluster", keep_old=True), write=True)
+    assert _values(tmp_path)["devicePlugin"]["config"] == {
+        "name": "time-slicing-config",
+        "default": "any",
+    }
+    text = (tmp_path / OPERATOR / "time-slicing-config.yaml").read_text()
+    assert "nothing reads this once clusterPolicy.deployCR is false" in text
+    # Back again: the kept config is the device plugin's once more, with no second copy.
+    migrate(tmp_path, Options(to="device-plugin", keep_old=True), write=True)
+    back = summarize(load_repo([tmp_path]))
+    assert (back.allocator, back.sharing.mode, back.sharing.replicas) == (
+        "device-plugin",
+        "time-slicing",
+        5,
+    )

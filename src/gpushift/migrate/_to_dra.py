@@ -428,7 +428,9 @@ def _operator_dcgm(b: Builder, hr: HelmRelease, ks: FluxKustomization, *, rbac: 
         b.note(f"{target}: list it in the kustomization of {ks.directory}/")
 
 
-def time_slicing(b: Builder, repo: Repo, hr: HelmRelease, *, keep: bool = False) -> None:
+def time_slicing(
+    b: Builder, repo: Repo, hr: HelmRelease, *, keep: bool = False, kept: str = _KEPT_COMMENT
+) -> None:
     ptrs = [p for p in repo.device_plugin_configs if p.owner is hr]
     seen: set[str] = set()
     for ptr in ptrs:
@@ -445,7 +447,7 @@ def time_slicing(b: Builder, repo: Repo, hr: HelmRelease, *, keep: bool = False)
                         src.doc,
                         ("data",),
                         "comment",
-                        new=_KEPT_COMMENT,
+                        new=kept,
                         reason="--keep-old keeps the time-slicing config",
                     )
                 elif len([d for d in docs if d is not None]) == 1:

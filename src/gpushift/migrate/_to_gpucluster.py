@@ -48,6 +48,10 @@ from gpushift.rules import repo_preemption_hazards
 _VALUES = ("spec", "values")
 #: nicolerenee/infra#2394: the GPUCluster's DRA driver got no driverInstallDir.
 DRIVER_ROOT_REASON = "the GPUCluster derives the driver root from the validator, which assumes /"
+_KEPT_COMMENT = (
+    "Kept by gpushift migrate --keep-old: nothing reads this once clusterPolicy.deployCR is "
+    "false. Delete it after the switch."
+)
 _GREENFIELD = (
     'NVIDIA supports the GPUCluster only on new installs ("Migrating an existing ClusterPolicy '
     'deployment to GPUCluster in place is not supported"): plan the switch as a teardown of '
@@ -264,7 +268,7 @@ def _operator(
         )
         time_slicing(b, repo, hr)
     elif options.keep_old:
-        time_slicing(b, repo, hr, keep=True)
+        time_slicing(b, repo, hr, keep=True, kept=_KEPT_COMMENT)
     if truthy(hr.value("driver", "enabled"), default=True) and not truthy(
         hr.value("driver", "nvidiaDriverCRD", "enabled"), default=False
     ):
