@@ -27,11 +27,13 @@ class Allocator(enum.StrEnum):
     DEVICE_PLUGIN = "device-plugin"
     #: dra-driver-nvidia-gpu (with the GPU Operator for the driver stack).
     DRA = "dra"
+    #: The GPU Operator's own DRA stack: a GPUCluster instead of a ClusterPolicy (26.7.0).
+    GPUCLUSTER = "gpucluster"
 
     @property
     def is_dra(self) -> bool:
         """Whether GPUs are handed out as ResourceClaims (else as ``nvidia.com/gpu``)."""
-        return self is Allocator.DRA
+        return self in (Allocator.DRA, Allocator.GPUCLUSTER)
 
 
 SharingMode = Literal["exclusive", "memory", "unlimited"]

@@ -198,3 +198,36 @@ def test_every_verdict_check_is_documented() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "verdict.md").read_text()
     for check in CHECKS:
         assert f"#### `{check.id}` ({check.severity.value})" in doc
+
+
+def _ranked_pods() -> list[Obj]:
+    # The seed's shape: the model at PriorityClass gpu-preemptible (-100), a transcode at 0.
+    return [
+        make_pod("model-5d9f-x1", priority=-100, priorityClassName="gpu-preemptible"),
+        make_pod("plex-7c4b-y2", bridged=True),
+    ]
+
+
+def test_dra_preemption_lost_is_mentioned_on_dra_and_changes_nothing() -> None:
+    snap = make_snapshot(
+        nodes=[make_node("n1", alloc="0")],
+        resourceSlices=[make_slice("n1")],
+        pods=_ranked_pods(),
+    )
+    result = verdict.judge(snap)
+    assert result["verdict"] == "healthy"
+    (reason,) = [r for r in result["reasons"] if "preempt" in r["message"]]
+    assert reason["severity"] == "info"
+    assert reason["object"] == "Deployment/media/model"
+    assert "Deployment/media/plex (no PriorityClass, priority 0)" in reason["message"]
+
+
+def test_dra_preemption_lost_not_on_the_device_plugin_nor_with_never() -> None:
+    on_plugin = make_snapshot(nodes=[make_node("n1")], pods=_ranked_pods())
+    assert not [r for r in verdict.judge(on_plugin)["reasons"] if "preempt" in r["message"]]
+    polite = _ranked_pods()
+    polite[1]["preemptionPolicy"] = "Never"
+    on_dra = make_snapshot(
+        nodes=[make_node("n1", alloc="0")], resourceSlices=[make_slice("n1")], pods=polite
+    )
+    assert not [r for r in verdict.judge(on_dra)["reasons"] if "preempt" in r["message"]]

@@ -58,11 +58,25 @@ def check(
             help="Check all PATHs as one repository (by default each PATH is its own).",
         ),
     ] = False,
+    kubernetes_version: Annotated[
+        str,
+        typer.Option(
+            "--kubernetes-version",
+            metavar="1.N",
+            help="The cluster's Kubernetes release, for rules whose upstream behaviour "
+            "changed with it (dra-preemption-lost).",
+        ),
+    ] = "1.37",
 ) -> None:
     """Check GPU allocator, sharing and claim settings in a Flux or Argo CD repository."""
-    from gpushift.rules import run_checks
+    from gpushift._errors import UsageError
+    from gpushift.rules import parse_kubernetes_version, run_checks
 
-    report = run_checks(paths, base=base, merge_paths=merge_paths)
+    try:
+        version = parse_kubernetes_version(kubernetes_version)
+    except ValueError as err:
+        raise UsageError(f"--kubernetes-version: {err}") from None
+    report = run_checks(paths, base=base, merge_paths=merge_paths, kubernetes_version=version)
     if output is OutputFormat.JSON:
         text = report.to_json()
     elif output is OutputFormat.SARIF:

@@ -18,6 +18,8 @@ class Target(StrEnum):
 
     DRA = "dra"
     DEVICE_PLUGIN = "device-plugin"
+    #: gpu-operator 26.7's GPUCluster (its own DRA stack) in place of its ClusterPolicy.
+    GPUCLUSTER = "gpucluster"
 
 
 class Output(StrEnum):
@@ -46,7 +48,9 @@ def _sharing(text: str, *, to: Target) -> int | str:
     value = text.strip().lower()
     if value in ("keep", "memory", "unlimited"):
         if value != "keep" and to is Target.DEVICE_PLUGIN:
-            raise UsageError(f"--sharing {value} needs --to dra; the device plugin shares by N")
+            raise UsageError(
+                f"--sharing {value} needs --to dra or gpucluster; the device plugin shares by N"
+            )
         return value
     try:
         n = int(value)
@@ -110,7 +114,7 @@ def register(app: typer.Typer) -> None:
         from gpushift.migrate import migrate as run
 
         options = Options(
-            to="dra" if to is Target.DRA else "device-plugin",
+            to=to.value,
             sharing=_sharing(sharing, to=to),  # type: ignore[arg-type]
             keep_old=keep_old,
             template=template_name,

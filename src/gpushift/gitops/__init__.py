@@ -26,6 +26,7 @@ from gpushift.gitops._model import (
     DeviceClass,
     DevicePluginConfig,
     DeviceRequest,
+    DraStack,
     FluxKustomization,
     HealthCheck,
     HelmRelease,
@@ -53,11 +54,22 @@ from gpushift.gitops._model import (
     WorkloadOrigin,
 )
 from gpushift.gitops._pods import CHART_POD_FIELDS, LLMKUBE_VENDOR_RESOURCES
-from gpushift.gitops._summary import NVIDIA_PREFIX, summarize, truthy
+from gpushift.gitops._summary import (
+    CLUSTER_POLICY_KIND,
+    GPU_CLUSTER_KIND,
+    NVIDIA_PREFIX,
+    cluster_policies,
+    dra_stack,
+    gpu_clusters,
+    summarize,
+    truthy,
+)
 from gpushift.gitops._timeslicing import parse_config as parse_time_slicing_config
 
 __all__ = [
     "CHART_POD_FIELDS",
+    "CLUSTER_POLICY_KIND",
+    "GPU_CLUSTER_KIND",
     "GPU_OPERATOR_POLICY_KEYS",
     "GPU_RESOURCE",
     "LLMKUBE_VENDOR_RESOURCES",
@@ -71,6 +83,7 @@ __all__ = [
     "DeviceClass",
     "DevicePluginConfig",
     "DeviceRequest",
+    "DraStack",
     "FluxKustomization",
     "HealthCheck",
     "HelmRelease",
@@ -99,6 +112,9 @@ __all__ = [
     "YamlError",
     "chart_defaults",
     "chart_identity",
+    "cluster_policies",
+    "dra_stack",
+    "gpu_clusters",
     "known_values_keys",
     "load_repo",
     "parse_time_slicing_config",

@@ -73,6 +73,7 @@ from gpushift.gitops._model import (
     ValuesRef,
     Workload,
 )
+from gpushift.gitops._summary import truthy
 from gpushift.gitops._timeslicing import looks_like_config, parse_config
 
 _FLUX_KS = "kustomize.toolkit.fluxcd.io/"
@@ -1075,8 +1076,18 @@ def _device_classes(
             source=o.source,
             active=o.active,
         )
+    for o in objects:
+        if o.kind == "GPUCluster" and o.api_version.startswith("nvidia.com/"):
+            # The GPUCluster stack's gpu.nvidia.com class has no extendedResourceName.
+            yield DeviceClass(
+                name="gpu.nvidia.com",
+                extended_resource_name=None,
+                selectors=(_selector("gpu.nvidia.com", "gpu"),),
+                source=o.source,
+                active=o.active,
+            )
     for hr in releases:
-        if hr.chart == "gpu-operator" and hr.value("gpuCluster", "deployCR") is True:
+        if hr.chart == "gpu-operator" and truthy(hr.value("gpuCluster", "deployCR"), default=False):
             # The GPUCluster stack's gpu.nvidia.com class has no extendedResourceName.
             yield DeviceClass(
                 name="gpu.nvidia.com",

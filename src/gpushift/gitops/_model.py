@@ -34,6 +34,8 @@ TimeSlicingForm = Literal["configmap", "generator", "inline"]
 
 #: Which allocators a repository deploys (``gpushift._sharing.Allocator`` names one).
 ActiveAllocators = Literal["device-plugin", "dra", "both", "none"]
+#: Who runs DRA: gpu-operator's GPUCluster stack or the dra-driver-nvidia-gpu chart.
+DraStack = Literal["gpucluster", "dra-driver"]
 #: How a repository shares its cards, as its summary reports it.
 SharingSummaryMode = Literal[
     "exclusive", "time-slicing", "mps", "consumable-shares", "memory", "unlimited"
@@ -769,6 +771,8 @@ class Summary:
     #: Nodes the repository names as GPU nodes (the ``kubernetes.io/hostname`` nodeSelector
     #: of GPU consumers), sorted; empty when unknown.
     gpu_nodes: tuple[str, ...] = ()
+    #: Which DRA stack is active (None without DRA).
+    dra_stack: DraStack | None = None
 
     @property
     def gpu_stack(self) -> bool:
@@ -783,6 +787,7 @@ class Summary:
         return {
             "gpu_stack": self.gpu_stack,
             "allocator": self.allocator,
+            "dra_stack": self.dra_stack,
             "sharing": self.sharing.to_dict(),
             "consumers": [c.to_dict() for c in self.consumers],
             "parked": [c.to_dict() for c in self.parked],

@@ -9,7 +9,9 @@ from gpushift.gitops._model import (
     ActiveAllocators,
     Claim,
     Consumer,
+    DraStack,
     HelmRelease,
+    Manifest,
     Repo,
     RequestKind,
     SharingSummary,
@@ -33,6 +35,42 @@ def truthy(value: Any, *, default: bool) -> bool:
     if isinstance(value, str):
         return value.strip().lower() not in ("", "false", "0", "no", "off")
     return bool(value)
+
+
+#: gpu-operator's two stack CRs, by kind (the group is nvidia.com): ClusterPolicy (nvidia.com/v1)
+#: runs the device plugin stack, GPUCluster (nvidia.com/v1alpha1, v26.7.0) the DRA stack.
+CLUSTER_POLICY_KIND = "ClusterPolicy"
+GPU_CLUSTER_KIND = "GPUCluster"
+
+
+def _operator_crs(repo: Repo, kind: str) -> tuple[Manifest, ...]:
+    return tuple(
+        o
+        for o in repo.objects
+        if o.active and o.kind == kind and o.api_version.startswith("nvidia.com/")
+    )
+
+
+def gpu_clusters(repo: Repo) -> tuple[HelmRelease | Manifest, ...]:
+    """What deploys gpu-operator's GPUCluster (its DRA stack): active gpu-operator releases
+    with ``gpuCluster.deployCR`` (default false), then GPUCluster objects in the tree."""
+    releases = tuple(
+        hr
+        for hr in repo.releases("gpu-operator")
+        if truthy(hr.value("gpuCluster", "deployCR"), default=False)
+    )
+    return releases + _operator_crs(repo, GPU_CLUSTER_KIND)
+
+
+def cluster_policies(repo: Repo) -> tuple[HelmRelease | Manifest, ...]:
+    """What deploys gpu-operator's ClusterPolicy: active gpu-operator releases with
+    ``clusterPolicy.deployCR`` (default true), then ClusterPolicy objects in the tree."""
+    releases = tuple(
+        hr
+        for hr in repo.releases("gpu-operator")
+        if truthy(hr.value("clusterPolicy", "deployCR"), default=True)
+    )
+    return releases + _operator_crs(repo, CLUSTER_POLICY_KIND)
 
 
 def device_plugin_active(repo: Repo) -> bool:
@@ -79,6 +117,16 @@ def dra_releases(repo: Repo) -> tuple[HelmRelease, ...]:
     return charts + operators
 
 
+def dra_stack(repo: Repo) -> DraStack | None:
+    """Which DRA stack hands out GPUs: gpu-operator's GPUCluster, the DRA driver chart, or
+    None. A tree with both names the GPUCluster (the rules report the pair)."""
+    if gpu_clusters(repo):
+        return "gpucluster"
+    if any(hr.chart == "dra-driver-nvidia-gpu" for hr in dra_releases(repo)):
+        return "dra-driver"
+    return None
+
+
 def _allocator(dp: bool, dra: bool) -> ActiveAllocators:
     if dp and dra:
         return "both"
@@ -115,8 +163,9 @@ def _plugin_sharing(repo: Repo) -> SharingSummary:
     for ptr in repo.device_plugin_configs:
         if not ptr.owner.active:
             continue
-        if ptr.owner.chart == "gpu-operator" and not truthy(
-            ptr.owner.value("devicePlugin", "enabled"), default=True
+        if ptr.owner.chart == "gpu-operator" and not (
+            truthy(ptr.owner.value("devicePlugin", "enabled"), default=True)
+            and truthy(ptr.owner.value("clusterPolicy", "deployCR"), default=True)
         ):
             continue
         cfg = ptr.selected
@@ -187,9 +236,11 @@ def summarize(repo: Repo) -> Summary:
     """
     dp = device_plugin_active(repo)
     dras = dra_releases(repo)
-    dra = bool(dras)
+    stack = dra_stack(repo)
+    # A GPUCluster object without a release that sets its sharing: the driver's default.
+    dra = stack is not None
     sharing = SharingSummary("exclusive")
-    if dra:
+    if dras:
         sharing = _dra_sharing(dras[0])
     if sharing.mode == "exclusive" and dp:
         sharing = _plugin_sharing(repo)
@@ -224,4 +275,5 @@ def summarize(repo: Repo) -> Summary:
         claim_templates=tuple(templates),
         parked=tuple(parked),
         gpu_nodes=tuple(sorted(nodes)),
+        dra_stack=stack,
     )

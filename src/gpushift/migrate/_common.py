@@ -9,8 +9,17 @@ from typing import Any, Literal
 
 from gpushift import _yaml
 from gpushift._errors import InputError
-from gpushift.gitops import FluxKustomization, HelmRelease, Repo, RuntimeClass
-from gpushift.migrate._plan import ABSENT, Edit, EditOp, Keys, NewFile, Plan, RemovedFile
+from gpushift.gitops import FluxKustomization, HelmRelease, Repo, RuntimeClass, gpu_clusters
+from gpushift.migrate._plan import (
+    ABSENT,
+    Edit,
+    EditOp,
+    Keys,
+    MigrationTarget,
+    NewFile,
+    Plan,
+    RemovedFile,
+)
 
 #: ``keep`` (the old replica count), N shares, ``memory`` or ``unlimited``.
 SharingOption = Literal["keep", "memory", "unlimited"] | int
@@ -22,7 +31,7 @@ KUSTOMIZATION = "kustomization.yaml"
 class Options:
     """What the user asked for (``gpushift migrate`` flags)."""
 
-    to: Literal["dra", "device-plugin"]
+    to: MigrationTarget
     sharing: SharingOption = "keep"
     keep_old: bool = False
     template: str = "any-nvidia-gpu"
@@ -34,7 +43,7 @@ class Options:
 class Builder:
     """Collects a plan. ``texts`` are the repository's YAML files (path → text)."""
 
-    to: Literal["dra", "device-plugin"]
+    to: MigrationTarget
     texts: Mapping[str, str]
     files: frozenset[str]
     edits: list[Edit] = field(default_factory=list)
@@ -140,6 +149,15 @@ class Builder:
         kfile, entry = found
         self.edit(kfile, 0, ("resources",), "remove", old=entry, reason=reason)
         return True
+
+
+def gpucluster_at(repo: Repo) -> tuple[str, int]:
+    """File and line of the first GPUCluster deployed: a release's ``gpuCluster.deployCR``, or
+    the object."""
+    item = gpu_clusters(repo)[0]
+    if isinstance(item, HelmRelease):
+        return item.source.path, item.line_of("gpuCluster", "deployCR")
+    return item.source.path, item.source.line
 
 
 def app_dir(ks: FluxKustomization) -> str:

@@ -28,6 +28,8 @@ ABSENT = _Absent.ABSENT
 #: ``append`` an item to a sequence (created when missing); ``remove`` the item equal to ``old``
 #: from a sequence; ``comment`` writes ``new`` as a comment above the key at ``path``.
 EditOp = Literal["set", "delete", "append", "remove", "comment"]
+#: The allocator a migration moves to (``gpushift migrate --to``).
+MigrationTarget = Literal["dra", "device-plugin", "gpucluster"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +90,7 @@ class Plan:
     one applies.
     """
 
-    to: Literal["dra", "device-plugin"]
+    to: MigrationTarget
     edits: tuple[Edit, ...] = ()
     new_files: tuple[NewFile, ...] = ()
     removed_files: tuple[RemovedFile, ...] = ()

@@ -14,6 +14,7 @@ from gpushift.migrate._common import Options
 from gpushift.migrate._plan import Plan
 from gpushift.migrate._to_device_plugin import plan_to_device_plugin
 from gpushift.migrate._to_dra import plan_to_dra
+from gpushift.migrate._to_gpucluster import plan_to_gpucluster
 from gpushift.migrate._writer import apply_plan, write_files
 from gpushift.render import diff_trees
 
@@ -85,6 +86,8 @@ def plan_migration(
     """The plan for ``options.to`` (pure: no I/O)."""
     if options.to == "dra":
         return plan_to_dra(repo, texts, files, options)
+    if options.to == "gpucluster":
+        return plan_to_gpucluster(repo, texts, files, options)
     return plan_to_device_plugin(repo, texts, files, options)
 
 

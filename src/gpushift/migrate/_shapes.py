@@ -17,11 +17,15 @@ from ruamel.yaml import YAML
 
 from gpushift._errors import InputError
 from gpushift._sharing import Allocator, Sharing
+from gpushift._yamlout import dump_documents
 from gpushift.render import (
+    Chart,
+    Charts,
     Cluster,
     Consumer,
     ConsumerStyle,
     GpushiftConfig,
+    bridge_device_class,
     render_tree,
 )
 
@@ -31,6 +35,9 @@ CLAIM_TEMPLATES_APP = "gpu-claim-templates"
 CLAIM_TEMPLATE = "any-nvidia-gpu"
 DCGM_RBAC_FILE = "dcgm-exporter-rbac.yaml"
 TIME_SLICING_FILE = "time-slicing-config.yaml"
+BRIDGE_CLASS_FILE = "deviceclass-extended-resource.yaml"
+#: The first gpu-operator with the GPUCluster; render refuses older versions for it.
+GPUCLUSTER_OPERATOR = "26.7.0"
 
 _UNSIGNED = (
     "registry.k8s.io is where the dra-driver-nvidia-gpu chart is published, and it carries\n"
@@ -75,9 +82,14 @@ def _config(
         Consumer(namespace=n, name=f"gpushift-consumer-{i}", style=ConsumerStyle.APP_TEMPLATE)
         for i, n in enumerate(namespaces)
     ]
+    charts = Charts()
+    if allocator is Allocator.GPUCLUSTER:
+        operator = Chart(url=charts.gpu_operator.url, version=GPUCLUSTER_OPERATOR)
+        charts = Charts(gpu_operator=operator)
     try:
         return GpushiftConfig(
             cluster=cluster,
+            charts=charts,
             allocator=allocator,
             sharing=sharing,
             consumers=consumers,
@@ -129,6 +141,36 @@ def dra_files(
         templates[ns] = files
     rbac = tree.get(f"{gpu}/gpu-operator/app/{DCGM_RBAC_FILE}", "")
     return driver, templates, rbac
+
+
+def gpucluster_files(
+    layout: Layout,
+    *,
+    sharing: Sharing,
+    namespaces: tuple[str, ...],
+    template: str,
+    memory_per_claim: str | None = None,
+) -> tuple[dict[str, dict[str, str]], str]:
+    """Each namespace's claim-template app under gpu-operator's GPUCluster (its Kustomization
+    waits for ``gpu-operator`` in the GPU namespace), and the DeviceClass that bridges
+    ``nvidia.com/gpu`` to the GPUCluster's GPUs."""
+    tree = render_tree(
+        _config(
+            layout,
+            allocator=Allocator.GPUCLUSTER,
+            sharing=sharing,
+            namespaces=namespaces,
+            memory_per_claim=memory_per_claim,
+        )
+    )
+    templates: dict[str, dict[str, str]] = {}
+    for ns in namespaces:
+        files = _pick(tree, f"{layout.apps}/{ns}/{CLAIM_TEMPLATES_APP}/")
+        if template != CLAIM_TEMPLATE:
+            key = "app/resourceclaimtemplate.yaml"
+            files[key] = _rename_template(files[key], template)
+        templates[ns] = files
+    return templates, dump_documents([bridge_device_class()])
 
 
 def device_plugin_files(layout: Layout, *, replicas: int) -> tuple[dict[str, str], str]:

@@ -5,6 +5,10 @@ or deleted: the DRA driver app and the claim-template apps go; consumers ask for
 ``nvidia.com/gpu`` again; gpu-operator's device plugin comes back with a time-slicing config of
 N replicas (the DRA driver's consumable shares), or a standalone device plugin app returns
 (the one kept by ``--keep-old``, else a fresh one in render's shape).
+
+From gpu-operator's GPUCluster the operator turns its ClusterPolicy back on instead: the two
+``deployCR`` values flip, its device plugin gets the time-slicing config, and the consumable
+shares it gave the GPUCluster's kubelet plugin go.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from gpushift.gitops import (
     FluxKustomization,
     HelmRelease,
     Repo,
+    Summary,
     Workload,
+    gpu_clusters,
     summarize,
     truthy,
 )
@@ -67,6 +73,9 @@ def plan_to_device_plugin(
             "both allocators are already active; finish or undo that migration by hand first",
             path=".",
         )
+    if summary.dra_stack == "gpucluster":
+        _from_gpucluster(b, repo, summary, options)
+        return b.plan()
     dras = [
         hr
         for hr in repo.releases("dra-driver-nvidia-gpu")
@@ -75,7 +84,7 @@ def plan_to_device_plugin(
     if len(dras) != 1:
         raise InputError(
             "gpushift moves back from exactly one dra-driver-nvidia-gpu release "
-            f"(found {len(dras)}; gpu-operator's GPUCluster is not supported)",
+            f"(found {len(dras)})",
             path=".",
         )
     dra = dras[0]
@@ -86,7 +95,13 @@ def plan_to_device_plugin(
             path=dra.source.path,
             line=dra.source.line,
         )
-    replicas = _replicas(summary.sharing.mode, summary.sharing.replicas, options, dra)
+    replicas = _replicas(
+        summary.sharing.mode,
+        summary.sharing.replicas,
+        options,
+        dra,
+        line=dra.line_of("consumableShares"),
+    )
     dra_dir = app_dir(ks)
     ns_dir = posixpath.dirname(dra_dir)
     prefix = flux_prefix(ks)
@@ -116,6 +131,12 @@ def plan_to_device_plugin(
         )
         _redirect(b, repo, dra, ks, release=plugin_release, kustomization=plugin_ks)
 
+    _consumers_and_templates(b, repo, summary, options)
+    return b.plan()
+
+
+def _consumers_and_templates(b: Builder, repo: Repo, summary: Summary, options: Options) -> None:
+    """Consumers ask for nvidia.com/gpu again; the claim-template apps go."""
     for c in summary.consumers:
         _consumer(b, repo, c, template=options.template)
     for claim in repo.claims:
@@ -131,12 +152,115 @@ def plan_to_device_plugin(
             continue
         b.unlist(cks.source.path, reason="the claim template goes")
         _drop_dependents(b, repo, cks)
-        for f in [cks.source.path, *under(files, folder)]:
+        for f in [cks.source.path, *under(b.files, folder)]:
             b.remove_file(f, "the claim template goes with DRA")
-    return b.plan()
 
 
-def _replicas(mode: str, replicas: int | None, options: Options, dra: HelmRelease) -> int | None:
+def _from_gpucluster(b: Builder, repo: Repo, summary: Summary, options: Options) -> None:
+    """gpu-operator's GPUCluster back to its ClusterPolicy and device plugin."""
+    found = gpu_clusters(repo)
+    releases = [x for x in found if isinstance(x, HelmRelease)]
+    if len(releases) != 1:
+        where = found[0].source
+        raise InputError(
+            "gpushift moves back from one gpu-operator release with gpuCluster.deployCR "
+            f"(found {len(releases)}); a GPUCluster applied as an object is edited by hand",
+            path=where.path,
+            line=where.line,
+        )
+    hr = releases[0]
+    ks = repo.kustomization(hr.obj.kustomization)
+    if ks is None:
+        raise InputError(
+            f"HelmRelease {hr.name} is not deployed by a Flux Kustomization in this repository",
+            path=hr.source.path,
+            line=hr.source.line,
+        )
+    env_line = hr.line_of("draDriver", "gpus", "kubeletPlugin", "env")
+    replicas = _replicas(summary.sharing.mode, summary.sharing.replicas, options, hr, line=env_line)
+    gpu_ns = hr.target_namespace or ks.target_namespace or ks.namespace
+    apps = flux_apps(flux_prefix(ks), posixpath.dirname(posixpath.dirname(app_dir(ks))))
+    file, doc = hr.source.path, hr.source.doc
+    inline_only(hr, ("gpuCluster", "deployCR"))
+    b.edit(
+        file,
+        doc,
+        (*_VALUES, "gpuCluster", "deployCR"),
+        "set",
+        old=hr.user_value("gpuCluster", "deployCR", default=ABSENT),
+        new=False,
+        reason="the GPUCluster and the ClusterPolicy exclude each other",
+    )
+    inline_only(hr, ("clusterPolicy", "deployCR"))
+    b.edit(
+        file,
+        doc,
+        (*_VALUES, "clusterPolicy", "deployCR"),
+        "set",
+        old=hr.user_value("clusterPolicy", "deployCR", default=ABSENT),
+        new=True,
+        reason="the ClusterPolicy runs the device plugin",
+    )
+    if not options.keep_old:
+        _drop_operator_shares(b, hr)
+    _operator(b, repo, hr, replicas=replicas, gpu_ns=gpu_ns, layout_apps=apps)
+    if ks.directory is not None:
+        bridge = f"{ks.directory}/{_shapes.BRIDGE_CLASS_FILE}"
+        if bridge in b.files:
+            b.remove_file(bridge, "the device plugin advertises nvidia.com/gpu itself")
+            b.unlist(bridge, reason="the bridging DeviceClass goes")
+    if truthy(hr.value("driver", "nvidiaDriverCRD", "enabled"), default=False):
+        b.note(
+            f"{file}:{hr.line_of('driver', 'nvidiaDriverCRD', 'enabled')}: "
+            "driver.nvidiaDriverCRD stays on; decide whether the driver stays with its "
+            "NVIDIADriver CR under the ClusterPolicy"
+        )
+    for obj in found:
+        if not isinstance(obj, HelmRelease):
+            b.note(
+                f"{obj.source.path}:{obj.source.line}: a GPUCluster object is still applied; "
+                "delete it, it excludes the ClusterPolicy"
+            )
+    b.note(
+        "the switch tears the GPUCluster's DRA stack down before the ClusterPolicy's device "
+        "plugin comes up: drain GPU pods first"
+    )
+    _consumers_and_templates(b, repo, summary, options)
+
+
+def _drop_operator_shares(b: Builder, hr: HelmRelease) -> None:
+    """The consumable shares given to the GPUCluster's kubelet plugin (gate and env)."""
+    file, doc = hr.source.path, hr.source.doc
+    if hr.is_set("draDriver", "featureGates", "ConsumableShares"):
+        inline_only(hr, ("draDriver", "featureGates", "ConsumableShares"))
+        b.edit(
+            file,
+            doc,
+            (*_VALUES, "draDriver", "featureGates", "ConsumableShares"),
+            "delete",
+            old=hr.user_value("draDriver", "featureGates", "ConsumableShares"),
+            reason="no GPUCluster kubelet plugin reads it",
+            prune=2,
+        )
+    env = hr.user_value("draDriver", "gpus", "kubeletPlugin", "env")
+    if not isinstance(env, list):
+        return
+    ours = [e for e in env if isinstance(e, dict) and e.get("name") == "CONSUMABLE_SHARES"]
+    for entry in ours:
+        inline_only(hr, ("draDriver", "gpus", "kubeletPlugin", "env"))
+        keys = (*_VALUES, "draDriver", "gpus", "kubeletPlugin", "env")
+        if len(env) == 1:
+            b.edit(file, doc, keys, "delete", old=plain_dict(env), reason=_NO_SHARES, prune=3)
+        else:
+            b.edit(file, doc, keys, "remove", old=plain_dict(entry), reason=_NO_SHARES)
+
+
+_NO_SHARES = "no GPUCluster kubelet plugin reads CONSUMABLE_SHARES"
+
+
+def _replicas(
+    mode: str, replicas: int | None, options: Options, dra: HelmRelease, *, line: int
+) -> int | None:
     if isinstance(options.sharing, int):
         return options.sharing
     if options.sharing != "keep":
@@ -149,7 +273,7 @@ def _replicas(mode: str, replicas: int | None, options: Options, dra: HelmReleas
         raise InputError(
             f"consumableShares is {mode}; time-slicing needs a replica count: pass --sharing N",
             path=dra.source.path,
-            line=dra.line_of("consumableShares"),
+            line=line,
         )
     return None
 
@@ -166,15 +290,16 @@ def _operator(
 ) -> None:
     file, doc = hr.source.path, hr.source.doc
     inline_only(hr, ("devicePlugin", "enabled"))
-    b.edit(
-        file,
-        doc,
-        (*_VALUES, "devicePlugin", "enabled"),
-        "set",
-        old=hr.user_value("devicePlugin", "enabled", default=ABSENT),
-        new=True,
-        reason="the device plugin hands out the GPUs again",
-    )
+    if hr.user_value("devicePlugin", "enabled", default=ABSENT) is not True:
+        b.edit(
+            file,
+            doc,
+            (*_VALUES, "devicePlugin", "enabled"),
+            "set",
+            old=hr.user_value("devicePlugin", "enabled", default=ABSENT),
+            new=True,
+            reason="the device plugin hands out the GPUs again",
+        )
     ks = repo.kustomization(hr.obj.kustomization)
     directory = ks.directory if ks is not None else None
     has_config = any(p.owner is hr and p.selected is not None for p in repo.device_plugin_configs)

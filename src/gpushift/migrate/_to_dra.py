@@ -31,6 +31,7 @@ from gpushift.migrate._common import (
     flux_apps,
     flux_prefix,
     flux_source,
+    gpucluster_at,
     inline_only,
     kustomization_dependents,
     note_errors,
@@ -41,6 +42,11 @@ from gpushift.migrate._common import (
     under,
 )
 from gpushift.migrate._plan import ABSENT, Plan
+from gpushift.rules import (
+    DEFAULT_KUBERNETES_VERSION,
+    parse_kubernetes_version,
+    repo_preemption_hazards,
+)
 
 CLAIM_NAME = "gpu"
 TALOS_DRIVER_ROOT = "/usr/local"
@@ -54,6 +60,9 @@ _KEPT_COMMENT = (
 )
 
 
+KUBERNETES_VERSION = parse_kubernetes_version(DEFAULT_KUBERNETES_VERSION)
+
+
 def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], options: Options) -> Plan:
     """The edits that move ``repo`` to DRA; an empty plan when it is already there.
 
@@ -62,11 +71,27 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
     """
     b = Builder("dra", texts, files)
     summary = summarize(repo)
+    if summary.allocator == "dra" and summary.dra_stack == "gpucluster":
+        path, line = gpucluster_at(repo)
+        raise InputError(
+            "gpu-operator's GPUCluster already runs DRA; NVIDIA documents no move from it to "
+            "the standalone DRA chart (migrate --to device-plugin first)",
+            path=path,
+            line=line,
+        )
     if summary.allocator == "dra":
         return b.plan()
     note_errors(b, repo)
     if summary.allocator == "none":
         raise InputError("no active NVIDIA device plugin to migrate from", path=".")
+    if summary.allocator == "both" and summary.dra_stack == "gpucluster":
+        path, line = gpucluster_at(repo)
+        raise InputError(
+            "a GPUCluster is deployed next to a ClusterPolicy (gpucluster-clusterpolicy-conflict); "
+            "finish or undo that by hand first",
+            path=path,
+            line=line,
+        )
     if summary.allocator == "both":
         dra = repo.releases("dra-driver-nvidia-gpu")
         where = dra[0].source if dra else None
@@ -75,7 +100,7 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
             path=where.path if where else ".",
             line=where.line if where else None,
         )
-    old = _old_stack(repo)
+    old = old_stack(repo)
     ks = repo.kustomization(old.obj.kustomization)
     if ks is None:
         raise InputError(
@@ -124,13 +149,13 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
     consumers = [c for c in summary.consumers if c.request == "extended"]
     converted: dict[str, list[Workload]] = {}
     for c in consumers:
-        if _convert_consumer(b, repo, c, old=old, template=options.template):
+        if convert_consumer(b, repo, c, old=old, template=options.template):
             assert c.namespace is not None
             converted.setdefault(c.namespace, []).append(c.workload)
 
     for w in repo.workloads:
         if w.active and w.origin_kind == "dcgm-exporter":
-            _dcgm_chart(b, w)
+            dcgm_chart(b, w)
 
     namespaces = tuple(
         ns
@@ -140,7 +165,7 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
         )
     )
     if shares == "memory":
-        _bridged_cannot_ask_for_memory(summary.consumers)
+        bridged_cannot_ask_for_memory(summary.consumers)
     driver, templates, rbac = _shapes.dra_files(
         layout,
         sharing=shares,
@@ -151,7 +176,7 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
 
     # The DRA driver app, next to the old stack, in the same namespace, with the schema lines
     # the old stack's files of the same name carry.
-    schemas = _schema_lines(b, [ks.source.path, *under(files, ks.directory or app + "/app")])
+    schemas = schema_lines(b, [ks.source.path, *under(files, ks.directory or app + "/app")])
     moved = {} if operator else _runtime_classes(b, repo, ks)
     rendered_path = f"./{fapps}/{gpu_ns}/{_shapes.DRA_APP}/app"
     for rel, text in sorted(driver.items()):
@@ -175,7 +200,7 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
         _standalone(b, repo, old, ks, options=options)
 
     for ns in namespaces:
-        _claim_templates(
+        claim_templates(
             b,
             repo,
             ns,
@@ -187,6 +212,9 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
             schemas=schemas,
         )
 
+    # Priorities do not change with the move, but what they do does (docs/rules.md).
+    for hazard in repo_preemption_hazards(repo):
+        b.note(f"dra-preemption-lost: {hazard.message(KUBERNETES_VERSION)}")
     b.note(
         "the switch itself needs a drain: the old device plugin must be gone from a node before "
         "the DRA kubelet plugin advertises its GPUs (gpushift cutover, docs/migrate.md)"
@@ -194,7 +222,7 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
     return b.plan()
 
 
-def _bridged_cannot_ask_for_memory(consumers: tuple[Consumer, ...]) -> None:
+def bridged_cannot_ask_for_memory(consumers: tuple[Consumer, ...]) -> None:
     # As render refuses it: a bridged nvidia.com/gpu request cannot ask for memory, so under
     # consumableShares: memory it would take a whole card.
     for c in consumers:
@@ -209,7 +237,7 @@ def _bridged_cannot_ask_for_memory(consumers: tuple[Consumer, ...]) -> None:
             )
 
 
-def _old_stack(repo: Repo) -> HelmRelease:
+def old_stack(repo: Repo) -> HelmRelease:
     found = [
         hr
         for hr in repo.releases("gpu-operator")
@@ -239,7 +267,7 @@ def _old_stack(repo: Repo) -> HelmRelease:
 _SCHEMA_PREFIX = "# yaml-language-server:"
 
 
-def _schema_lines(b: Builder, paths: list[str]) -> dict[str, str]:
+def schema_lines(b: Builder, paths: list[str]) -> dict[str, str]:
     """File name → the ``# yaml-language-server`` line the repository gives such files."""
     out: dict[str, str] = {}
     for path in paths:
@@ -310,9 +338,9 @@ def _operator(
             old=plain_dict(hr.user_value("devicePlugin", "config")),
             reason="the time-slicing config goes with the device plugin",
         )
-        _time_slicing(b, repo, hr)
+        time_slicing(b, repo, hr)
     elif options.keep_old:
-        _time_slicing(b, repo, hr, keep=True)
+        time_slicing(b, repo, hr, keep=True)
     if repo.talos:
         current = str(hr.value("hostPaths", "driverInstallDir", default=OPERATOR_DRIVER_DIR))
         if current.rstrip("/") != TALOS_DRIVER_ROOT:
@@ -329,6 +357,21 @@ def _operator(
             )
     if truthy(hr.value("dcgmExporter", "enabled"), default=True):
         _operator_dcgm(b, hr, ks, rbac=rbac)
+    health_check(
+        b,
+        hr,
+        ks,
+        gpu_ns=gpu_ns,
+        reason="the DRA driver's dependsOn then waits for the operator's release to be "
+        "Ready with the device plugin off, not only for its manifests to apply",
+    )
+
+
+def health_check(
+    b: Builder, hr: HelmRelease, ks: FluxKustomization, *, gpu_ns: str, reason: str
+) -> None:
+    """A HelmRelease health check for ``hr`` on its Kustomization, unless it has one (or
+    ``wait: true``), so that what dependsOn the Kustomization waits for the release."""
     checked = any(h.kind == "HelmRelease" and h.name == hr.name for h in ks.health_checks)
     if not checked and not ks.wait:
         b.edit(
@@ -342,8 +385,7 @@ def _operator(
                 "name": hr.name,
                 "namespace": hr.namespace or gpu_ns,
             },
-            reason="the DRA driver's dependsOn then waits for the operator's release to be "
-            "Ready with the device plugin off, not only for its manifests to apply",
+            reason=reason,
         )
 
 
@@ -386,7 +428,9 @@ def _operator_dcgm(b: Builder, hr: HelmRelease, ks: FluxKustomization, *, rbac: 
         b.note(f"{target}: list it in the kustomization of {ks.directory}/")
 
 
-def _time_slicing(b: Builder, repo: Repo, hr: HelmRelease, *, keep: bool = False) -> None:
+def time_slicing(
+    b: Builder, repo: Repo, hr: HelmRelease, *, keep: bool = False, kept: str = _KEPT_COMMENT
+) -> None:
     ptrs = [p for p in repo.device_plugin_configs if p.owner is hr]
     seen: set[str] = set()
     for ptr in ptrs:
@@ -403,7 +447,7 @@ def _time_slicing(b: Builder, repo: Repo, hr: HelmRelease, *, keep: bool = False
                         src.doc,
                         ("data",),
                         "comment",
-                        new=_KEPT_COMMENT,
+                        new=kept,
                         reason="--keep-old keeps the time-slicing config",
                     )
                 elif len([d for d in docs if d is not None]) == 1:
@@ -481,7 +525,7 @@ def _asks(ct: Container) -> list[str]:
     return sorted({str(r) for r in (*ct.limits, *ct.requests) if str(r).startswith(NVIDIA_PREFIX)})
 
 
-def _convert_consumer(
+def convert_consumer(
     b: Builder, repo: Repo, c: Consumer, *, old: HelmRelease, template: str
 ) -> bool:
     """Plan a consumer's claim; False when it stays on ``nvidia.com/gpu`` (noted)."""
@@ -610,7 +654,7 @@ def _container_claim(b: Builder, ct: Container) -> None:
     )
 
 
-def _dcgm_chart(b: Builder, w: Workload) -> None:
+def dcgm_chart(b: Builder, w: Workload) -> None:
     src = w.source
     ct = w.pod.containers[0]
     _drop_gpu_resource(
@@ -634,7 +678,7 @@ def _dcgm_chart(b: Builder, w: Workload) -> None:
 # -- claim templates -------------------------------------------------------------------------------
 
 
-def _claim_templates(
+def claim_templates(
     b: Builder,
     repo: Repo,
     ns: str,

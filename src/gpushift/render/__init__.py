@@ -20,6 +20,7 @@ from gpushift.render._config import (
 )
 from gpushift.render._diff import diff_trees
 from gpushift.render._example import write_example
+from gpushift.render._gpu_operator import bridge_device_class
 from gpushift.render._load import (
     EXAMPLES,
     example_text,
@@ -41,6 +42,7 @@ __all__ = [
     "GpushiftConfig",
     "Observability",
     "Toleration",
+    "bridge_device_class",
     "config_schema",
     "config_schema_text",
     "diff_trees",

@@ -21,6 +21,11 @@ from gpushift._sharing import Allocator, SharingMode, sharing_problem
 
 #: The DeviceClass the DRA driver's chart creates for full GPUs.
 GPU_DEVICE_CLASS = "gpu.nvidia.com"
+#: Under gpucluster: a DeviceClass of gpushift's own that maps nvidia.com/gpu onto the same GPUs,
+#: because the GPUCluster's gpu.nvidia.com class has no extendedResourceName.
+BRIDGE_DEVICE_CLASS = "nvidia-gpu-extended-resource"
+#: The first gpu-operator release with the GPUCluster (technology preview).
+GPUCLUSTER_OPERATOR_VERSION = (26, 7, 0)
 #: Label the GPU Operator sets on GPU nodes (from NFD's PCI labels); only it sets this label.
 OPERATOR_GPU_LABEL = "nvidia.com/gpu.present"
 #: NFD's label for a node with an NVIDIA (PCI vendor 10de) device.
@@ -333,9 +338,25 @@ class GpushiftConfig(_Model):
         return OPERATOR_GPU_LABEL if self.uses_operator else NFD_GPU_LABEL
 
     @property
+    def runtime_class(self) -> str | None:
+        """The RuntimeClass GPU pods name. Under gpucluster none unless the config names one:
+        the GPUCluster runs no container toolkit, and the DRA driver injects devices through
+        CDI without a runtime handler."""
+        if self.allocator is Allocator.GPUCLUSTER and (
+            "runtime_class_name" not in self.cluster.model_fields_set
+        ):
+            return None
+        return self.cluster.runtime_class_name
+
+    @property
     def installs_runtime_class(self) -> bool:
-        """Whether gpu-operator creates the RuntimeClass itself (its toolkit does)."""
-        return self.uses_operator and not self.cluster.toolkit_is_preinstalled
+        """Whether gpu-operator creates the RuntimeClass itself (its toolkit does; the toolkit
+        is a ClusterPolicy operand, which a GPUCluster does not manage)."""
+        return (
+            self.uses_operator
+            and self.allocator is not Allocator.GPUCLUSTER
+            and not self.cluster.toolkit_is_preinstalled
+        )
 
     @model_validator(mode="after")
     def _combinations(self) -> Self:
@@ -354,7 +375,11 @@ def _combination_problems(cfg: GpushiftConfig) -> list[str]:
     problem = sharing_problem(allocator=cfg.allocator, sharing=sharing)
     if problem is not None:
         problems.append(problem)
-    if dra and sharing != "exclusive" and cfg.charts.dra_driver.version_tuple() < (0, 5, 0):
+    if (
+        cfg.allocator is Allocator.DRA
+        and sharing != "exclusive"
+        and cfg.charts.dra_driver.version_tuple() < (0, 5, 0)
+    ):
         problems.append(
             f"charts.draDriver.version: consumable shares need dra-driver-nvidia-gpu 0.5.0 or "
             f"later, got {cfg.charts.dra_driver.version}"
@@ -365,6 +390,8 @@ def _combination_problems(cfg: GpushiftConfig) -> list[str]:
             f"charts.appTemplate.version: app-template {cfg.charts.app_template.version} "
             "has no pod.resourceClaims; DRA consumers need 5.0.0 or later"
         )
+    if cfg.allocator is Allocator.GPUCLUSTER:
+        problems.extend(_gpucluster_problems(cfg))
     if cfg.cluster.talos and cfg.cluster.driver_root not in (None, TALOS_DRIVER_ROOT):
         problems.append(
             f"cluster.driverRoot: Talos installs the NVIDIA driver under {TALOS_DRIVER_ROOT}, "
@@ -390,6 +417,29 @@ def _combination_problems(cfg: GpushiftConfig) -> list[str]:
     return problems
 
 
+def _gpucluster_problems(cfg: GpushiftConfig) -> list[str]:
+    problems: list[str] = []
+    version = cfg.charts.gpu_operator.version_tuple()
+    if version < GPUCLUSTER_OPERATOR_VERSION:
+        problems.append(
+            "charts.gpuOperator.version: the GPUCluster needs gpu-operator 26.7.0 or later, got "
+            f"{cfg.charts.gpu_operator.version}"
+        )
+    # nicolerenee/infra#2394: the GPUCluster's DRA driver got no driverInstallDir.
+    why = "the GPUCluster derives the driver root from the validator, which assumes /"
+    if cfg.cluster.talos:
+        problems.append(
+            f"cluster.talos: Talos installs the NVIDIA driver under {TALOS_DRIVER_ROOT}, and "
+            f"{why}; use allocator dra, whose nvidiaDriverRoot can say so"
+        )
+    elif cfg.cluster.driver_is_preinstalled and cfg.cluster.effective_driver_root != "/":
+        problems.append(
+            f"cluster.driverRoot: the driver is preinstalled under "
+            f"{cfg.cluster.effective_driver_root}, and {why}; use allocator dra"
+        )
+    return problems
+
+
 def _consumer_problems(cfg: GpushiftConfig) -> list[str]:
     problems: list[str] = []
     seen: set[tuple[str, str]] = set()
@@ -404,14 +454,10 @@ def _consumer_problems(cfg: GpushiftConfig) -> list[str]:
         seen.add((c.namespace, c.name))
         if c.style is ConsumerStyle.INFERENCE_SERVICE and not c.model:
             problems.append(f"{where}.model: an inference-service needs the Model source")
-        if (
-            cfg.allocator is Allocator.DRA
-            and c.style is not ConsumerStyle.INFERENCE_SERVICE
-            and c.gpus != 1
-        ):
+        if cfg.allocator.is_dra and c.style is not ConsumerStyle.INFERENCE_SERVICE and c.gpus != 1:
             problems.append(
-                f"{where}.gpus: under dra each pod gets one claim from the namespace's "
-                f"any-nvidia-gpu template, which asks for one device; got {c.gpus}"
+                f"{where}.gpus: under {cfg.allocator.value} each pod gets one claim from the "
+                "namespace's any-nvidia-gpu template, which asks for one device; got {c.gpus}"
             )
     return problems
 
@@ -431,7 +477,7 @@ def _memory_problems(cfg: GpushiftConfig) -> list[str]:
                 f"memoryPerClaim: {cfg.memory_per_claim} is more than one GPU has "
                 f"({cfg.cluster.gpu_nodes.gpu.memory})"
             )
-    if cfg.allocator is Allocator.DRA and cfg.sharing == "memory":
+    if cfg.allocator.is_dra and cfg.sharing == "memory":
         if cfg.memory_per_claim is None:
             problems.append(
                 "memoryPerClaim: sharing memory needs the GPU memory each claim asks for; "

@@ -16,7 +16,13 @@ from gpushift._sharing import Allocator
 from gpushift._yamlout import Note
 from gpushift.render import _common as c
 from gpushift.render._bodies import FluxKustomization
-from gpushift.render._config import GPU_DEVICE_CLASS, Consumer, ConsumerStyle, GpushiftConfig
+from gpushift.render._config import (
+    BRIDGE_DEVICE_CLASS,
+    GPU_DEVICE_CLASS,
+    Consumer,
+    ConsumerStyle,
+    GpushiftConfig,
+)
 from gpushift.render._flux import (
     Files,
     Ref,
@@ -36,8 +42,7 @@ LLMKUBE_MODELS = "llmkube-models"
 def render(cfg: GpushiftConfig) -> Files:
     """Every consumer, plus the claim template of each consumer namespace under ``dra``."""
     files = Files()
-    dra = cfg.allocator is Allocator.DRA
-    if dra:
+    if cfg.allocator.is_dra:
         for ns in sorted({x.namespace for x in cfg.consumers if _uses_claim(x)}):
             _render_claim_template(cfg=cfg, files=files, ns=ns)
     for consumer in cfg.consumers:
@@ -56,13 +61,18 @@ def _uses_claim(consumer: Consumer) -> bool:
 def _stack_dependency(*, cfg: GpushiftConfig, consumer: Consumer) -> Ref:
     """The Kustomization a consumer waits for before its pods can get a GPU."""
     gpu_ns = cfg.cluster.gpu_namespace
-    if cfg.allocator is Allocator.DRA:
+    if cfg.allocator.is_dra:
         if _uses_claim(consumer):
             return Ref(c.CLAIM_TEMPLATES_APP)
-        return Ref(c.DRA_DRIVER, gpu_ns)
+        return Ref(_dra_stack(cfg), gpu_ns)
     if cfg.allocator is Allocator.DEVICE_PLUGIN:
         return Ref(c.DEVICE_PLUGIN, gpu_ns)
     return Ref(c.GPU_OPERATOR, gpu_ns)
+
+
+def _dra_stack(cfg: GpushiftConfig) -> str:
+    """The component that runs the DRA driver: its chart, or gpu-operator's GPUCluster."""
+    return c.GPU_OPERATOR if cfg.allocator is Allocator.GPUCLUSTER else c.DRA_DRIVER
 
 
 def _render_claim_template(*, cfg: GpushiftConfig, files: Files, ns: str) -> None:
@@ -85,8 +95,10 @@ def _render_claim_template(*, cfg: GpushiftConfig, files: Files, ns: str) -> Non
         path=f"{ns}/{c.CLAIM_TEMPLATES_APP}/app",
         depends_on=[
             Note(
-                Ref(c.DRA_DRIVER, cfg.cluster.gpu_namespace),
-                f"The DeviceClass {GPU_DEVICE_CLASS} comes from the DRA driver's chart.",
+                Ref(_dra_stack(cfg), cfg.cluster.gpu_namespace),
+                f"The DeviceClass {GPU_DEVICE_CLASS} comes from gpu-operator's GPUCluster."
+                if cfg.allocator is Allocator.GPUCLUSTER
+                else f"The DeviceClass {GPU_DEVICE_CLASS} comes from the DRA driver's chart.",
             )
         ],
         force_note=(
@@ -117,7 +129,7 @@ def _render_claim_template(*, cfg: GpushiftConfig, files: Files, ns: str) -> Non
 
 
 def _gpu_resources(*, cfg: GpushiftConfig, consumer: Consumer) -> dict[str, Any]:
-    if cfg.allocator is Allocator.DRA:
+    if cfg.allocator.is_dra:
         return {"claims": [{"name": CLAIM_NAME}]}
     count = consumer.gpus
     return {"requests": {c.GPU_RESOURCE: count}, "limits": {c.GPU_RESOURCE: count}}
@@ -129,8 +141,8 @@ def _pod_claims() -> list[dict[str, Any]]:
 
 def _pod_placement(cfg: GpushiftConfig) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    if cfg.cluster.runtime_class_name:
-        out["runtimeClassName"] = cfg.cluster.runtime_class_name
+    if cfg.runtime_class:
+        out["runtimeClassName"] = cfg.runtime_class
     out["affinity"] = c.gpu_node_affinity(cfg)
     if cfg.cluster.gpu_nodes.tolerations:
         out["tolerations"] = c.tolerations(cfg)
@@ -157,7 +169,7 @@ def _render_app_template(*, cfg: GpushiftConfig, files: Files, consumer: Consume
             }
         }
     }
-    if cfg.allocator is Allocator.DRA:
+    if cfg.allocator.is_dra:
         controller["pod"] = {
             "resourceClaims": Note(
                 _pod_claims(), "Needs app-template 5 or later (pod.resourceClaims)."
@@ -183,7 +195,7 @@ def _render_app_template(*, cfg: GpushiftConfig, files: Files, consumer: Consume
 def _render_deployment(*, cfg: GpushiftConfig, files: Files, consumer: Consumer) -> None:
     labels = {"app.kubernetes.io/name": consumer.name}
     pod_spec: dict[str, Any] = dict(_pod_placement(cfg))
-    if cfg.allocator is Allocator.DRA:
+    if cfg.allocator.is_dra:
         pod_spec["resourceClaims"] = _pod_claims()
     pod_spec["containers"] = [
         {
@@ -268,13 +280,19 @@ def _llmkube_docs(*, cfg: GpushiftConfig, consumer: Consumer) -> list[dict[str, 
         "image": consumer.image,
         "replicas": 1,
     }
-    if cfg.cluster.runtime_class_name:
-        spec["runtimeClassName"] = cfg.cluster.runtime_class_name
+    if cfg.runtime_class:
+        spec["runtimeClassName"] = cfg.runtime_class
     gpu: Any = consumer.gpus
     if cfg.allocator is Allocator.DRA:
         gpu = Note(
             consumer.gpus,
             "Stays on nvidia.com/gpu: the scheduler serves it from the gpu.nvidia.com "
+            "DeviceClass (extendedResourceName), taking one share per GPU.",
+        )
+    elif cfg.allocator is Allocator.GPUCLUSTER:
+        gpu = Note(
+            consumer.gpus,
+            f"Stays on nvidia.com/gpu: the scheduler serves it from the {BRIDGE_DEVICE_CLASS} "
             "DeviceClass (extendedResourceName), taking one share per GPU.",
         )
     spec["resources"] = {"gpu": gpu}

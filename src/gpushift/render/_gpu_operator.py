@@ -1,4 +1,4 @@
-"""The NVIDIA GPU Operator component (allocators ``gpu-operator`` and ``dra``)."""
+"""The NVIDIA GPU Operator component (allocators ``gpu-operator``, ``dra`` and ``gpucluster``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,12 @@ from typing import Any
 from gpushift._sharing import Allocator
 from gpushift._yamlout import Note
 from gpushift.render import _common as c
-from gpushift.render._config import GpushiftConfig
+from gpushift.render._config import (
+    BRIDGE_DEVICE_CLASS,
+    GPU_DEVICE_CLASS,
+    ConsumerStyle,
+    GpushiftConfig,
+)
 from gpushift.render._flux import (
     Files,
     api_version,
@@ -44,16 +49,27 @@ def render(cfg: GpushiftConfig) -> Files:
         app["time-slicing-config.yaml"] = [
             _time_slicing_configmap(namespace=ns, replicas=cfg.sharing)
         ]
-    if cfg.cluster.runtime_class_name and not cfg.installs_runtime_class:
-        app["runtimeclass.yaml"] = [c.runtime_class(cfg.cluster.runtime_class_name)]
+    if cfg.runtime_class and not cfg.installs_runtime_class:
+        app["runtimeclass.yaml"] = [c.runtime_class(cfg.runtime_class)]
     if dra and cfg.observability.dcgm_exporter:
         app["dcgm-exporter-rbac.yaml"] = [*_dcgm_dra_rbac(ns)]
-    health_note = (
-        "The DRA driver's Kustomization depends on this one; checking the HelmRelease makes "
-        'that mean "the operator reconciled with devicePlugin off", not merely "applied".'
-        if dra
-        else "Consumers depend on this Kustomization; wait for the release, not just the apply."
-    )
+    gpucluster = cfg.allocator is Allocator.GPUCLUSTER
+    if gpucluster and any(x.style is ConsumerStyle.INFERENCE_SERVICE for x in cfg.consumers):
+        app["deviceclass-extended-resource.yaml"] = [bridge_device_class()]
+    if gpucluster:
+        health_note = (
+            "Claim templates and consumers depend on this release being Ready: its GPUCluster "
+            "runs the DRA driver and creates the gpu.nvidia.com DeviceClass."
+        )
+    elif dra:
+        health_note = (
+            "The DRA driver's Kustomization depends on this one; checking the HelmRelease makes "
+            'that mean "the operator reconciled with devicePlugin off", not merely "applied".'
+        )
+    else:
+        health_note = (
+            "Consumers depend on this Kustomization; wait for the release, not just the apply."
+        )
     ks = flux_kustomization(
         cfg=cfg,
         name=c.GPU_OPERATOR,
@@ -67,7 +83,35 @@ def render(cfg: GpushiftConfig) -> Files:
     return files
 
 
+def bridge_device_class() -> dict[str, Any]:
+    """The DeviceClass that bridges ``nvidia.com/gpu`` to the GPUCluster's GPUs."""
+    driver = GPU_DEVICE_CLASS
+    return {
+        "apiVersion": api_version("DeviceClass"),
+        "kind": "DeviceClass",
+        "metadata": {"name": BRIDGE_DEVICE_CLASS},
+        "spec": {
+            "extendedResourceName": Note(
+                c.GPU_RESOURCE,
+                "The GPUCluster's gpu.nvidia.com class maps no extended resource, so pods that "
+                "still ask for nvidia.com/gpu are served from this class (DRAExtendedResource).",
+            ),
+            # kubernetes-sigs/dra-driver-nvidia-gpu templates/deviceclass-gpu.yaml
+            "selectors": [
+                {
+                    "cel": {
+                        "expression": f"device.driver == '{driver}' && "
+                        f"device.attributes['{driver}'].type == 'gpu'"
+                    }
+                }
+            ],
+        },
+    }
+
+
 def _values(cfg: GpushiftConfig) -> dict[str, Any]:
+    if cfg.allocator is Allocator.GPUCLUSTER:
+        return _gpucluster_values(cfg)
     cluster = cfg.cluster
     dra = cfg.allocator is Allocator.DRA
     values: dict[str, Any] = {}
@@ -119,6 +163,85 @@ def _values(cfg: GpushiftConfig) -> dict[str, Any]:
             )
         }
     return values
+
+
+def _gpucluster_values(cfg: GpushiftConfig) -> dict[str, Any]:
+    """gpu-operator 26.7 with its GPUCluster (DRA) stack and no ClusterPolicy.
+
+    Source: NVIDIA/gpu-operator@v26.7.0 deployments/gpu-operator/values.yaml and
+    templates/validations.yaml.
+    """
+    cluster = cfg.cluster
+    values: dict[str, Any] = {}
+    if cluster.driver_is_preinstalled:
+        values["driver"] = Note({"enabled": False}, "The NVIDIA driver is installed on the hosts.")
+    else:
+        values["driver"] = {
+            "enabled": True,
+            "nvidiaDriverCRD": Note(
+                {"enabled": True},
+                "With a GPUCluster the driver is managed through NVIDIADriver CRs; the chart's "
+                "validation fails a GPUCluster with driver.enabled but not this.",
+            ),
+        }
+    if cluster.driver_root is not None:
+        values["hostPaths"] = {"driverInstallDir": cluster.effective_driver_root}
+    values["clusterPolicy"] = {
+        "deployCR": Note(
+            False,
+            "The ClusterPolicy (device plugin stack) and the GPUCluster exclude each other; the "
+            "chart refuses both.",
+        )
+    }
+    values["gpuCluster"] = {
+        "deployCR": Note(True, "The operator's own DRA stack: DRA driver, validator, DCGM.")
+    }
+    dra: dict[str, Any] = {}
+    sharing = cfg.sharing
+    if sharing != "exclusive":
+        dra["featureGates"] = Note(
+            {"ConsumableShares": True},
+            "CONSUMABLE_SHARES needs this gate (alpha); without it the kubelet plugin exits "
+            "at start.",
+        )
+        dra["gpus"] = {
+            "kubeletPlugin": {
+                "env": Note(
+                    [{"name": "CONSUMABLE_SHARES", "value": str(sharing)}],
+                    "The GPUCluster has no consumableShares value; the kubelet plugin reads "
+                    "the env. " + _shares_why(cfg),
+                )
+            }
+        }
+    dra["computeDomains"] = Note(
+        {"enabled": False},
+        "Multi-node NVLink (IMEX) domains; not needed for sharing GPUs.",
+    )
+    values["draDriver"] = dra
+    obs = cfg.observability
+    dcgm: dict[str, Any] = {"enabled": obs.dcgm_exporter}
+    if obs.dcgm_exporter:
+        dcgm["serviceMonitor"] = {"enabled": obs.service_monitor}
+    # The GPUCluster's exporter sets KUBERNETES_ENABLE_DRA and reads ResourceSlices itself.
+    values["dcgmExporter"] = dcgm
+    if cluster.gpu_nodes.tolerations:
+        values["daemonsets"] = {
+            "tolerations": Note(
+                c.with_default_tolerations(cfg, c.OPERATOR_DEFAULT_TOLERATIONS),
+                "The chart's default toleration plus the GPU nodes' taints (a list replaces "
+                "the default).",
+            )
+        }
+    return values
+
+
+def _shares_why(cfg: GpushiftConfig) -> str:
+    sharing = cfg.sharing
+    if isinstance(sharing, int):
+        return f"Each GPU takes {sharing} claims, as time-slicing replicas: {sharing} did."
+    if sharing == "memory":
+        return "Each claim takes the GPU memory it requests."
+    return "Any number of claims may share a card; nothing caps them."
 
 
 def _device_plugin_values(cfg: GpushiftConfig) -> dict[str, Any]:

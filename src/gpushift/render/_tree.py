@@ -22,6 +22,7 @@ def render_tree(config: GpushiftConfig) -> dict[str, str]:
     else:
         files.update(_gpu_operator.render(config))
     if config.allocator is Allocator.DRA:
+        # Under gpucluster the operator runs the DRA driver itself.
         files.update(_dra.render(config))
     files.update(_consumers.render(config))
     _add_namespaces(files)

@@ -19,7 +19,6 @@ from gpushift.gitops import (
     Source,
     Workload,
     known_values_keys,
-    truthy,
 )
 from gpushift.reports import Finding
 from gpushift.rules._context import Context, name_of, operator_plugin_on, standalone_plugin_on
@@ -70,8 +69,8 @@ def check(*, ctx: Context) -> Iterator[Finding]:
 
 def _plugins(ctx: Context) -> Iterator[_Plugin]:
     for op in ctx.operators:
-        # The ClusterPolicy stack (clusterPolicy.deployCR, default true) runs the plugin.
-        if operator_plugin_on(op) and truthy(op.value("clusterPolicy", "deployCR"), default=True):
+        # Only the ClusterPolicy stack (clusterPolicy.deployCR, default true) runs the plugin.
+        if operator_plugin_on(op):
             given = op.is_set("devicePlugin", "enabled")
             how = (
                 "devicePlugin.enabled is true" if given else "devicePlugin.enabled defaults to true"

@@ -75,7 +75,7 @@ def _plugin_owners(ctx: Context) -> str:
 
 def _unserved(ctx: Context) -> Iterator[Finding]:
     """no-advertiser: GPU requests that no active allocator can serve."""
-    plugin, dra = bool(ctx.plugin_advertisers), bool(ctx.dra_advertisers)
+    plugin, dra = bool(ctx.plugin_advertisers), ctx.dra_on
     if plugin and dra:
         return
     for w in ctx.running:
@@ -130,7 +130,7 @@ def _diverged(ctx: Context, *, covered: bool) -> Iterator[Finding]:
                     "the override acknowledges a switch to DRA that this release does not make"
                 ),
             )
-    if covered or ctx.plugin_advertisers or ctx.dra_advertisers:
+    if covered or ctx.plugin_advertisers or ctx.dra_on:
         return
     for op in ctx.operators:
         if not operator_plugin_on(op) and ctx.repo.releases("dra-driver-nvidia-gpu", active=False):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpushift.gitops import GPU_RESOURCE, Claim, Repo, Workload
+from gpushift.gitops import GPU_RESOURCE, Claim, HelmRelease, Repo, Workload
 from gpushift.reports import Finding
 from gpushift.rules._context import Context, body_at, name_of, option_line, request_keys
 from gpushift.rules._shares import shares_count, shares_value
@@ -62,7 +62,7 @@ def _references(ctx: Context, w: Workload) -> Iterator[Finding]:
 
 def _bridge(ctx: Context) -> Iterator[Finding]:
     """Extended ``nvidia.com/gpu`` requests once only DRA advertises GPUs."""
-    if ctx.plugin_advertisers or not ctx.dra_advertisers:
+    if ctx.plugin_advertisers or not ctx.dra_on:
         return
     classes = ctx.bridging_classes
     for w in ctx.running:
@@ -109,8 +109,9 @@ def _picked(classes: tuple[str, ...]) -> str:
 
 def _consumes(ctx: Context, amount: object) -> str:
     value = None
-    for driver in ctx.dra_advertisers:
-        value = shares_value(driver) or value
+    for driver in (*ctx.dra_advertisers, *ctx.gpu_clusters):
+        if isinstance(driver, HelmRelease):
+            value = shares_value(driver) or value
     n = shares_count(value)
     if n is not None:
         return f"each request takes 1 of the {n} shares of {amount} GPU(s)"

@@ -23,6 +23,7 @@ from gpushift.gitops import (
     Repo,
     Source,
     Workload,
+    gpu_clusters,
     truthy,
 )
 from gpushift.reports import Finding, Severity
@@ -110,11 +111,14 @@ class Located(Protocol):
 class Context:
     """The inputs of one check run.
 
-    ``repo`` is the checked tree; ``base`` is the same tree at ``--base`` (None without it).
+    ``repo`` is the checked tree; ``base`` is the same tree at ``--base`` (None without it);
+    ``kubernetes_version`` the cluster's release, for rules whose upstream behaviour changed.
     """
 
     repo: Repo
     base: Repo | None = None
+    #: The cluster's Kubernetes minor (``check --kubernetes-version``).
+    kubernetes_version: tuple[int, int] = (1, 37)
 
     def finding(
         self,
@@ -194,6 +198,17 @@ class Context:
         return tuple(d for d in self.drivers if dra_gpus_on(d))
 
     @functools.cached_property
+    def gpu_clusters(self) -> tuple[HelmRelease | Manifest, ...]:
+        """What deploys gpu-operator's GPUCluster (releases with ``gpuCluster.deployCR``, then
+        GPUCluster objects): the operator's own DRA stack, which always publishes GPUs."""
+        return gpu_clusters(self.repo)
+
+    @functools.cached_property
+    def dra_on(self) -> bool:
+        """Whether a DRA stack publishes GPUs: the DRA chart or gpu-operator's GPUCluster."""
+        return bool(self.dra_advertisers or self.gpu_clusters)
+
+    @functools.cached_property
     def bridging_classes(self) -> tuple[str, ...]:
         """Active DeviceClasses mapping ``extendedResourceName: nvidia.com/gpu``, sorted."""
         return tuple(
@@ -246,8 +261,11 @@ class Context:
 
 
 def operator_plugin_on(op: HelmRelease) -> bool:
-    """gpu-operator runs the device plugin unless ``devicePlugin.enabled`` is false."""
-    return truthy(op.value("devicePlugin", "enabled"), default=True)
+    """gpu-operator runs the device plugin unless ``devicePlugin.enabled`` is false or it
+    deploys no ClusterPolicy (``clusterPolicy.deployCR``, default true), whose stack it is."""
+    return truthy(op.value("devicePlugin", "enabled"), default=True) and truthy(
+        op.value("clusterPolicy", "deployCR"), default=True
+    )
 
 
 def standalone_plugin_on(hr: HelmRelease) -> bool:

@@ -65,11 +65,14 @@ def _plugin_configs(ctx: Context) -> Iterator[DevicePluginConfig]:
 def gfd_running(ctx: Context) -> bool:
     """Whether an active release or manifest runs gpu-feature-discovery.
 
-    gpu-operator's ``gfd.enabled`` defaults to true; the standalone chart's to false. A GFD
-    DaemonSet applied as a manifest counts too.
+    gpu-operator's ``gfd.enabled`` defaults to true (a ClusterPolicy operand, so only with
+    ``clusterPolicy.deployCR``); the standalone chart's to false. A GFD DaemonSet applied as a
+    manifest counts too.
     """
     for op in ctx.operators:
-        if truthy(op.value("gfd", "enabled"), default=True):
+        if truthy(op.value("gfd", "enabled"), default=True) and truthy(
+            op.value("clusterPolicy", "deployCR"), default=True
+        ):
             return True
     for hr in ctx.repo.releases("nvidia-device-plugin"):
         if truthy(hr.value("gfd", "enabled"), default=False):

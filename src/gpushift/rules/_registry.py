@@ -168,6 +168,16 @@ RULES: tuple[Rule, ...] = (
         _W,
         "An ApplicationSet generator needs a network to expand; its applications are not seen.",
     ),
+    Rule(
+        "gpucluster-clusterpolicy-conflict",
+        _E,
+        "gpu-operator deploys a GPUCluster and a ClusterPolicy; the two exclude each other.",
+    ),
+    Rule(
+        "dra-preemption-lost",
+        _W,
+        "GPU consumers rely on PriorityClass preemption, which kube-scheduler does not do for DRA.",
+    ),
     Rule("yaml-error", _E, "A file cannot be parsed."),
     Rule(
         "unused-file",

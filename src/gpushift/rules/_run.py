@@ -16,8 +16,10 @@ from gpushift.rules import (
     _allocator,
     _appsets,
     _claims,
+    _gpucluster,
     _platform,
     _plugin_sharing,
+    _preemption,
     _shares,
     _timeslicing,
     _values,
@@ -36,6 +38,7 @@ _MANIFEST_SUFFIXES = frozenset({".yaml", ".yml", ".json"})
 FAMILIES: tuple[_Family, ...] = (
     _allocator.check,
     _advertisers.check,
+    _gpucluster.check,
     _plugin_sharing.check,
     _shares.check,
     _timeslicing.check,
@@ -44,12 +47,16 @@ FAMILIES: tuple[_Family, ...] = (
     _workloads.check,
     _values.check,
     _appsets.check,
+    _preemption.check,
 )
 
 
-def check_repo(repo: Repo, *, base: Repo | None = None) -> list[Finding]:
-    """Every finding for ``repo`` (``base``: the same tree at ``--base``), sorted, no repeats."""
-    ctx = Context(repo, base)
+def check_repo(
+    repo: Repo, *, base: Repo | None = None, kubernetes_version: tuple[int, int] = (1, 37)
+) -> list[Finding]:
+    """Every finding for ``repo`` (``base``: the same tree at ``--base``; ``kubernetes_version``
+    the cluster's release), sorted, no repeats."""
+    ctx = Context(repo, base, kubernetes_version)
     seen: set[Finding] = set()
     out: list[Finding] = []
     for family in FAMILIES:
@@ -131,7 +138,11 @@ class Reports:
 
 
 def run_checks(
-    paths: Sequence[str | Path], *, base: str | None = None, merge_paths: bool = False
+    paths: Sequence[str | Path],
+    *,
+    base: str | None = None,
+    merge_paths: bool = False,
+    kubernetes_version: tuple[int, int] = (1, 37),
 ) -> Reports:
     """Check each path as its own repository (or all as one with ``merge_paths``).
 
@@ -139,11 +150,22 @@ def run_checks(
     missing path or an unusable revision.
     """
     if merge_paths or len(paths) <= 1:
-        return Reports(((", ".join(str(p) for p in paths), run_check(paths, base=base)),))
-    return Reports(tuple((str(p), run_check([p], base=base)) for p in paths))
+        one = run_check(paths, base=base, kubernetes_version=kubernetes_version)
+        return Reports(((", ".join(str(p) for p in paths), one),))
+    return Reports(
+        tuple(
+            (str(p), run_check([p], base=base, kubernetes_version=kubernetes_version))
+            for p in paths
+        )
+    )
 
 
-def run_check(paths: Sequence[str | Path], *, base: str | None = None) -> Report:
+def run_check(
+    paths: Sequence[str | Path],
+    *,
+    base: str | None = None,
+    kubernetes_version: tuple[int, int] = (1, 37),
+) -> Report:
     """Load the repository under ``paths``, run every rule and summarise it.
 
     ``base`` is a git revision: ResourceClaimTemplates are compared with that revision's tree.
@@ -163,5 +185,5 @@ def run_check(paths: Sequence[str | Path], *, base: str | None = None) -> Report
     if base is not None:
         with tree_at(paths, rev=base) as old_paths:
             base_repo = load_repo(old_paths)
-    findings = check_repo(repo, base=base_repo)
+    findings = check_repo(repo, base=base_repo, kubernetes_version=kubernetes_version)
     return Report(repo.root, tuple(findings), summarize(repo))

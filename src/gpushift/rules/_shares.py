@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from gpushift._sharing import ConsumableSharesError, atoi, parse_consumable_shares
 from gpushift.gitops import GPU_RESOURCE, HelmRelease, truthy
@@ -15,13 +16,27 @@ from gpushift.rules._context import (
 )
 
 
+def operator_shares_env(op: HelmRelease) -> Any:
+    """The ``CONSUMABLE_SHARES`` env a gpu-operator release gives its GPUCluster's kubelet
+    plugin (``draDriver.gpus.kubeletPlugin.env``), or None."""
+    env = op.value("draDriver", "gpus", "kubeletPlugin", "env")
+    for e in env if isinstance(env, list) else []:
+        if isinstance(e, dict) and e.get("name") == "CONSUMABLE_SHARES":
+            return e.get("value")
+    return None
+
+
 def shares_value(driver: HelmRelease) -> str | None:
     """``consumableShares`` as the kubelet plugin receives it, or None when not rendered.
 
     The chart renders ``CONSUMABLE_SHARES`` only ``if .Values.consumableShares``: an empty
     string or the integer 0 renders nothing and the plugin defaults to ``disabled``.
     """
-    raw = driver.value("consumableShares")
+    if driver.chart == "gpu-operator":
+        # The GPUCluster has no consumableShares value; it takes CONSUMABLE_SHARES as env.
+        raw = operator_shares_env(driver)
+    else:
+        raw = driver.value("consumableShares")
     if raw is None or raw == "" or (isinstance(raw, int) and not isinstance(raw, bool) and not raw):
         return None
     if isinstance(raw, bool):
@@ -49,12 +64,21 @@ def _accepted(value: str) -> bool:
 def check(*, ctx: Context) -> Iterator[Finding]:
     """consumable-shares-gate-missing, consumable-shares-invalid, shares-capacity-changed,
     memory-mode-whole-device and unlimited-no-ceiling."""
-    for driver in ctx.dra_advertisers:
+    operators = (gc for gc in ctx.gpu_clusters if isinstance(gc, HelmRelease))
+    for driver in (*ctx.dra_advertisers, *operators):
         value = shares_value(driver)
         if value is None:
             continue
-        line = driver.line_of("consumableShares")
-        gate = truthy(driver.value("featureGates", "ConsumableShares"), default=False)
+        if driver.chart == "gpu-operator":
+            # The GPUCluster's kubelet plugin: the same flag, as env, and the same gate.
+            line = driver.line_of("draDriver", "gpus", "kubeletPlugin", "env")
+            gate_key: tuple[str, ...] = ("draDriver", "featureGates", "ConsumableShares")
+            what = f"CONSUMABLE_SHARES={value}"
+        else:
+            line = driver.line_of("consumableShares")
+            gate_key = ("featureGates", "ConsumableShares")
+            what = f"consumableShares: {value}"
+        gate = truthy(driver.value(*gate_key), default=False)
         if value != "disabled" and not gate:
             # cmd/gpu-kubelet-plugin/main.go validateCLIFlags
             yield ctx.about(
@@ -62,7 +86,7 @@ def check(*, ctx: Context) -> Iterator[Finding]:
                 driver,
                 line=line,
                 msg=(
-                    f"consumableShares: {value} without featureGates.ConsumableShares: true; the "
+                    f"{what} without {'.'.join(gate_key)}: true; the "
                     "kubelet plugin exits at start: '--consumable-shares requires feature gate "
                     "ConsumableShares to be enabled'"
                 ),

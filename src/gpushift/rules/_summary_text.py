@@ -18,7 +18,10 @@ def format_summary(summary: Summary) -> str:
     sharing: str = summary.sharing.mode
     if summary.sharing.replicas is not None:
         sharing += f", replicas {summary.sharing.replicas}"
-    lines = [f"allocator: {summary.allocator}", f"sharing: {sharing}"]
+    allocator: str = summary.allocator
+    if summary.dra_stack == "gpucluster":
+        allocator += " (GPUCluster)"
+    lines = [f"allocator: {allocator}", f"sharing: {sharing}"]
     if not summary.gpu_stack:
         lines.insert(0, "no NVIDIA GPU stack found")
     nodes = ", ".join(summary.gpu_nodes) if summary.gpu_nodes else "not named in the repository"

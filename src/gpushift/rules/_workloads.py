@@ -49,7 +49,7 @@ def check(*, ctx: Context) -> Iterator[Finding]:
                     ),
                 )
         yield from _stale_labels(ctx, w)
-    if ctx.dra_advertisers:
+    if ctx.dra_on:
         yield from _dcgm_attribution(ctx)
 
 
@@ -188,6 +188,8 @@ def _dcgm_attribution(ctx: Context) -> Iterator[Finding]:
             continue
         if truthy(op.value("gpuCluster", "deployCR"), default=False):
             continue  # the GPUCluster stack's exporter has the env and the RBAC
+        if not truthy(op.value("clusterPolicy", "deployCR"), default=True):
+            continue  # no ClusterPolicy, so no exporter of its own
 
         env = _env_list(op.value("dcgmExporter", "env"))
         yield from _attribution(

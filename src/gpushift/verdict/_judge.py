@@ -15,7 +15,13 @@ from dataclasses import dataclass
 
 from gpushift._obj import Obj
 from gpushift.reports import Severity
-from gpushift.verdict._ledgers import GPU, Ledgers, dp_allocatable, ledgers, node_slices
+from gpushift.rules import (
+    DEFAULT_KUBERNETES_VERSION,
+    Ranked,
+    parse_kubernetes_version,
+    preemption_hazards,
+)
+from gpushift.verdict._ledgers import DRIVER, GPU, Ledgers, dp_allocatable, ledgers, node_slices
 from gpushift.verdict._transition import transition
 
 
@@ -58,6 +64,12 @@ CHECKS: tuple[Check, ...] = (
     Check("flux-suspended", _W, "A Flux object on the GPU path is left suspended."),
     Check("stale-sharing-labels", _I, "GFD time-slicing labels on a node the plugin left."),
     Check("unused-device-class", _I, "A DeviceClass no claim and no extended resource uses."),
+    Check(
+        "dra-preemption-lost",
+        _I,
+        "GPU pods of different priorities share DRA devices, which kube-scheduler does not "
+        "preempt for.",
+    ),
 )
 _BY_ID = {c.id: c for c in CHECKS}
 _Fn = Callable[[Obj, Ledgers], Iterator[Reason]]
@@ -272,6 +284,27 @@ def _unused(snapshot: Obj, books: Ledgers) -> Iterator[Reason]:
         if dc["name"] in used or dc.get("extendedResourceName") in requested:
             continue
         yield _reason("unused-device-class", f"DeviceClass/{dc['name']}", "nothing uses it")
+
+
+@_check("dra-preemption-lost")
+def _preemption(snapshot: Obj, books: Ledgers) -> Iterator[Reason]:
+    if not any(s.get("driver") == DRIVER for s in snapshot.get("resourceSlices") or []):
+        return
+    ranked = {
+        p["owner"]: Ranked(
+            p["owner"],
+            p.get("priorityClassName"),
+            int(p.get("priority") or 0),
+            p.get("preemptionPolicy") != "Never",
+        )
+        for p in snapshot.get("pods") or []
+    }
+    for hazard in preemption_hazards(ranked.values()):
+        yield _reason(
+            "dra-preemption-lost",
+            hazard.victim.name,
+            hazard.message(parse_kubernetes_version(DEFAULT_KUBERNETES_VERSION)),
+        )
 
 
 def reasons(snapshot: Obj) -> list[Reason]:

@@ -539,6 +539,10 @@ def build_snapshot(lists: Lists, *, taken_at: datetime, server: str | None = Non
                 "requests": requests,
                 "claims": claims,
                 "bridged": bool(status.get("extendedResourceClaimStatus")),
+                # What Priority admission gave the pod (dra-preemption-lost).
+                "priority": spec.get("priority") if isinstance(spec.get("priority"), int) else 0,
+                "priorityClassName": spec.get("priorityClassName") or None,
+                "preemptionPolicy": spec.get("preemptionPolicy") or "PreemptLowerPriority",
             }
         )
     series = lists.series
