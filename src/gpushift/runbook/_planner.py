@@ -419,7 +419,8 @@ def _barrier_checked(held: Barrier, target: Target | None) -> str:
     parts = []
     for a in held.agents:
         found = tolerating(a, default)
-        place = f" ({a.where})" if a.where else ""
+        detail = ", ".join(x for x in (a.where, "the chart's default" if a.default else "") if x)
+        place = f" ({detail})" if detail else ""
         said = f"tolerates it with {show_toleration(found)}" if found else "does not tolerate it"
         parts.append(f"{a.name} {a.field}{place} {said}")
     return f"the barrier {show_taint(default)}: " + "; ".join(parts)
