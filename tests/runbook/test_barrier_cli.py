@@ -2,11 +2,13 @@
 separate process, as a user runs it): the default barrier, a refusal when the new
 allocator's DaemonSet tolerates every taint (at the merge target, or in the cluster without
 one), and a cutover whose kubelet plugin tolerates the default barrier's key, held off the
-nodes by the other barrier until the device plugin is gone.
+nodes by the other barrier until the device plugin is gone (and the rollback whose device
+plugin does the same).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import threading
@@ -169,16 +171,56 @@ def test_without_a_target_the_clusters_kubelet_plugin_is_read(env: Env) -> None:
     ]
 
 
-def _agents(env: Env) -> tuple[set[str], set[str]]:
-    """The nodes with a device plugin pod, and those with a DRA kubelet plugin pod."""
-    plugin, kubelet = set(), set()
-    for p in env.objects("Pod"):
-        name, node = p["metadata"]["name"], (p.get("spec") or {}).get("nodeName")
-        if name.startswith("nvidia-device-plugin-daemonset"):
-            plugin.add(node)
-        elif name.startswith("dra-driver-nvidia-gpu-kubelet-plugin"):
-            kubelet.add(node)
-    return plugin, kubelet
+#: The new allocator's pods, by the name of their DaemonSet.
+NEW_AGENT = {
+    "dra": "dra-driver-nvidia-gpu-kubelet-plugin",
+    "device-plugin": "nvidia-device-plugin-daemonset",
+}
+
+
+def _agent_nodes(env: Env, to: str) -> set[str]:
+    """The nodes with a pod of the new allocator's DaemonSet."""
+    return {
+        str((p.get("spec") or {}).get("nodeName"))
+        for p in env.objects("Pod")
+        if p["metadata"]["name"].startswith(NEW_AGENT[to])
+    }
+
+
+def _held(env: Env) -> set[str]:
+    """The nodes carrying a barrier (either key)."""
+    return {
+        n["metadata"]["name"]
+        for n in env.objects("Node")
+        if any(
+            t.get("key", "").startswith("gpushift.dev/cutover")
+            for t in (n.get("spec") or {}).get("taints") or []
+        )
+    }
+
+
+@contextlib.contextmanager
+def _breaches(env: Env, to: str) -> Iterator[set[str]]:
+    """Watch every node while the block runs: the nodes where a pod of the new allocator
+    ever was while the barrier held the node (the barrier itself; the twin's monitor judges
+    advertising). Pods are read before nodes, and a barrier once lifted is not put back, so
+    a pod seen with a taint seen after it was there while the node was held."""
+    breached: set[str] = set()
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            agents = _agent_nodes(env, to)
+            breached.update(agents & _held(env))
+            done.wait(0.05)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield breached
+    finally:
+        done.set()
+        watcher.join()
 
 
 def test_a_kubelet_plugin_tolerating_the_cutover_key_is_held_by_the_other_barrier(
@@ -194,27 +236,11 @@ def test_a_kubelet_plugin_tolerating_the_cutover_key_is_held_by_the_other_barrie
     code, out, err = _plan(env, "--to", "dra", "--repo", str(env.plugin), "--target", str(keyed))
     assert code == 0, err
     assert out[0]["barrier"] == ALT
-    # Watch every node while the run goes: never a device plugin and a kubelet plugin pod on
-    # the same node (the twin's monitor judges advertising; this is the barrier itself).
-    both: set[str] = set()
-    done = threading.Event()
-
-    def watch() -> None:
-        while not done.is_set():
-            plugin, kubelet = _agents(env)
-            both.update(plugin & kubelet)
-            done.wait(0.05)
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
-    try:
+    with _breaches(env, "dra") as breached:
         code, events, err = env.cutover(
             "cutover", "--to", "dra", "--repo", str(env.plugin), "--target", str(keyed),
             "--merge", env.merge(keyed), "--step-timeout", "90s",
         )  # fmt: skip
-    finally:
-        done.set()
-        watcher.join()
     result = _result(events)
     assert code == 0, (err, result)
     assert [s["result"] for s in result["steps"]] == ["done"] * len(STEPS)
@@ -227,14 +253,46 @@ def test_a_kubelet_plugin_tolerating_the_cutover_key_is_held_by_the_other_barrie
     assert taints == [("merge", f"Node/{n}", json.dumps([ALT])) for n in nodes] + [
         ("new-allocator-up", f"Node/{n}", "null") for n in nodes
     ]
-    assert both == set()
+    assert breached == set()
     # The kubelet plugin did come up, with the toleration it was given, and the nodes are free.
-    wait_for(lambda: _agents(env)[1] == set(nodes), what="the kubelet plugin on every node")
+    wait_for(lambda: _agent_nodes(env, "dra") == set(nodes), what="the kubelet plugin everywhere")
     ds = env.get("DaemonSet", "gpu-operator", "dra-driver-nvidia-gpu-kubelet-plugin")
     assert {"key": "gpushift.dev/cutover", "operator": "Exists"} in ds["spec"]["template"]["spec"][
         "tolerations"
     ]
     assert all(not (n.get("spec") or {}).get("taints") for n in env.objects("Node"))
     assert env.journal()["facts"]["barrier"] == ALT
+    _unsuspended(env)
+    assert env.violations() == []
+
+    # And back: the gpu-operator's daemonsets.tolerations, on its device plugin, name the key.
+    keyed_back = _with_values(
+        env, "keyed-back", env.plugin, OPERATOR, "  values:\n", "    daemonsets:\n"
+        "      tolerations:\n"
+        "        - {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}\n"
+        "        - {key: gpushift.dev/cutover, operator: Exists}\n",
+    )  # fmt: skip
+    with _breaches(env, "device-plugin") as breached_back:
+        code, events, err = env.cutover(
+            "rollback", "--repo", str(env.dra), "--target", str(keyed_back),
+            "--merge", env.merge(keyed_back), "--step-timeout", "90s",
+        )  # fmt: skip
+    result = _result(events)
+    assert code == 0, (err, result)
+    assert result["to"] == "device-plugin" and result["result"] == "done"
+    back = {**ALT, "value": "device-plugin"}
+    assert [
+        (e["step"], e["object"], json.dumps(e["after"]))
+        for e in events
+        if e.get("event") == "change" and e["field"] == "spec.taints"
+    ] == [("merge", f"Node/{n}", json.dumps([back])) for n in nodes] + [
+        ("new-allocator-up", f"Node/{n}", "null") for n in nodes
+    ]
+    assert breached_back == set()
+    assert env.allocatable() == {n: "5" for n in nodes}
+    ds = env.get("DaemonSet", "gpu-operator", "nvidia-device-plugin-daemonset")
+    assert {"key": "gpushift.dev/cutover", "operator": "Exists"} in ds["spec"]["template"]["spec"][
+        "tolerations"
+    ]
     _unsuspended(env)
     assert env.violations() == []
