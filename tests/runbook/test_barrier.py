@@ -214,6 +214,14 @@ def test_preflight_refuses_with_the_barrier_reason_and_the_plan_shows_it() -> No
         f"the barrier gpushift.dev/cutover=dra:NoSchedule: {RELEASE} {FIELD} (x.yaml:3) "
         "tolerates it with {operator: Exists}" in the_plan.steps[0].note
     )
+    # No barrier to hold the nodes with: the refused plan shows no taint.
+    steps = {s.name: s for s in the_plan.steps}
+    assert not [c for c in steps["merge"].changes if c.obj.kind == "Node"]
+    assert not steps["new-allocator-up"].changes
+    assert steps["merge"].note == (
+        "no barrier: the new allocator's DaemonSet tolerates every taint gpushift would hold the "
+        "GPU nodes with (refused, see the preflight)"
+    )
 
 
 def test_the_other_barrier_is_held_journaled_and_released() -> None:

@@ -113,6 +113,9 @@ def test_a_target_kubelet_plugin_tolerating_every_taint_is_refused(env: Env) -> 
     code, out, _ = _plan(env, "--to", "dra", "--repo", str(env.plugin), "--target", str(wide))
     assert code == 4
     assert out[0]["refusals"] == result["reasons"] and out[0]["barrier"] is None
+    merge = next(s for s in out[0]["steps"] if s["name"] == "merge")
+    assert merge["note"].startswith("no barrier: ")
+    assert not [a for a in merge["actions"] if a.get("field") == "spec.taints"]
     assert out[-1]["result"] == "refused"
 
 

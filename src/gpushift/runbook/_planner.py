@@ -175,11 +175,13 @@ def barrier(view: View, options: Options, target: Target | None = None) -> Barri
     return choose_barrier(options.to, at_target or live_agents(view))
 
 
-def barrier_of(f: Mapping[str, Any], to: str) -> Obj:
-    """The barrier the run's facts record (journals written before it was chosen: the
-    default)."""
+def barrier_of(f: Mapping[str, Any], to: str) -> Obj | None:
+    """The barrier the run's facts record: None when there is none the new allocator does
+    not tolerate (a refused plan); the default in journals written before it was chosen."""
+    if "barrier" not in f:
+        return default_barrier(to)
     taint = f.get("barrier")
-    return dict(taint) if isinstance(taint, Mapping) else default_barrier(to)
+    return dict(taint) if isinstance(taint, Mapping) else None
 
 
 def facts(view: View, options: Options, *, target: Target | None = None) -> dict[str, Any]:
@@ -397,8 +399,13 @@ def _target_driver_reasons(target: Target) -> list[str]:
     return out
 
 
-def barrier_note(taint: Mapping[str, Any], to: str) -> str:
+def barrier_note(taint: Mapping[str, Any] | None, to: str) -> str:
     """The merge step's note: the barrier, and why when it is not the default."""
+    if taint is None:
+        return (
+            "no barrier: the new allocator's DaemonSet tolerates every taint gpushift would "
+            "hold the GPU nodes with (refused, see the preflight)"
+        )
     note = (
         f"the barrier: every GPU node tainted {show_taint(taint)} until the old allocator is gone"
     )
@@ -690,7 +697,9 @@ def plan_step(
         before = str(f.get("revisionBefore") or "")
         moved = SourceRevision(options.source, before, options.revision)
         taint = barrier_of(f, options.to)
-        actions: list[Action] = list(hold_changes(nodes, view, ctx, to=options.to, taint=taint))
+        actions: list[Action] = []
+        if taint is not None:
+            actions += hold_changes(nodes, view, ctx, to=options.to, taint=taint)
         if options.merge:
             actions.append(Command(name, options.merge, "the merge"))
         actions.append(Wait(name, moved, "the source fetched the merged revision"))
