@@ -34,8 +34,8 @@ EVERYTHING = {"operator": "Exists"}
 RELEASE = "HelmRelease/gpu-operator/dra-driver-nvidia-gpu"
 FIELD = "kubeletPlugin.tolerations"
 NARROW = (
-    "narrow its tolerations to the taints it needs (the NVIDIA charts' default is "
-    "{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule})"
+    "narrow its tolerations to the taints it needs (the NVIDIA charts tolerate "
+    "{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule} by default)"
 )
 
 

@@ -31,8 +31,8 @@ RELEASE = "HelmRelease/gpu-operator/dra-driver-nvidia-gpu"
 HOLD = {"key": "gpushift.dev/cutover", "value": "dra", "effect": "NoSchedule"}
 ALT = {"key": "gpushift.dev/cutover-barrier", "value": "dra", "effect": "NoSchedule"}
 NARROW = (
-    "narrow its tolerations to the taints it needs (the NVIDIA charts' default is "
-    "{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule})"
+    "narrow its tolerations to the taints it needs (the NVIDIA charts tolerate "
+    "{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule} by default)"
 )
 DAEMONSET = ResourceRef.named("DaemonSet")
 

@@ -247,6 +247,7 @@ class AgentTolerations:
 _GPU_TOLERATION: Mapping[str, Any] = _freeze(
     {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 )
+_CRITICAL_ADDONS: Mapping[str, Any] = _freeze({"key": "CriticalAddonsOnly", "operator": "Exists"})
 
 #: The allocator agents' tolerations of the charts that deploy one: the DRA driver's kubelet
 #: plugin, the standalone device plugin and the gpu-operator's device plugin.
@@ -257,7 +258,9 @@ AGENT_TOLERATIONS: Mapping[ChartId, AgentTolerations] = MappingProxyType(
             ("kubeletPlugin", "tolerations"), (_GPU_TOLERATION,)
         ),
         # NVIDIA/k8s-device-plugin values.yaml tolerations
-        "nvidia-device-plugin": AgentTolerations(("tolerations",), (_GPU_TOLERATION,)),
+        "nvidia-device-plugin": AgentTolerations(
+            ("tolerations",), (_CRITICAL_ADDONS, _GPU_TOLERATION)
+        ),
         # NVIDIA/gpu-operator values.yaml daemonsets.tolerations, copied into the ClusterPolicy;
         # the operator sets them on its operands only when not empty (the asset's otherwise).
         "gpu-operator": AgentTolerations(

@@ -130,8 +130,8 @@ def _refusal(to: str, agent: Agent, default: Mapping[str, Any]) -> str:
     return (
         f"{where}: {field} has {held}, so {_AGENT.get(to, 'it')} would start beside "
         f"{_OLD.get(to, 'the old allocator')} before that is gone; narrow its tolerations to the "
-        "taints it needs (the NVIDIA charts' default is {key: nvidia.com/gpu, operator: Exists, "
-        "effect: NoSchedule})"
+        "taints it needs (the NVIDIA charts tolerate {key: nvidia.com/gpu, operator: Exists, "
+        "effect: NoSchedule} by default)"
     )
 
 

@@ -142,15 +142,20 @@ def test_gpu_operator_daemonsets_tolerations_go_onto_every_operand_when_given() 
     assert _tolerations(want, "nvidia-device-plugin-daemonset") == [GPU_TOLERATION]
 
 
+CRITICAL = {"key": "CriticalAddonsOnly", "operator": "Exists"}
+
+
 @pytest.mark.parametrize(
-    ("given", "rendered"),
+    ("given", "rendered", "plugin_rendered"),
     [
-        (None, [GPU_TOLERATION]),  # the chart's default
-        ([], []),  # `with` renders nothing for an empty list
-        ([{"operator": "Exists"}], [{"operator": "Exists"}]),
+        (None, [GPU_TOLERATION], [CRITICAL, GPU_TOLERATION]),  # each chart's default
+        ([], [], []),  # `with` renders nothing for an empty list
+        ([{"operator": "Exists"}], [{"operator": "Exists"}], [{"operator": "Exists"}]),
     ],
 )
-def test_the_charts_agent_tolerations_as_given(given: Any, rendered: Any) -> None:
+def test_the_charts_agent_tolerations_as_given(
+    given: Any, rendered: Any, plugin_rendered: Any
+) -> None:
     dra: dict[str, Any] = {"gpuResourcesEnabledOverride": True}
     plugin: dict[str, Any] = {}
     if given is not None:
@@ -159,7 +164,7 @@ def test_the_charts_agent_tolerations_as_given(given: Any, rendered: Any) -> Non
     out = render(DRA, release="dra", namespace="gpu-operator", values=dra).objects
     assert _tolerations(out, "dra-driver-nvidia-gpu-kubelet-plugin") == rendered
     out = render("nvidia-device-plugin", release="ndp", namespace="x", values=plugin).objects
-    assert _tolerations(out, "ndp-nvidia-device-plugin") == rendered
+    assert _tolerations(out, "ndp-nvidia-device-plugin") == plugin_rendered
 
 
 def test_standalone_device_plugin_with_config_map() -> None:

@@ -90,13 +90,15 @@ def gpu_toleration() -> Obj:
     return {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 
 
-def chart_tolerations(values: Mapping[str, Any], *path: str) -> list[Obj]:
+def chart_tolerations(
+    values: Mapping[str, Any], *path: str, default: list[Obj] | None = None
+) -> list[Obj]:
     """A chart's ``tolerations`` value at ``path``: as given (an empty list renders none, as
-    ``with`` in the template does), else the charts' default :func:`gpu_toleration`."""
+    ``with`` in the template does), else ``default`` (:func:`gpu_toleration`)."""
     given = get(values, *path)
     if isinstance(given, list):
         return [dict(t) for t in given if isinstance(t, Mapping)]
-    return [gpu_toleration()]
+    return default if default is not None else [gpu_toleration()]
 
 
 def operand_tolerations(spec: Mapping[str, Any]) -> list[Obj]:

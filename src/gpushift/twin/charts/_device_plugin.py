@@ -21,6 +21,7 @@ from gpushift.twin.charts._common import (
     env_list,
     extra_env,
     get,
+    gpu_toleration,
     helm_labels,
     operand_tolerations,
 )
@@ -237,7 +238,12 @@ def render_standalone(*, release: str, namespace: str, values: Mapping[str, Any]
         ]
     pod: Obj = {
         "priorityClassName": str(values.get("priorityClassName") or "system-node-critical"),
-        "tolerations": chart_tolerations(values, "tolerations"),
+        # NVIDIA/k8s-device-plugin values.yaml: CriticalAddonsOnly (deprecated) and nvidia.com/gpu.
+        "tolerations": chart_tolerations(
+            values,
+            "tolerations",
+            default=[{"key": "CriticalAddonsOnly", "operator": "Exists"}, gpu_toleration()],
+        ),
         "containers": containers,
         "volumes": volumes,
     }
