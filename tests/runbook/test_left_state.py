@@ -89,3 +89,16 @@ def test_a_journal_read_from_its_head_alone_does_not_claim_nothing_is_left() -> 
     assert left["recorded"] is False and left["suspended"] == []
     assert "  nothing suspended, at 0 or tainted" not in list(left_lines(left))
     assert left_state(_journal())["recorded"] is True
+
+
+def test_the_other_barrier_is_named_as_left_too() -> None:
+    journal = Journal.begin(run="r2", to="dra", started=T, options={}, facts={}, consumers=[])
+    journal.start_step("merge", T)
+    other = {"key": "gpushift.dev/cutover-barrier", "value": "dra", "effect": "NoSchedule"}
+    own = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+    _made(journal, Change("merge", NODE, ("spec", "taints"), [own], [own, other]))
+    journal.finish_step("merge", "failed", 1.0, T)
+    left = left_state(journal)
+    assert left["tainted"] == [
+        {"object": "Node/k8s-1", "taint": "gpushift.dev/cutover-barrier=dra:NoSchedule"}
+    ]

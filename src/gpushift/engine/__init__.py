@@ -28,7 +28,12 @@ from gpushift.engine._cel import (
 from gpushift.engine._compare import compare_homelab
 from gpushift.engine._core_types import Event, KubeList
 from gpushift.engine._example import COMPARE, Setup, homelab, setup
-from gpushift.engine._filters import match_label_selector, node_matches_pod, untolerated_taint
+from gpushift.engine._filters import (
+    match_label_selector,
+    node_matches_pod,
+    tolerates,
+    untolerated_taint,
+)
 from gpushift.engine._hazards import DOUBLE_ALLOCATION, DUAL_ADVERTISER, Hazard
 from gpushift.engine._hazards import find as find_hazards
 from gpushift.engine._inputs import Inputs, from_objects
@@ -110,5 +115,6 @@ __all__ = [
     "setup",
     "simulate",
     "template_hash",
+    "tolerates",
     "untolerated_taint",
 ]

@@ -5,6 +5,7 @@ Reason strings are kube-scheduler's, because they end up in FailedScheduling-sty
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -101,19 +102,39 @@ def node_matches_pod(spec: Mapping[str, Any], *, node_name: str, labels: Mapping
     return True
 
 
+_INT64 = re.compile(r"[+-]?[0-9]+")
+
+
+def _int64(text: str) -> int | None:
+    # strconv.ParseInt(text, 10, 64): an optional sign and decimal digits, within int64.
+    if not _INT64.fullmatch(text):
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
+
+
 def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    """core/v1 Toleration.ToleratesTaint."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
+    """Whether one toleration tolerates one taint: an empty effect matches every effect, an
+    empty key every key; ``Exists`` matches every value, ``Equal`` (the default) the same
+    value, ``Lt``/``Gt`` a taint value below/above the toleration's, both int64."""
+    # k8s.io/api core/v1 toleration.go Toleration.ToleratesTaint.
+    effect = str(toleration.get("effect") or "")
+    if effect and effect != str(taint.get("effect") or ""):
         return False
-    key = toleration.get("key") or ""
-    if key and key != taint.get("key"):
+    key = str(toleration.get("key") or "")
+    if key and key != str(taint.get("key") or ""):
         return False
-    op = toleration.get("operator") or "Equal"
+    op = str(toleration.get("operator") or "")
+    mine, theirs = str(toleration.get("value") or ""), str(taint.get("value") or "")
+    if op in ("", "Equal"):
+        return mine == theirs
     if op == "Exists":
         return True
-    if op == "Equal":
-        return str(toleration.get("value") or "") == str(taint.get("value") or "")
+    if op in ("Lt", "Gt"):
+        bound, value = _int64(mine), _int64(theirs)
+        if bound is None or value is None:
+            return False
+        return value < bound if op == "Lt" else value > bound
     return False
 
 

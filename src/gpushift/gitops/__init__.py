@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from gpushift.flux import YamlError
 from gpushift.gitops._charts import (
+    AGENT_TOLERATIONS,
     GPU_OPERATOR_POLICY_KEYS,
+    AgentTolerations,
     chart_defaults,
     chart_identity,
     known_values_keys,
@@ -67,6 +69,7 @@ from gpushift.gitops._summary import (
 from gpushift.gitops._timeslicing import parse_config as parse_time_slicing_config
 
 __all__ = [
+    "AGENT_TOLERATIONS",
     "CHART_POD_FIELDS",
     "CLUSTER_POLICY_KIND",
     "GPU_CLUSTER_KIND",
@@ -75,6 +78,7 @@ __all__ = [
     "LLMKUBE_VENDOR_RESOURCES",
     "NVIDIA_PREFIX",
     "ActiveAllocators",
+    "AgentTolerations",
     "ChartId",
     "Claim",
     "Consumer",

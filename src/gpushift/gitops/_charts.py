@@ -7,6 +7,7 @@ under the user's values so that a key the user left out reads as the chart would
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -231,6 +232,42 @@ _KNOWN: dict[ChartId, frozenset[str]] = {
         }
     ),
 }
+
+
+@dataclass(frozen=True, slots=True)
+class AgentTolerations:
+    """Where a chart takes its GPU allocator agent's pod tolerations from: the values key, what
+    the agent gets when the key is not given, and whether an empty list gets that too."""
+
+    path: tuple[str, ...]
+    default: tuple[Mapping[str, Any], ...]
+    empty_is_default: bool = False
+
+
+_GPU_TOLERATION: Mapping[str, Any] = _freeze(
+    {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+)
+_CRITICAL_ADDONS: Mapping[str, Any] = _freeze({"key": "CriticalAddonsOnly", "operator": "Exists"})
+
+#: The allocator agents' tolerations of the charts that deploy one: the DRA driver's kubelet
+#: plugin, the standalone device plugin and the gpu-operator's device plugin.
+AGENT_TOLERATIONS: Mapping[ChartId, AgentTolerations] = MappingProxyType(
+    {
+        # kubernetes-sigs/dra-driver-nvidia-gpu values.yaml kubeletPlugin.tolerations
+        "dra-driver-nvidia-gpu": AgentTolerations(
+            ("kubeletPlugin", "tolerations"), (_GPU_TOLERATION,)
+        ),
+        # NVIDIA/k8s-device-plugin values.yaml tolerations
+        "nvidia-device-plugin": AgentTolerations(
+            ("tolerations",), (_CRITICAL_ADDONS, _GPU_TOLERATION)
+        ),
+        # NVIDIA/gpu-operator values.yaml daemonsets.tolerations, copied into the ClusterPolicy;
+        # the operator sets them on its operands only when not empty (the asset's otherwise).
+        "gpu-operator": AgentTolerations(
+            ("daemonsets", "tolerations"), (_GPU_TOLERATION,), empty_is_default=True
+        ),
+    }
+)
 
 
 def chart_defaults(chart: ChartId) -> Mapping[str, Any]:

@@ -11,6 +11,7 @@ and each watch-based wait::
 
 from __future__ import annotations
 
+from gpushift.runbook._barrier import Agent, Barrier, choose_barrier, show_taint, untainted
 from gpushift.runbook._conditions import BRIDGE_REMEDIES, Allocatable, Condition, WorkloadsUp
 from gpushift.runbook._discover import discover, gpu_pods, holds_gpu, is_agent
 from gpushift.runbook._executor import (
@@ -47,6 +48,8 @@ from gpushift.runbook._local import (
     normalise_server,
 )
 from gpushift.runbook._model import (
+    BARRIER_TAINT,
+    CUTOVER_TAINT,
     STEPS,
     Change,
     Command,
@@ -58,20 +61,32 @@ from gpushift.runbook._model import (
     Step,
     Wait,
 )
-from gpushift.runbook._planner import Context, facts, plan, plan_step, preflight, resume_waits
+from gpushift.runbook._planner import (
+    Context,
+    barrier,
+    facts,
+    plan,
+    plan_step,
+    preflight,
+    resume_waits,
+)
 from gpushift.runbook._snapshot import Judge, Snapshotter, judge, snapshot_of
 from gpushift.runbook._target import DriverChart, Target, older_than, read_target
 from gpushift.runbook._view import View
 
 __all__ = [
+    "BARRIER_TAINT",
     "BRIDGE_REMEDIES",
     "CHUNK_BYTES",
+    "CUTOVER_TAINT",
     "EXIT",
     "JOURNAL_NAME",
     "LEASE_NAME",
     "PART_BYTES",
     "STEPS",
+    "Agent",
     "Allocatable",
+    "Barrier",
     "Cache",
     "Change",
     "Command",
@@ -97,6 +112,8 @@ __all__ = [
     "View",
     "Wait",
     "WorkloadsUp",
+    "barrier",
+    "choose_barrier",
     "chunk_name",
     "chunk_plan",
     "cluster_identity",
@@ -124,5 +141,7 @@ __all__ = [
     "read_local",
     "read_target",
     "resume_waits",
+    "show_taint",
     "snapshot_of",
+    "untainted",
 ]

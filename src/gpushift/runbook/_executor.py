@@ -818,7 +818,7 @@ class Executor:
             return self._abort(unfinished)
         if self.req.mode == "run":
             view = self.cache.view()
-            f = facts(view, options)
+            f = facts(view, options, target=target)
             apps = ObjectRef.from_json(f["apps"])
             consumers, loose = discover(view, apps=apps)
             held = self.lock.check()
@@ -1362,5 +1362,6 @@ def plan_json(the_plan: Plan) -> Obj:
         "consumers": [c.to_json() for c in the_plan.consumers],
         "steps": steps,
         "refusals": list(the_plan.refusals),
+        "barrier": the_plan.facts.get("barrier"),
         "journal": journal_objects(the_plan),
     }

@@ -14,8 +14,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from gpushift._obj import Obj
+from gpushift.runbook._barrier import BARRIER_KEYS
 from gpushift.runbook._journal import Journal
-from gpushift.runbook._model import CUTOVER_TAINT, PARKED_LABEL
+from gpushift.runbook._model import PARKED_LABEL
 
 #: The journal's data key of the merge command's last lines of output.
 MERGE_OUTPUT_KEY = "mergeOutput"
@@ -95,7 +96,7 @@ def left_state(journal: Journal) -> Obj:
         item: Obj = {"object": obj, "field": rec.get("field"), "before": rec.get("before")}
         if is_taint:
             held = [t for t in rec.get("after") or [] if isinstance(t, dict)]
-            ours = [_taint_text(t) for t in held if t.get("key") == CUTOVER_TAINT]
+            ours = [_taint_text(t) for t in held if t.get("key") in BARRIER_KEYS]
             tainted.append({"object": obj, "taint": ours[0] if ours else ""})
         elif path == ("spec", "suspend"):  # a Flux owner, or a CronJob
             suspended.append(item)

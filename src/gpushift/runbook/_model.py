@@ -39,9 +39,13 @@ GPU_RESOURCE = "nvidia.com/gpu"
 #: The label a drained DaemonSet's pods must match: no node carries it.
 PARKED_LABEL = "gpushift.dev/cutover-parked"
 #: The taint that holds every GPU node between the merge and the moment the old allocator is
-#: gone: neither allocator's agent (nor any pod that does not tolerate it) starts there, so
-#: the node never advertises through both ledgers (docs/runbook.md, the merge step).
+#: gone: neither the new allocator's agent (the preflight checks that it does not tolerate it)
+#: nor any other pod that does not starts there, so the node never advertises through both
+#: ledgers (docs/runbook.md, the merge step).
 CUTOVER_TAINT = "gpushift.dev/cutover"
+#: The barrier's key when the new allocator's agents tolerate ``CUTOVER_TAINT`` by its key
+#: (see :mod:`gpushift.runbook._barrier`).
+BARRIER_TAINT = "gpushift.dev/cutover-barrier"
 
 
 def resource_ref(api_version: str, kind: str) -> ResourceRef:

@@ -13,6 +13,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpushift import flux
+from gpushift._obj import Obj
+from gpushift.runbook._barrier import (
+    Barrier,
+    choose_barrier,
+    default_barrier,
+    live_agents,
+    show_taint,
+    show_toleration,
+    tolerating,
+    untainted,
+)
 from gpushift.runbook._conditions import (
     AgentsSettled,
     Allocatable,
@@ -27,7 +38,6 @@ from gpushift.runbook._conditions import (
 )
 from gpushift.runbook._discover import discover, merge_consumers
 from gpushift.runbook._model import (
-    CUTOVER_TAINT,
     DRA_DRIVER,
     GPU_RESOURCE,
     PARKED_LABEL,
@@ -158,8 +168,25 @@ def resolve_apps(view: View, options: Options) -> ObjectRef:
     return DEFAULT_APPS
 
 
-def facts(view: View, options: Options) -> dict[str, Any]:
-    """What the run records at its start (journaled; a resumed run plans from these)."""
+def barrier(view: View, options: Options, target: Target | None = None) -> Barrier:
+    """The merge step's barrier, checked against the new allocator's DaemonSets: those the
+    merge target deploys when it is read and deploys any, else those in the cluster."""
+    at_target = tuple(a for a in (target.agents if target else ()) if a.allocator == options.to)
+    return choose_barrier(options.to, at_target or live_agents(view))
+
+
+def barrier_of(f: Mapping[str, Any], to: str) -> Obj | None:
+    """The barrier the run's facts record: None when there is none the new allocator does
+    not tolerate (a refused plan); the default in journals written before it was chosen."""
+    if "barrier" not in f:
+        return default_barrier(to)
+    taint = f.get("barrier")
+    return dict(taint) if isinstance(taint, Mapping) else None
+
+
+def facts(view: View, options: Options, *, target: Target | None = None) -> dict[str, Any]:
+    """What the run records at its start (journaled; a resumed run plans from these);
+    ``target`` is the merge target read from ``--repo``, for the barrier."""
     nodes = sorted(
         (n for n in view.all("Node") if _is_gpu_node(n, view)),
         key=lambda n: str(n["metadata"]["name"]),
@@ -178,6 +205,7 @@ def facts(view: View, options: Options) -> dict[str, Any]:
         "devicePlugins": device_plugin_daemonsets(view),
         "revisionBefore": flux.revision(source) if source else "",
         "apps": resolve_apps(view, options).to_json(),
+        "barrier": barrier(view, options, target).taint,
     }
 
 
@@ -332,6 +360,9 @@ def preflight(
         reasons.append("no GPU node found (nvidia.com/gpu.present, allocatable or DRA slices)")
     if target is not None:
         reasons.extend(_target_check_reasons(target))
+    held = barrier(view, options, target)
+    if held.taint is None:
+        reasons.append(held.refusal)
     for ns in _driver_namespaces(view):
         obj = view.get("Namespace", "", ns)
         level = str(_labels(obj).get("pod-security.kubernetes.io/enforce") or "")
@@ -368,10 +399,46 @@ def _target_driver_reasons(target: Target) -> list[str]:
     return out
 
 
-def preflight_note(options: Options, target: Target | None) -> str:
-    """What the preflight step reads, for the plan: the target tree, or that it was not
-    checked."""
+def barrier_note(taint: Mapping[str, Any] | None, to: str) -> str:
+    """The merge step's note: the barrier, and why when it is not the default."""
+    if taint is None:
+        return (
+            "no barrier: the new allocator's DaemonSet tolerates every taint gpushift would "
+            "hold the GPU nodes with (refused, see the preflight)"
+        )
+    note = (
+        f"the barrier: every GPU node tainted {show_taint(taint)} until the old allocator is gone"
+    )
+    if taint.get("key") != default_barrier(to)["key"]:
+        note += (
+            f" ({show_taint(default_barrier(to))} is tolerated by the new allocator's DaemonSet)"
+        )
+    return note
+
+
+def _barrier_checked(held: Barrier, target: Target | None) -> str:
+    """What the preflight read for the barrier: each agent and whether it tolerates the
+    default barrier."""
+    if not held.agents:
+        where = "at the target or in the cluster" if target is not None else "in the cluster"
+        return f"the new allocator's DaemonSet tolerations: none found {where}, not checked"
+    default = default_barrier(held.agents[0].allocator)
+    parts = []
+    for a in held.agents:
+        found = tolerating(a, default)
+        detail = ", ".join(x for x in (a.where, "the chart's default" if a.default else "") if x)
+        place = f" ({detail})" if detail else ""
+        said = f"tolerates it with {show_toleration(found)}" if found else "does not tolerate it"
+        parts.append(f"{a.name} {a.field}{place} {said}")
+    return f"the barrier {show_taint(default)}: " + "; ".join(parts)
+
+
+def preflight_note(options: Options, target: Target | None, held: Barrier | None = None) -> str:
+    """What the preflight step reads, for the plan: the new allocator's DaemonSets checked
+    against the barrier (``held``), the target tree, or that it was not checked."""
     base = "refuse with every reason at once (docs/runbook.md)"
+    if held is not None:
+        base += "; " + _barrier_checked(held, target)
     if target is None:
         if options.to == "dra":
             return (
@@ -537,17 +604,14 @@ def _node(name: str) -> ObjectRef:
     return ObjectRef(api_version_of("Node"), "Node", "", name)
 
 
-def _untainted(taints: Any) -> list[Any]:
-    return [
-        t for t in taints or [] if not (isinstance(t, Mapping) and t.get("key") == CUTOVER_TAINT)
-    ]
-
-
-def hold_changes(nodes: Sequence[str], view: View, ctx: Context, *, to: str) -> list[Change]:
-    """The merge step's taint on every GPU node: ``gpushift.dev/cutover=<to>:NoSchedule``
-    added to the taints the node has (a resumed run keeps the list recorded before)."""
+def hold_changes(
+    nodes: Sequence[str], view: View, ctx: Context, *, to: str, taint: Obj | None = None
+) -> list[Change]:
+    """The merge step's taint on every GPU node, the barrier (by default
+    ``gpushift.dev/cutover=<to>:NoSchedule``), added to the taints the node has (a resumed
+    run keeps the list recorded before)."""
     out: list[Change | None] = []
-    taint = {"key": CUTOVER_TAINT, "value": to, "effect": "NoSchedule"}
+    taint = taint or default_barrier(to)
     path = ("spec", "taints")
     for name in nodes:
         live = field_value(view.get("Node", "", name), path)
@@ -558,8 +622,8 @@ def hold_changes(nodes: Sequence[str], view: View, ctx: Context, *, to: str) -> 
                 step="merge",
                 obj=_node(name),
                 path=path,
-                after=[*_untainted(live), taint],
-                why="hold both allocators' agents off the node until the old one is gone",
+                after=[*untainted(live), taint],
+                why="hold the new allocator's agents off the node until the old one is gone",
             )
         )
     return [c for c in out if c is not None]
@@ -574,9 +638,9 @@ def release_changes(nodes: Sequence[str], view: View, ctx: Context) -> list[Chan
         ref = _node(name)
         live = field_value(view.get("Node", "", name), path)
         held = ctx.recorded.get(Change("merge", ref, path, None, None).key)
-        if list(live or []) == _untainted(live) and held is not None and held.step == "merge":
+        if list(live or []) == untainted(live) and held is not None and held.step == "merge":
             live = held.after  # planned, not made yet
-        after = _untainted(live)
+        after = untainted(live)
         if list(live or []) != after:
             out.append(
                 Change(
@@ -614,7 +678,7 @@ def plan_step(
     to_dra = options.to == "dra"
     nodes = tuple(str(n) for n in f.get("gpuNodes") or ())
     if name == "preflight":
-        return Step(name, note=preflight_note(options, target))
+        return Step(name, note=preflight_note(options, target, barrier(view, options, target)))
     if name == "snapshot":
         return Step(name, note="record the GPU state: allocatable, ResourceSlices, GPU pods")
     if name == "suspend":
@@ -632,14 +696,17 @@ def plan_step(
     if name == "merge":
         before = str(f.get("revisionBefore") or "")
         moved = SourceRevision(options.source, before, options.revision)
-        actions: list[Action] = list(hold_changes(nodes, view, ctx, to=options.to))
+        taint = barrier_of(f, options.to)
+        actions: list[Action] = []
+        if taint is not None:
+            actions += hold_changes(nodes, view, ctx, to=options.to, taint=taint)
         if options.merge:
             actions.append(Command(name, options.merge, "the merge"))
         actions.append(Wait(name, moved, "the source fetched the merged revision"))
         actions += _reconcile([options.source], view, ctx, step=name, source=None)
         apps = ObjectRef.from_json(f["apps"]) if f.get("apps") else resolve_apps(view, options)
         actions += _reconcile([apps], view, ctx, step=name, source=options.source)
-        return Step(name, tuple(actions))
+        return Step(name, tuple(actions), note=barrier_note(taint, options.to))
     if name == "old-allocator-gone":
         if to_dra:
             waits = [
@@ -763,7 +830,7 @@ def plan(
     """The whole run from one view (``--plan``): later steps see earlier changes as made;
     ``target`` is the merge target read from ``--repo`` (None: not given)."""
     ctx = ctx or Context()
-    f = dict(ctx.facts) or facts(view, options)
+    f = dict(ctx.facts) or facts(view, options, target=target)
     ctx = Context(ctx.consumers, ctx.recorded, f, ctx.token)
     apps = ObjectRef.from_json(f["apps"])
     found, loose = discover(view, apps=apps)

@@ -1,5 +1,5 @@
-"""The merge target as a tree (``--repo``): what ``gpushift check`` finds there, and the DRA
-driver chart it installs.
+"""The merge target as a tree (``--repo``): what ``gpushift check`` finds there, the DRA
+driver chart it installs, and the tolerations of the allocators' agents it deploys.
 
 :func:`read_target` does the I/O (a directory, or a git revision of the repository unpacked
 with ``git archive``) and returns a frozen :class:`Target`; the planner judges it. The version
@@ -11,14 +11,16 @@ from __future__ import annotations
 import posixpath
 import re
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpushift._errors import InputError
 from gpushift._git import GitError, git, unpack_revision
-from gpushift.gitops import ChartId, HelmRelease, Repo, load_repo
+from gpushift.gitops import AGENT_TOLERATIONS, ChartId, HelmRelease, Repo, load_repo
 from gpushift.reports import Finding, Severity
 from gpushift.rules import check_repo
+from gpushift.runbook._barrier import Agent, allocator_agent
 
 #: The chart the DRA driver ships as (gitops' chart identity).
 DRA_CHART: ChartId = "dra-driver-nvidia-gpu"
@@ -38,11 +40,13 @@ class DriverChart:
 @dataclass(frozen=True, slots=True)
 class Target:
     """What the merge target holds: where it was read, the error findings of ``gpushift
-    check`` there (paths relative to the repository) and its DRA driver releases."""
+    check`` there (paths relative to the repository), its DRA driver releases, and both
+    allocators' agents with their tolerations."""
 
     where: str
     errors: tuple[Finding, ...] = ()
     drivers: tuple[DriverChart, ...] = ()
+    agents: tuple[Agent, ...] = ()
 
 
 def _is_revision(repo: Path, rev: str) -> bool:
@@ -113,7 +117,107 @@ def _read(tree: Path, *, root: str | None, where: str) -> Target:
         )
         for hr in model.releases(DRA_CHART)
     )
-    return Target(where + (f" ({root})" if root else ""), errors, drivers)
+    agents = tuple(
+        replace(a, where=rel(a.where)) for a in (*_release_agents(model), *_manifest_agents(model))
+    )
+    return Target(where + (f" ({root})" if root else ""), errors, drivers, agents)
+
+
+#: Which allocator each chart's agent serves, and whether the release deploys it.
+_CHART_AGENTS: tuple[tuple[ChartId, str], ...] = (
+    ("dra-driver-nvidia-gpu", "dra"),
+    ("nvidia-device-plugin", "device-plugin"),
+    ("gpu-operator", "device-plugin"),
+)
+
+
+def _deploys_agent(hr: HelmRelease) -> bool:
+    if hr.chart == "dra-driver-nvidia-gpu":
+        # templates/kubeletplugin.yaml: rendered with either resource enabled.
+        return bool(
+            hr.value("resources", "gpus", "enabled")
+            or hr.value("resources", "computeDomains", "enabled")
+        )
+    if hr.chart == "gpu-operator":
+        # The ClusterPolicy's device plugin (the GPUCluster stack is not read).
+        return bool(hr.value("devicePlugin", "enabled", default=True)) and bool(
+            hr.value("clusterPolicy", "deployCR", default=True)
+        )
+    return bool(hr.value("devicePlugin", "enabled", default=True))
+
+
+def _release_agents(model: Repo) -> list[Agent]:
+    """The agent of each active release of a chart that deploys one, with the tolerations
+    its values give (or the chart's default), located where they are written."""
+    out = []
+    for chart, allocator in _CHART_AGENTS:
+        known = AGENT_TOLERATIONS[chart]
+        for hr in model.releases(chart):
+            if not _deploys_agent(hr):
+                continue
+            given = hr.is_set(*known.path)
+            raw = hr.user_value(*known.path) if given else None
+            tolerations = tuple(t for t in raw or [] if isinstance(t, dict))
+            default = not given or (not tolerations and known.empty_is_default)
+            name = (
+                f"HelmRelease/{hr.namespace}/{hr.name}"
+                if hr.namespace
+                else f"HelmRelease/{hr.name}"
+            )
+            out.append(
+                Agent(
+                    allocator,
+                    name,
+                    ".".join(known.path),
+                    tuple(dict(t) for t in known.default) if default else tolerations,
+                    _values_line(hr, known.path),
+                    default,
+                )
+            )
+    return out
+
+
+def _values_line(hr: HelmRelease, keys: tuple[str, ...]) -> str:
+    """``path:line`` of ``keys`` in the release's values (of the layer that gives them)."""
+    missing = object()
+    for layer in reversed(hr.layers):
+        for n in range(len(keys), 0, -1):
+            if _dig(layer.values, keys[:n], missing) is not missing:
+                return f"{layer.source.path}:{layer.line_of(keys[:n])}"
+    src = hr.values_source
+    return f"{src.path}:{src.line_of(())}"
+
+
+def _dig(values: object, keys: tuple[str, ...], default: object) -> object:
+    cur = values
+    for k in keys:
+        if not isinstance(cur, Mapping) or k not in cur:
+            return default
+        cur = cur[k]
+    return cur
+
+
+def _manifest_agents(model: Repo) -> list[Agent]:
+    """Allocator DaemonSets written as manifests (rendered charts, plain YAML)."""
+    out = []
+    for w in model.workloads:
+        if w.kind != "DaemonSet" or w.origin_kind != "manifest" or not w.active:
+            continue
+        for allocator in ("dra", "device-plugin"):
+            if not allocator_agent(w.name, allocator):
+                continue
+            raw = w.pod.options.get("tolerations")
+            src = w.pod.option_sources.get("tolerations") or w.pod.source
+            out.append(
+                Agent(
+                    allocator,
+                    f"DaemonSet/{w.namespace}/{w.name}" if w.namespace else f"DaemonSet/{w.name}",
+                    "spec.template.spec.tolerations",
+                    tuple(t for t in raw or [] if isinstance(t, dict)),
+                    f"{src.path}:{src.line_of(())}",
+                )
+            )
+    return out
 
 
 def _version_file(model: Repo, hr: HelmRelease) -> str:

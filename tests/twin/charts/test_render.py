@@ -113,6 +113,60 @@ def test_gpu_operator_dcgm_exporter_keeps_the_dra_env() -> None:
     assert _env(ds["spec"]["template"]["spec"]["containers"][0])["KUBERNETES_ENABLE_DRA"] == "true"
 
 
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def _tolerations(objects: list[dict[str, Any]], name: str) -> Any:
+    return _by(objects, "DaemonSet", name)["spec"]["template"]["spec"]["tolerations"]
+
+
+def test_gpu_operator_daemonsets_tolerations_go_onto_every_operand_when_given() -> None:
+    wide = [{"operator": "Exists"}]
+    out = render(
+        "gpu-operator", release="gpu-operator", namespace="gpu-operator",
+        values={"daemonsets": {"tolerations": wide}},
+    )  # fmt: skip
+    policy = _by(out.objects, "ClusterPolicy", "cluster-policy")
+    want, _ = operands(namespace="gpu-operator", spec=policy["spec"], service_monitors=False)
+    for name in (
+        "nvidia-device-plugin-daemonset",
+        "gpu-feature-discovery",
+        "nvidia-dcgm-exporter",
+        "nvidia-operator-validator",
+    ):
+        assert _tolerations(want, name) == wide
+    # An empty list leaves each operand its own (the operator sets them only when not empty).
+    want, _ = operands(
+        namespace="gpu-operator", spec={"daemonsets": {"tolerations": []}}, service_monitors=False
+    )
+    assert _tolerations(want, "nvidia-device-plugin-daemonset") == [GPU_TOLERATION]
+
+
+CRITICAL = {"key": "CriticalAddonsOnly", "operator": "Exists"}
+
+
+@pytest.mark.parametrize(
+    ("given", "rendered", "plugin_rendered"),
+    [
+        (None, [GPU_TOLERATION], [CRITICAL, GPU_TOLERATION]),  # each chart's default
+        ([], [], []),  # `with` renders nothing for an empty list
+        ([{"operator": "Exists"}], [{"operator": "Exists"}], [{"operator": "Exists"}]),
+    ],
+)
+def test_the_charts_agent_tolerations_as_given(
+    given: Any, rendered: Any, plugin_rendered: Any
+) -> None:
+    dra: dict[str, Any] = {"gpuResourcesEnabledOverride": True}
+    plugin: dict[str, Any] = {}
+    if given is not None:
+        dra["kubeletPlugin"] = {"tolerations": given}
+        plugin["tolerations"] = given
+    out = render(DRA, release="dra", namespace="gpu-operator", values=dra).objects
+    assert _tolerations(out, "dra-driver-nvidia-gpu-kubelet-plugin") == rendered
+    out = render("nvidia-device-plugin", release="ndp", namespace="x", values=plugin).objects
+    assert _tolerations(out, "ndp-nvidia-device-plugin") == plugin_rendered
+
+
 def test_standalone_device_plugin_with_config_map() -> None:
     values = {"config": {"map": {"default": "version: v1\n"}}}
     out = render(

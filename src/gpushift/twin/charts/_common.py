@@ -88,3 +88,24 @@ def daemonset(
 def gpu_toleration() -> Obj:
     """The toleration NVIDIA's charts put on their agents (nodes tainted ``nvidia.com/gpu``)."""
     return {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def chart_tolerations(
+    values: Mapping[str, Any], *path: str, default: list[Obj] | None = None
+) -> list[Obj]:
+    """A chart's ``tolerations`` value at ``path``: as given (an empty list renders none, as
+    ``with`` in the template does), else ``default`` (:func:`gpu_toleration`)."""
+    given = get(values, *path)
+    if isinstance(given, list):
+        return [dict(t) for t in given if isinstance(t, Mapping)]
+    return default if default is not None else [gpu_toleration()]
+
+
+def operand_tolerations(spec: Mapping[str, Any]) -> list[Obj]:
+    """The tolerations the gpu-operator gives an operand DaemonSet: the ClusterPolicy's
+    ``daemonsets.tolerations`` when not empty, else the asset's own."""
+    # NVIDIA/gpu-operator controllers/object_controls.go: len(Daemonsets.Tolerations) > 0.
+    given = get(spec, "daemonsets", "tolerations")
+    if isinstance(given, list) and given:
+        return [dict(t) for t in given if isinstance(t, Mapping)]
+    return [gpu_toleration()]

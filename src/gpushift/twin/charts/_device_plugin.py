@@ -16,12 +16,14 @@ from gpushift._obj import Obj
 from gpushift._obj import as_dict as d
 from gpushift.twin.charts._common import (
     Rendered,
+    chart_tolerations,
     daemonset,
     env_list,
     extra_env,
     get,
     gpu_toleration,
     helm_labels,
+    operand_tolerations,
 )
 
 PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.17.4"
@@ -131,7 +133,7 @@ def operand_daemonset(*, namespace: str, spec: Mapping[str, Any], runtime_class:
         ]
     pod: Obj = {
         "nodeSelector": {"nvidia.com/gpu.deploy.device-plugin": "true"},
-        "tolerations": [gpu_toleration()],
+        "tolerations": operand_tolerations(spec),
         "priorityClassName": "system-node-critical",
         "serviceAccountName": "nvidia-device-plugin",
         "initContainers": inits,
@@ -236,7 +238,12 @@ def render_standalone(*, release: str, namespace: str, values: Mapping[str, Any]
         ]
     pod: Obj = {
         "priorityClassName": str(values.get("priorityClassName") or "system-node-critical"),
-        "tolerations": list(values.get("tolerations") or [gpu_toleration()]),
+        # NVIDIA/k8s-device-plugin values.yaml: CriticalAddonsOnly (deprecated) and nvidia.com/gpu.
+        "tolerations": chart_tolerations(
+            values,
+            "tolerations",
+            default=[{"key": "CriticalAddonsOnly", "operator": "Exists"}, gpu_toleration()],
+        ),
         "containers": containers,
         "volumes": volumes,
     }

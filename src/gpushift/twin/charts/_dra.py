@@ -12,11 +12,11 @@ from gpushift.engine import nvidia_device_classes
 from gpushift.twin.charts._common import (
     ChartError,
     Rendered,
+    chart_tolerations,
     daemonset,
     env_list,
     extra_env,
     get,
-    gpu_toleration,
     helm_labels,
 )
 
@@ -152,7 +152,7 @@ def _kubelet_plugin(*, namespace: str, values: Mapping[str, Any]) -> Obj:
     pod: Obj = {
         "priorityClassName": str(plugin.get("priorityClassName", "system-node-critical") or ""),
         "serviceAccountName": f"{name}-service-account-kubeletplugin",
-        "tolerations": list(plugin.get("tolerations") or [gpu_toleration()]),
+        "tolerations": chart_tolerations(values, "kubeletPlugin", "tolerations"),
         "affinity": plugin.get("affinity")
         or {
             "nodeAffinity": {

@@ -17,8 +17,8 @@ from gpushift.twin.charts._common import (
     env_list,
     extra_env,
     get,
-    gpu_toleration,
     helm_labels,
+    operand_tolerations,
 )
 from gpushift.twin.charts._device_plugin import PLUGIN_IMAGE, VALIDATOR_IMAGE, operand_daemonset
 
@@ -127,7 +127,7 @@ def _gfd(*, namespace: str, spec: Mapping[str, Any], runtime_class: str | None) 
     env = {"GFD_SLEEP_INTERVAL": "60s", "GFD_FAIL_ON_INIT_ERROR": "true"}
     pod: Obj = {
         "nodeSelector": {"nvidia.com/gpu.deploy.gpu-feature-discovery": "true"},
-        "tolerations": [gpu_toleration()],
+        "tolerations": operand_tolerations(spec),
         "priorityClassName": "system-node-critical",
         "serviceAccountName": "nvidia-gpu-feature-discovery",
         "containers": [
@@ -162,7 +162,7 @@ def _dcgm_exporter(*, namespace: str, spec: Mapping[str, Any], runtime_class: st
     }
     pod: Obj = {
         "nodeSelector": {"nvidia.com/gpu.deploy.dcgm-exporter": "true"},
-        "tolerations": [gpu_toleration()],
+        "tolerations": operand_tolerations(spec),
         "priorityClassName": "system-node-critical",
         "serviceAccountName": DCGM_EXPORTER,
         "containers": [
@@ -192,7 +192,7 @@ def _validator(*, namespace: str, spec: Mapping[str, Any], runtime_class: str | 
         inits.remove("plugin-validation")
     pod: Obj = {
         "nodeSelector": {"nvidia.com/gpu.deploy.operator-validator": "true"},
-        "tolerations": [gpu_toleration()],
+        "tolerations": operand_tolerations(spec),
         "priorityClassName": "system-node-critical",
         "serviceAccountName": VALIDATOR,
         "initContainers": [
