@@ -204,8 +204,13 @@ PREEMPTED_CONDITION = {
 
 
 def gone(pod: PodInfo) -> bool:
-    """Whether the pod was preempted and nothing makes it again (no controller owns it)."""
-    return pod.node is None and pod.preempted_by is not None and pod.owner_uid is None
+    """Whether the pod was preempted and is not placed again: no controller owns it, or it
+    was bound in the input (a running pod is evicted, not moved)."""
+    return (
+        pod.node is None
+        and pod.preempted_by is not None
+        and (pod.owner_uid is None or pod.prebound)
+    )
 
 
 def _pod_object(pod: PodInfo) -> dict[str, Any]:
