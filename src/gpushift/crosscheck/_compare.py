@@ -10,7 +10,7 @@ controller names its pods at random, so the two are compared as summaries (docs/
   is forced (its node selector, required affinity and the taints leave one node; a pod bound
   in the input stays where it was, so it is just ``Scheduled``), ``Pending (<reasons>)`` with
   the reasons of the scheduler's message without their node counts, or ``Preempted`` for a
-  bare pod the scheduler evicted (nothing makes it again);
+  bare pod, or one bound in the input, that the scheduler evicted (nothing makes it again);
 * **GPU use, by node shape**: nodes alike in all but their name (labels but the hostname,
   taints, allocatable, the devices of their ResourceSlices) are interchangeable; per shape,
   the multiset of each node's use: device-plugin units held by its pods, and per DRA device the
@@ -355,8 +355,13 @@ def summarize(result: Mapping[str, Any], cluster: Cluster) -> Summary:
             if deleted:
                 continue  # a controller's pod: the new pod it made stands for it
         state = PREEMPTED if deleted else pod_state(p, cluster, claim_keys)
-        if not deleted and workload_of(p) is None and str(meta.get("uid")) in victim_uids:
-            # simulate keeps a bare victim in its List; nothing makes it again.
+        if (
+            not deleted
+            and (workload_of(p) is None or key in cluster.bound)
+            and str(meta.get("uid")) in victim_uids
+        ):
+            # simulate keeps a bare victim, and a pod bound in the input, in its List; nothing
+            # makes it again (the input holds no controller of a bound pod).
             state = PREEMPTED
         groups.setdefault(gkey, (label, Counter()))[1][state] += 1
 
