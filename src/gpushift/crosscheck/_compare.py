@@ -9,8 +9,9 @@ controller names its pods at random, so the two are compared as summaries (docs/
   group the multiset of each pod's state: ``Scheduled``, ``Scheduled on <node>`` when the node
   is forced (its node selector, required affinity and the taints leave one node; a pod bound
   in the input stays where it was, so it is just ``Scheduled``), ``Pending (<reasons>)`` with
-  the reasons of the scheduler's message without their node counts, or ``Preempted`` for a
-  bare pod, or one bound in the input, that the scheduler evicted (nothing makes it again);
+  the reasons of the scheduler's message without their node counts, ``Pending
+  (SchedulingGated)`` for a pod with scheduling gates, or ``Preempted`` for a bare pod, or one
+  bound in the input, that the scheduler evicted (nothing makes it again);
 * **GPU use, by node shape**: nodes alike in all but their name (labels but the hostname,
   taints, allocatable, the devices of their ResourceSlices) are interchangeable; per shape,
   the multiset of each node's use: device-plugin units held by its pods, and per DRA device the
@@ -42,6 +43,8 @@ NOT_TRIED = "not tried"
 PREEMPTING = "preempting"
 SCHEDULED = "Scheduled"
 PREEMPTED = "Preempted"
+#: The PodScheduled reason kube-apiserver gives a pod created with scheduling gates.
+SCHEDULING_GATED = "SchedulingGated"
 _HOSTNAME = "kubernetes.io/hostname"
 #: The extended resources the device plugin's ledger counts (the engine's GpuLedger).
 GPU_RESOURCES = ("nvidia.com/gpu", "nvidia.com/gpu.shared")
@@ -275,6 +278,8 @@ def pod_state(pod: Mapping[str, Any], cluster: Cluster, claims: set[tuple[str, s
     if (pod.get("status") or {}).get("nominatedNodeName"):
         return f"Pending ({PREEMPTING})"
     cond = _condition(pod, "PodScheduled")
+    if cond is not None and cond.get("reason") == SCHEDULING_GATED:
+        return f"Pending ({SCHEDULING_GATED})"
     if cond is not None and cond.get("reason") in ("Unschedulable", "SchedulerError"):
         return "Pending (" + ", ".join(reasons(str(cond.get("message") or ""))) + ")"
     if _claims_missing(pod, claims):

@@ -180,7 +180,7 @@ def human(sim: Simulation) -> str:
         out.append(table(["node", "card", "ledger", "used", "holders"], cards))
     pending = sim.pending
     if pending:
-        out.append(table(["pending pod", "reason"], [[p.key, p.message or ""] for p in pending]))
+        out.append(table(["pending pod", "reason"], [[p.key, pending_reason(p)] for p in pending]))
     if sim.hazards:
         out.append(
             table(
@@ -203,6 +203,12 @@ PREEMPTED_CONDITION = {
 }
 
 
+# k8s.io/kubernetes pkg/registry/core/pod/strategy.go applySchedulingGatedCondition: what
+# kube-apiserver sets on a pod created with scheduling gates (v1.PodReasonSchedulingGated).
+SCHEDULING_GATED = "SchedulingGated"
+SCHEDULING_GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
+
+
 def gone(pod: PodInfo) -> bool:
     """Whether the pod was preempted and is not placed again: no controller owns it, or it
     was bound in the input (a running pod is evicted, not moved)."""
@@ -213,6 +219,13 @@ def gone(pod: PodInfo) -> bool:
     )
 
 
+def pending_reason(pod: PodInfo) -> str:
+    """Why a pod without a node is Pending, as the text output says it."""
+    if pod.gates:
+        return f"{SCHEDULING_GATED}: {pod.message}"
+    return pod.message or ""
+
+
 def _pod_object(pod: PodInfo) -> dict[str, Any]:
     obj = pod.obj
     if gone(pod):
@@ -220,6 +233,17 @@ def _pod_object(pod: PodInfo) -> dict[str, Any]:
         status = obj.setdefault("status", {})
         status["phase"] = "Failed"
         status["conditions"] = [dict(PREEMPTED_CONDITION)]
+    elif pod.gates:
+        status = obj.setdefault("status", {})
+        status["phase"] = "Pending"
+        status["conditions"] = [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": SCHEDULING_GATED,
+                "message": SCHEDULING_GATED_MESSAGE,
+            }
+        ]
     elif pod.node is None and (not pod.prebound or pod.preempted_by is not None):
         status = obj.setdefault("status", {})
         status["phase"] = "Pending"

@@ -2,6 +2,8 @@
 
 What is modelled, and how it differs from a live kube-scheduler:
 
+* Pods bound in the input (``spec.nodeName``) keep their node and what they hold; pods with
+  ``schedulingGates`` are never tried (SchedulingGates PreEnqueue) and hold nothing.
 * Queue: higher ``priority`` first (from ``spec.priority``, the PriorityClass named by
   ``spec.priorityClassName``, or the ``globalDefault`` class), then older
   ``creationTimestamp``, then input order. Each pod is tried once (preempted pods go back in
@@ -148,6 +150,8 @@ class PodInfo:
     class_key: Any = None
     owner_uid: str | None = None
     prebound: bool = False
+    #: The names of the pod's scheduling gates: it is never tried while it has any.
+    gates: tuple[str, ...] = ()
     #: Set on a victim: the ``namespace/name`` of the pod that preempted it, and the node.
     preempted_by: tuple[str, str] | None = None
 
@@ -710,7 +714,12 @@ class Scheduler:
         self._ignored_labels = frozenset(k for k in _PER_POD_LABELS if k not in text)
         pods = [self.make_pod(p, i, priorities) for i, p in enumerate(self.inputs.pods)]
         for p in pods:
-            if p.class_key is not None and not p.spec.get("nodeName"):
+            gates = p.spec.get("schedulingGates")
+            if gates and not p.spec.get("nodeName"):
+                # kube-scheduler SchedulingGates PreEnqueue: the pod never enters the queue.
+                p.gates = tuple(str(g.get("name")) for g in gates)
+                p.message = f"waiting for scheduling gates: [{' '.join(p.gates)}]"
+            elif p.class_key is not None and not p.spec.get("nodeName"):
                 self._class_sizes[p.class_key] = self._class_sizes.get(p.class_key, 0) + 1
         for pod in pods:
             node_name = pod.spec.get("nodeName")
@@ -724,7 +733,9 @@ class Scheduler:
                 # the input nothing can run it.
                 pod.prebound = True
                 pod.message = f'bound to node "{node_name}", which is not in the input'
-        self._queue = _Queue([(_queue_key(p), p.order) for p in pods if not p.prebound])
+        self._queue = _Queue(
+            [(_queue_key(p), p.order) for p in pods if not p.prebound and not p.gates]
+        )
         self._by_order = {p.order: p for p in pods}
         retry: list[PodInfo] = []
         self._drain(retry)
