@@ -323,7 +323,8 @@ class Scheduler:
         self.current: dict[str, Any] | None = None
         self._class_sizes: dict[Any, int] = {}
         self._ignored_labels: frozenset[str] = frozenset()
-        self._cards_by_node: dict[str, int] | None = None
+        #: Nodes named by a node-local ResourceSlice.
+        self._slice_nodes: set[str] | None = None
         self._log: list[int] = []
         self._messages: dict[Any, str] = {}
         self._specs: dict[bytes | str, tuple[dict[str, int], int, int, int, bytes | str]] = {}
@@ -366,21 +367,26 @@ class Scheduler:
             self.by_name[name] = info
 
     def _dra_cards(self, node: dict[str, Any]) -> int:
-        if self._cards_by_node is None:
-            self._cards_by_node = {}
-            for s in self.inputs.slices:
-                spec = s.get("spec") or {}
-                if spec.get("driver") != NVIDIA_DRIVER or not spec.get("nodeName"):
-                    continue
-                # Full GPUs only: gpu-<minor>, not MIG (gpu-0-mig-…) or VFIO devices.
-                n = sum(
-                    1
-                    for d in spec.get("devices") or []
-                    if str(d.get("name", "")).removeprefix("gpu-").isdigit()
-                )
-                name = str(spec["nodeName"])
-                self._cards_by_node[name] = self._cards_by_node.get(name, 0) + n
-        return self._cards_by_node.get(str(node["metadata"]["name"]), 0)
+        if self._slice_nodes is None:
+            self._slice_nodes = {
+                str(s["spec"]["nodeName"]) for s in self.inputs.slices if s["spec"].get("nodeName")
+            }
+        name = str(node["metadata"]["name"])
+        if name not in self._slice_nodes:
+            return 0
+        n = 0
+        # Devices that can be allocated only: complete pools at their newest generation.
+        for s in self.allocator.pools(node=cast(Node, node)).slices:
+            spec = s["spec"]
+            if spec.get("driver") != NVIDIA_DRIVER or spec.get("nodeName") != name:
+                continue
+            # Full GPUs only: gpu-<minor>, not MIG (gpu-0-mig-…) or VFIO devices.
+            n += sum(
+                1
+                for d in spec.get("devices") or []
+                if str(d.get("name", "")).removeprefix("gpu-").isdigit()
+            )
+        return n
 
     def _build_claims(self) -> None:
         for c in self.inputs.claims:
