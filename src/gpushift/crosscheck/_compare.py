@@ -277,9 +277,11 @@ def pod_state(pod: Mapping[str, Any], cluster: Cluster, claims: set[tuple[str, s
         return SCHEDULED
     if (pod.get("status") or {}).get("nominatedNodeName"):
         return f"Pending ({PREEMPTING})"
-    cond = _condition(pod, "PodScheduled")
-    if cond is not None and cond.get("reason") == SCHEDULING_GATED:
+    if spec.get("schedulingGates"):
+        # Read from the spec: kube-apiserver's SchedulingGated condition stays once the gates
+        # are lifted, until kube-scheduler tries the pod (never, when a claim is missing).
         return f"Pending ({SCHEDULING_GATED})"
+    cond = _condition(pod, "PodScheduled")
     if cond is not None and cond.get("reason") in ("Unschedulable", "SchedulerError"):
         return "Pending (" + ", ".join(reasons(str(cond.get("message") or ""))) + ")"
     if _claims_missing(pod, claims):
