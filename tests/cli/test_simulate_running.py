@@ -114,7 +114,7 @@ spec:
 """
 
 # "gated" has a scheduling gate and comes first in the input; "free" has none. Both want a
-# GPU from the template, and there is one.
+# GPU from the template, and there is one. The Deployment "held" makes two pods with a gate.
 GATED = """\
 ---
 apiVersion: v1
@@ -138,6 +138,22 @@ spec:
   - name: c
     resources:
       claims: [{name: gpu}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: held, namespace: default}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: held}}
+  template:
+    metadata: {labels: {app: held}}
+    spec:
+      schedulingGates: [{name: example.com/wait}]
+      resourceClaims: [{name: gpu, resourceClaimTemplateName: gpu}]
+      containers:
+      - name: c
+        resources:
+          claims: [{name: gpu}]
 """
 
 
@@ -323,6 +339,11 @@ def test_a_gated_pod_stays_pending_and_holds_nothing(tmp_path: Path) -> None:
     (name,) = [s["resourceClaimName"] for s in gated["status"]["resourceClaimStatuses"]]
     assert name.startswith("gated-gpu-")
     assert not got[("ResourceClaim", name)].get("status")
+    held = [i for (kind, n), i in got.items() if kind == "Pod" and n.startswith("held-")]
+    assert len(held) == 2
+    for pod in held:
+        assert "nodeName" not in pod["spec"]
+        assert [c["reason"] for c in pod["status"]["conditions"]] == ["SchedulingGated"]
 
 
 def test_a_bound_pod_with_scheduling_gates_is_refused(tmp_path: Path) -> None:

@@ -76,6 +76,10 @@ def test_a_gated_pod_is_never_tried(tmp_path: Path) -> None:
     claims = upstream_items(doc, "ResourceClaim")
     (made,) = [c for name, c in claims.items() if name.startswith("gated-gpu-")]
     assert not (made.get("status") or {}).get("allocation")
+    # The Deployment's two pods were made with its gate, and wait too.
+    held = [p for name, p in pods.items() if name.startswith("held-")]
+    assert len(held) == 2
+    assert all(scheduled(p)["reason"] == "SchedulingGated" for p in held)
 
 
 def test_a_running_pod_is_evicted_not_moved(tmp_path: Path) -> None:
