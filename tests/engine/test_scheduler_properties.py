@@ -13,7 +13,9 @@ from gpushift.engine import (
     GpuInfo,
     Outcome,
     as_list,
+    card_rows,
     from_objects,
+    ignored_slices,
     nvidia_device_classes,
     nvidia_resource_slice,
     schedule,
@@ -374,3 +376,66 @@ def test_a_preemption_never_frees_a_dra_device(
     own = [c for _, c in p.claims] + ([p.bridge.claim] if p.bridge is not None else [])
     fresh = [{**c, "status": {}} for c in own]
     assert sim.outcome.allocator.allocate(claims=fresh, node=p.node.obj, state=before) is not None
+
+
+@settings(max_examples=60, deadline=None)
+@given(nodes=dra_nodes_st, pods=dra_pods_st, more=st.integers(1, 3))
+# Every node has stale slices here: the allocator must still cache each node's view under
+# the node's name. Built again per claim, a view can reuse a freed view's id and read its
+# first-fit cursor, and p14 then misses n4's free share.
+@example(
+    nodes=[
+        (0, "1", 1, 1, False, 0),
+        (1, "1", 1, 4, False, 0),
+        (0, "1", 1, 1, False, 0),
+        (1, "1", 1, 5, False, 0),
+        (1, "2", 1, 5, False, 0),
+    ],
+    pods=[(None, 0, 0, False, 0, False)] * 9
+    + [
+        ("memory", 0, 0, False, 0, True),
+        ("share", 0, 0, False, 0, True),
+        (None, 0, 0, False, 0, False),
+        (None, 0, 1, False, 0, True),
+        (None, 0, 1, False, 1, False),
+        ("memory", 0, 0, False, 0, False),
+    ],
+    more=1,
+)
+def test_older_generations_and_incomplete_pools_change_nothing(
+    nodes: list[tuple[int, str, int, int, bool, int]],
+    pods: list[tuple[str | None, int, int, bool, int, bool]],
+    more: int,
+) -> None:
+    # Beside each node's pool: the same pool's previous generation with ``more`` cards more,
+    # and a pool of its own that says two slices but has one. Their devices cannot be
+    # allocated (GatherPools), so placements and the card table are what they were.
+    objs = dra_cluster(nodes, pods)
+    noise: list[Any] = []
+    for o in objs:
+        if o["kind"] != "ResourceSlice":
+            continue
+        spec = o["spec"]
+        node_name = spec["nodeName"]
+        old = copy.deepcopy(o)
+        old["metadata"]["name"] = f"{node_name}-previous"
+        old["spec"]["pool"]["generation"] = spec["pool"]["generation"] - 1
+        devices = old["spec"]["devices"]
+        for k in range(more):
+            extra = copy.deepcopy(devices[0])
+            extra["name"] = f"gpu-{len(devices) + k}"
+            devices.append(extra)
+        partial = copy.deepcopy(o)
+        partial["metadata"]["name"] = f"{node_name}-partial"
+        partial["spec"]["pool"] = {
+            "name": f"{node_name}-partial",
+            "generation": 1,
+            "resourceSliceCount": 2,
+        }
+        noise += [old, partial]
+    plain = simulate(from_objects(copy.deepcopy(objs)))
+    noisy = simulate(from_objects(copy.deepcopy(objs) + noise))
+    assert placements(noisy.outcome) == placements(plain.outcome)
+    assert card_rows(noisy) == card_rows(plain)
+    ignored = {name for name, _ in ignored_slices(noisy)}
+    assert ignored == {o["metadata"]["name"] for o in noise}
