@@ -30,7 +30,9 @@ from gpushift.rehearse._progress import Progress
 from gpushift.rehearse._report import render_report, write_report
 from gpushift.rehearse._run import (
     DEFAULT_NODES,
+    KEPT_JOURNALS,
     Rehearsal,
+    RehearsalInterruptedError,
     RehearseOptions,
     rehearse,
 )
@@ -48,6 +50,7 @@ from gpushift.rehearse._twinproc import (
 
 __all__ = [
     "DEFAULT_NODES",
+    "KEPT_JOURNALS",
     "STEPS",
     "Attempt",
     "Card",
@@ -55,6 +58,7 @@ __all__ = [
     "KillPoint",
     "Progress",
     "Rehearsal",
+    "RehearsalInterruptedError",
     "RehearseOptions",
     "RunRecord",
     "Sample",
