@@ -20,7 +20,8 @@ allocatable and ResourceSlices per node, and the invariant monitor's violations,
 whole run.
 
 --kill-at STEP (or STEP:wait) SIGKILLs the cutover when that step starts (or first waits)
-and runs it again with --resume. The fault flags pass through to the twin. --report writes
+and runs it again with --resume; a run where that moment never comes (a step with nothing to
+wait for) says why and exits 1. The fault flags pass through to the twin. --report writes
 one self-contained HTML page: the timeline chart and a per-card map before and after.
 
 Ctrl-C or SIGTERM stops every process the rehearsal started (the cutover first, so it
@@ -29,8 +30,9 @@ is kept under .gpushift/rehearsals/.
 """
 
 _EPILOG = (
-    "Exit codes: 0 both moves done and no invariant violation; 1 a violation, or a move not "
-    "done; 2 bad input; 3 the twin did not start or settle; 130 interrupted."
+    "Exit codes: 0 both moves done and no invariant violation; 1 a violation, a move not "
+    "done, or a --kill-at moment that never came; 2 bad input; 3 the twin did not start or "
+    "settle; 130 interrupted."
 )
 
 

@@ -133,17 +133,22 @@ class Rehearsal:
     wall_seconds: float
     wall_origin: datetime
     notes: tuple[str, ...] = field(default=())
+    #: Why ``--kill-at``'s moment never came (the kill was asked for and not made).
+    kill_missed: str | None = None
 
     @property
     def ok(self) -> bool:
-        """No violation recorded, and both directions done."""
+        """No violation recorded, both directions done, and ``--kill-at`` (if given) struck."""
         return (
-            not self.violations and bool(self.runs) and all(r.result == "done" for r in self.runs)
+            not self.violations
+            and bool(self.runs)
+            and all(r.result == "done" for r in self.runs)
+            and self.kill_missed is None
         )
 
     @property
     def exit_code(self) -> int:
-        """0 with no violation and both directions done; 1 otherwise."""
+        """0 when :attr:`ok`; 1 otherwise."""
         return 0 if self.ok else 1
 
 
@@ -339,6 +344,7 @@ def _on_twin(
     verdicts: list[Obj] = []
     cards: list[tuple[str, tuple[Card, ...]]] = []
     notes: list[str] = []
+    kill_missed: str | None = None
     with Sampler(twin.kubeconfig, origin=origin) as sampler:
         cards.append(("before", read_map(twin.kubeconfig)))
         for to, merge_to, kill in (
@@ -369,7 +375,8 @@ def _on_twin(
             record = fold_run(to, attempts, origin=wall_origin, kill=kill)
             runs.append(record)
             if kill is not None and record.killed_at is None:
-                notes.append(f"--kill-at {kill}: that moment never showed in the event stream")
+                kill_missed = f"--kill-at {kill}: no kill: {kill.missed(attempts[0].events)}"
+                notes.append(kill_missed)
             progress.phase(f"verdict after the move to {to}")
             verdicts.append(verdict(twin.kubeconfig, fallback=record))
             cards.append((f"after {to}", read_map(twin.kubeconfig)))
@@ -391,4 +398,5 @@ def _on_twin(
         wall_seconds=time.monotonic() - origin,
         wall_origin=wall_origin,
         notes=tuple(notes),
+        kill_missed=kill_missed,
     )
