@@ -167,10 +167,10 @@ def test_interrupt_during_the_cutover_keeps_its_journal(
     journal = [json.loads(x) for x in (r.cwd / kept).read_text(encoding="utf-8").splitlines()]
     assert journal[0]["kind"] == "CutoverJournal"
     assert Path(kept).parent.name == journal[0]["run"]
-    finished = [
-        o["step"]["name"] for o in journal if o.get("op") == "step" and "result" in o["step"]
-    ]
-    assert "verdict" not in finished
+    steps = [o["step"] for o in journal if o.get("op") == "step"]
+    assert "verdict" not in [s["name"] for s in steps if "result" in s]
+    # It stopped itself (a SIGKILL would leave the step open): the step ends failed.
+    assert steps[-1]["result"] == "failed"
 
 
 def test_ctrl_c_during_the_rollback(run: type[Run], tmp_path: Path) -> None:
