@@ -49,11 +49,13 @@ def die_with_parent(sig: int = signal.SIGKILL) -> Callable[[], None] | None:
     return preexec
 
 
-def _exited(pid: int) -> bool:
-    """Whether ``pid`` has ended, without reaping it: a zombie keeps its pid, and so its
-    process group id, from being reused while the group is swept."""
+def _exited(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether the child has ended, without reaping it where the platform allows: a zombie
+    keeps its pid, and so its process group id, from being reused while the group is swept."""
+    if not hasattr(os, "waitid"):  # macOS: reaped, and the group is left to its members
+        return proc.poll() is not None
     try:
-        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
     except ChildProcessError:
         return True  # already reaped
     return info is not None
@@ -65,12 +67,12 @@ def stop(proc: subprocess.Popen[bytes], *, grace: float, sig: int = signal.SIGTE
 
     Returns whether the child was still running when asked to stop.
     """
-    running = proc.returncode is None and not _exited(proc.pid)
+    running = proc.returncode is None and not _exited(proc)
     if running and grace > 0:
         with contextlib.suppress(ProcessLookupError):
             proc.send_signal(sig)
         deadline = time.monotonic() + grace
-        while not _exited(proc.pid) and time.monotonic() < deadline:
+        while not _exited(proc) and time.monotonic() < deadline:
             time.sleep(0.05)
     if proc.returncode is None:
         leads = False
