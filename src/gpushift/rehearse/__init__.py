@@ -25,6 +25,7 @@ from gpushift.rehearse._events import (
     parse_line,
     parse_stream,
 )
+from gpushift.rehearse._lifetime import Interrupted, Lifetime
 from gpushift.rehearse._output import as_json, as_text
 from gpushift.rehearse._progress import Progress
 from gpushift.rehearse._report import render_report, write_report
@@ -55,7 +56,9 @@ __all__ = [
     "Attempt",
     "Card",
     "CutoverCommand",
+    "Interrupted",
     "KillPoint",
+    "Lifetime",
     "Progress",
     "Rehearsal",
     "RehearsalInterruptedError",

@@ -68,9 +68,12 @@ class Lifetime:
         """Stop one child (SIGTERM, ``grace`` seconds, SIGKILL to its group) and forget it."""
         with self._lock:
             kind = next((k for k, p in self._live if p is proc), "")
-            self._live = [(k, p) for k, p in self._live if p is not proc]
         wait = GRACE.get(kind, 3.0) if grace is None else grace
-        if _children.stop(proc, grace=wait) and self._fired:
+        # Kept until it has stopped: a signal that cuts this short leaves it to stop_all.
+        running = _children.stop(proc, grace=wait)
+        with self._lock:
+            self._live = [(k, p) for k, p in self._live if p is not proc]
+        if running and self._fired:
             self.stopped += 1
 
     def stop_all(self) -> None:
