@@ -195,3 +195,13 @@ def test_kill_9_of_the_rehearsal_takes_its_children(run: type[Run], tmp_path: Pa
     r.proc.wait()
     # The kernel's parent-death signal: no cleanup runs, yet no child survives.
     assert r.survivors(within=5.0) == []
+
+
+def test_kill_9_during_the_merge_takes_the_merge_too(run: type[Run], tmp_path: Path) -> None:
+    # Also while the cutover runs its merge command, `twin git-set`: a grandchild the
+    # rehearsal did not start itself.
+    r = run(tmp_path)
+    r.wait_for_process("git-set", timeout=120)
+    r.proc.kill()
+    r.proc.wait()
+    assert r.survivors(within=5.0) == []
