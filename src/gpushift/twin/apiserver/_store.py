@@ -629,6 +629,18 @@ class Store:
             if kind.group == "" and kind.plural == "pods":
                 new["spec"] = self._admit_priority(dict(new.get("spec") or {}), name)
                 new["status"] = {"phase": "Pending", "qosClass": _qos_class(new.get("spec") or {})}
+                if (new.get("spec") or {}).get("schedulingGates"):
+                    # pkg/registry/core/pod/strategy.go applySchedulingGatedCondition.
+                    new["status"]["conditions"] = [
+                        {
+                            "type": "PodScheduled",
+                            "status": "False",
+                            "lastProbeTime": None,
+                            "lastTransitionTime": now,
+                            "reason": "SchedulingGated",
+                            "message": "Scheduling is blocked due to non-empty scheduling gates",
+                        }
+                    ]
         if manager:
             new = _apply.update_managed_fields(
                 None, new, manager=manager, operation="Update", now=now

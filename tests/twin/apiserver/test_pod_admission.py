@@ -1,5 +1,6 @@
-"""Priority admission: a pod's ``spec.priority`` and ``spec.preemptionPolicy`` come from its
-PriorityClass, on the twin as on kube-apiserver (tests/twin/apiserver/conftest.py)."""
+"""Pod admission, on the twin as on kube-apiserver (tests/twin/apiserver/conftest.py): a
+pod's ``spec.priority`` and ``spec.preemptionPolicy`` come from its PriorityClass, and a pod
+with scheduling gates is created SchedulingGated."""
 
 from __future__ import annotations
 
@@ -72,4 +73,16 @@ def test_a_priority_other_than_the_class_value_is_forbidden(server: Server, name
         403,
         'pods "cheat" is forbidden: the integer value of priority (7) must not be provided in '
         "pod spec; priority admission controller computed -5 from the given PriorityClass name",
+    )
+
+
+def test_a_gated_pod_is_scheduling_gated_from_its_creation(server: Server, namespace: str) -> None:
+    status, pod = _pod(server, namespace, "gated", schedulingGates=[{"name": "example.com/wait"}])
+    assert status == 201, pod
+    (cond,) = pod["status"]["conditions"]
+    assert (cond["type"], cond["status"], cond["reason"], cond["message"]) == (
+        "PodScheduled",
+        "False",
+        "SchedulingGated",
+        "Scheduling is blocked due to non-empty scheduling gates",
     )
