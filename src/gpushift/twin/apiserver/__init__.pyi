@@ -26,6 +26,7 @@ from ._proxy import (
     run_proxy,
     target_from_kubeconfig,
 )
+from ._remote import ApiStore
 from ._runner import (
     Twin,
     new_store,
@@ -57,6 +58,7 @@ __all__ = [
     "TWIN_MARKER",
     "TWIN_MARKER_PATH",
     "ApiError",
+    "ApiStore",
     "Certificate",
     "Event",
     "FaultConfig",
