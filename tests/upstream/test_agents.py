@@ -4,6 +4,7 @@ rest. Checked from outside with the official Kubernetes client and kubectl."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from kubernetes import client, config
 ROOT = Path(__file__).resolve().parents[2]
 GPUSHIFT = [sys.executable, "-m", "gpushift"]
 
-pytestmark = [pytest.mark.upstream, pytest.mark.slow(seconds=120)]
+pytestmark = [pytest.mark.upstream, pytest.mark.slow(seconds=300)]
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +49,9 @@ def homelab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, fl
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()
-        assert first.startswith("gpushift twin serving https://127.0.0.1:"), first
-        assert "on the upstream control plane" in first
+        assert first.startswith(
+            "gpushift twin (3 nodes) on the upstream control plane serving https://127.0.0.1:"
+        ), first
         assert proc.stdout.readline().strip() == f"export KUBECONFIG={out.resolve()}"
         ready = subprocess.run(
             [*GPUSHIFT, "twin", "wait-ready", "--kubeconfig", str(out), "--timeout", "240"],
@@ -159,3 +161,104 @@ def test_a_deleted_pod_goes_and_its_replicaset_replaces_it(homelab: tuple[Path, 
         )
 
     _until(replaced, 60)
+
+
+def _kubectl(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["kubectl", "--kubeconfig", str(kubeconfig), *args],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+
+
+def test_kubectl_logs_come_from_the_twins_kubelets(homelab: tuple[Path, float]) -> None:
+    kubeconfig, _ = homelab
+    core = _core(kubeconfig)
+    (pod, *_) = [
+        p
+        for p in core.list_namespaced_pod("gpu-operator").items
+        if p.metadata.name.startswith("nvidia-device-plugin-daemonset-")
+    ]
+    got = _kubectl(kubeconfig, "logs", "-n", "gpu-operator", pod.metadata.name, "--all-containers")
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.strip()
+
+
+def test_the_invariant_monitor_reads_the_real_server(homelab: tuple[Path, float]) -> None:
+    kubeconfig, _ = homelab
+    got = subprocess.run(
+        [*GPUSHIFT, "twin", "check-invariants", "--kubeconfig", str(kubeconfig)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert "no invariant violations recorded" in got.stdout
+
+
+def test_the_cutover_to_dra_finishes(homelab: tuple[Path, float], tmp_path: Path) -> None:
+    """The cutover drains, merges (git-set), and the real scheduler allocates the claims
+    from the ResourceSlices the twin's DRA plugin publishes."""
+    kubeconfig, _ = homelab
+    target = tmp_path / "dra"
+    rendered = subprocess.run(
+        [
+            *GPUSHIFT,
+            "render",
+            "--example",
+            "homelab",
+            "--allocator",
+            "dra",
+            "--sharing",
+            "5",
+            "--out",
+            str(target),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert rendered.returncode == 0, rendered.stderr
+    merge = f"{sys.executable} -m gpushift twin git-set {target} --kubeconfig {kubeconfig}"
+    began = time.monotonic()
+    cut = subprocess.run(
+        [
+            *GPUSHIFT,
+            "cutover",
+            "--to",
+            "dra",
+            "--yes",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--merge",
+            merge,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    assert cut.returncode == 0, (cut.stdout + cut.stderr)[-3000:]
+    print(f"cutover to dra on upstream in {time.monotonic() - began:.1f} s")
+    claims = _kubectl(kubeconfig, "get", "resourceclaims", "-A", "-o", "json")
+    assert claims.returncode == 0, claims.stderr
+    items = json.loads(claims.stdout)["items"]
+    media = [c for c in items if c["metadata"]["namespace"] == "media"]
+    assert len(media) == 6
+    assert all((c.get("status") or {}).get("allocation") for c in items)
+    core = _core(kubeconfig)
+    for node in core.list_node().items:
+        assert node.status.allocatable.get("nvidia.com/gpu", "0") == "0"
+    pods = core.list_pod_for_all_namespaces().items
+    assert all(p.status.phase == "Running" for p in pods)
+    check = subprocess.run(
+        [*GPUSHIFT, "twin", "check-invariants", "--kubeconfig", str(kubeconfig)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr

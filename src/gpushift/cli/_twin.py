@@ -283,6 +283,8 @@ def _serve_upstream_cluster(ctx: typer.Context, *, port: int, kubeconfig_out: Pa
         )
     except (upstream.NotBuiltError, upstream.StartError) as err:
         _a.fail(_a.UNREACHABLE, str(err))
+    except t.ExitedError as err:
+        _a.fail(_a.FINDINGS, str(err))
 
 
 def _serve_upstream(ctx: typer.Context, *, port: int, kubeconfig_out: Path) -> None:

@@ -11,14 +11,10 @@ kubelet plugin, GFD, DCGM, the chart models, and Flux, all acting through the AP
 
 from __future__ import annotations
 
-import signal
 import sys
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING
 
 from gpushift._errors import UsageError
@@ -47,20 +43,42 @@ class UpstreamOptions:
 
 
 def serve_upstream_cluster(options: UpstreamOptions) -> None:
-    """Start the control plane, then the agents and Flux through its API; write the admin
-    kubeconfig and print the URL and an ``export KUBECONFIG=`` line; run until SIGINT or
-    SIGTERM, then stop the agents and every component.
+    """Start the control plane, then the agents and Flux through its API, and serve the
+    twin's front on ``options.port``: it answers the twin's endpoints (``/twin/v1``, the
+    violations, the Prometheus API) and forwards every other request to kube-apiserver.
+    Its kubeconfig goes to ``options.kubeconfig_out`` (kube-apiserver's own admin kubeconfig
+    beside it, with ``.upstream`` added to the name); the URL and an ``export KUBECONFIG=``
+    line are printed. Runs until SIGINT or SIGTERM, then stops the agents and every
+    component.
 
     Raises:
         UsageError: bad options (both --nodes and --example, a bad --node-fault).
         InputError: an unreadable inventory, repository or vars file.
         NotBuiltError: the binaries are missing.
         StartError: a component did not come up.
-        SystemExit: 1 when a component exits while serving.
+        ExitedError: a component exited while serving.
     """
+    from aiohttp import web
+
     from gpushift import kube, upstream
+    from gpushift._kinds import by_kind
+    from gpushift.twin._proxyserve import (
+        ProxyOptions,
+        _ignoring_signals,
+        _interruptible,
+        serve_proxy,
+    )
     from gpushift.twin._serve import _node_faults
-    from gpushift.twin.apiserver import ApiStore
+    from gpushift.twin.apiserver import (
+        TWIN_MARKER,
+        TWIN_MARKER_PATH,
+        ApiError,
+        ApiStore,
+        check_bearer,
+        new_token,
+        serve_pod_log,
+        target_from_kubeconfig,
+    )
     from gpushift.twin.cluster import NODE_FAULTS, Cluster, example
     from gpushift.twin.cluster import load as load_inventory
     from gpushift.twin.flux import start_flux
@@ -75,82 +93,101 @@ def serve_upstream_cluster(options: UpstreamOptions) -> None:
         inventory = example(str(options.example))
     faulted = _node_faults(options.node_faults, NODE_FAULTS, {n.name for n in inventory.nodes})
 
-    stop = threading.Event()
-    signals = (signal.SIGINT, signal.SIGTERM)
-    previous = {sig: signal.getsignal(sig) for sig in signals}
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-        raise KeyboardInterrupt
-
     def progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    for sig in signals:
-        signal.signal(sig, on_signal)
-    plane = upstream.ControlPlane(bin_dir=options.bin_dir, port=options.port, progress=progress)
+    plane = upstream.ControlPlane(bin_dir=options.bin_dir, progress=progress)
     store: ApiStore | None = None
     cluster: Cluster | None = None
     flux = None
     try:
-        try:
-            plane.start()
-            assert plane.kubeconfig is not None
-            client = kube.connect(kubeconfig=plane.kubeconfig, field_manager="gpushift-twin")
-            store = ApiStore(client)
-            cluster = Cluster(
+        with _interruptible():
+            try:
+                plane.start()
+            except KeyboardInterrupt:
+                return
+        assert plane.kubeconfig is not None
+        admin = options.kubeconfig_out.with_name(options.kubeconfig_out.name + ".upstream")
+        client = kube.connect(kubeconfig=plane.kubeconfig, field_manager="gpushift-twin")
+        store = ApiStore(client)
+        cluster = Cluster(
+            store,
+            inventory,
+            time_scale=1.0,
+            delays=options.delays,
+            node_faults=faulted,
+            kubernetes_version=upstream.VERSION.lstrip("v"),
+        )
+        token = new_token()
+        cluster.token = token
+        if options.repo is not None or options.example is not None:
+            flux = start_flux(
                 store,
-                inventory,
-                time_scale=1.0,
-                delays=options.delays,
-                node_faults=faulted,
-                kubernetes_version=upstream.VERSION.lstrip("v"),
+                cluster.clock,
+                repo=options.repo,
+                example=options.example,
+                root=options.root,
+                vars_file=options.vars_file,
+                write_example=options.write_example,
+                operator_delay=options.operator_delay,
+                strict_health=options.strict_health,
             )
-            if options.repo is not None or options.example is not None:
-                flux = start_flux(
-                    store,
-                    cluster.clock,
-                    repo=options.repo,
-                    example=options.example,
-                    root=options.root,
-                    vars_file=options.vars_file,
-                    write_example=options.write_example,
-                    operator_delay=options.operator_delay,
-                    strict_health=options.strict_health,
-                )
-            cluster.start()
-            if flux is not None:
-                flux.start()
-            plane.write_kubeconfig(options.kubeconfig_out)
-            took = plane.timings.get("total", 0.0)
-            print(
-                f"gpushift twin serving {plane.server} on the upstream control plane "
-                f"({took:.1f} s, {len(inventory.nodes)} nodes)",
-                flush=True,
-            )
-            print(f"export KUBECONFIG={options.kubeconfig_out.resolve()}", flush=True)
-            while not stop.is_set():
-                ended = plane.exited()
-                if ended:
-                    comp = ended[0]
-                    print(
-                        f"gpushift: error: {comp.name} exited with status {comp.exited}: "
-                        f"{comp.tail()}",
-                        file=sys.stderr,
-                    )
-                    raise SystemExit(1)
-                time.sleep(0.5)
-        except KeyboardInterrupt:
-            pass
-    finally:
-        for sig in signals:
-            signal.signal(sig, signal.SIG_IGN)
+        cluster.start()
         if flux is not None:
-            flux.stop()
-        if cluster is not None:
-            cluster.stop()
-        if store is not None:
-            store.close()
-        plane.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+            flux.start()
+        plane.write_kubeconfig(admin)
+        progress(f"kube-apiserver's own admin kubeconfig: {admin}")
+
+        def ended() -> str | None:
+            gone = plane.exited()
+            if not gone:
+                return None
+            return f"{gone[0].name} exited with status {gone[0].exited}: {gone[0].tail()}"
+
+        def routes(app: web.Application) -> None:
+            async def marker(request: web.Request) -> web.Response:
+                del request
+                return web.json_response(TWIN_MARKER)
+
+            async def pod_log(request: web.Request) -> web.StreamResponse:
+                # kube-apiserver would ask the node's kubelet, at an address that is not
+                # there; the twin's kubelets keep the logs.
+                if not check_bearer(request.headers.get("Authorization"), token):
+                    return web.json_response({"message": "Unauthorized"}, status=401)
+                assert store is not None and cluster is not None
+                try:
+                    return await serve_pod_log(
+                        request,
+                        store=store,
+                        kind=by_kind("Pod"),
+                        namespace=request.match_info["namespace"],
+                        name=request.match_info["name"],
+                        source=cluster.logs,
+                    )
+                except ApiError as err:
+                    return web.json_response(err.status(), status=err.code)
+
+            app.router.add_get(TWIN_MARKER_PATH, marker)
+            app.router.add_get("/api/v1/namespaces/{namespace}/pods/{name}/log", pod_log)
+            assert cluster is not None
+            cluster.routes(app)
+
+        serve_proxy(
+            target_from_kubeconfig(Path(plane.kubeconfig), None),
+            ProxyOptions(port=options.port, kubeconfig_out=options.kubeconfig_out),
+            banner=f"gpushift twin ({len(inventory.nodes)} nodes) on the upstream control plane "
+            "serving",
+            probe=False,
+            watchdog=ended,
+            routes=routes,
+            token=token,
+        )
+    finally:
+        with _ignoring_signals():
+            if flux is not None:
+                flux.stop()
+            if cluster is not None:
+                cluster.stop()
+            if store is not None:
+                store.close()
+            plane.stop()

@@ -17,6 +17,7 @@ from ._discovery import (
 from ._faults import FaultConfig, Faults
 from ._names import name_errors
 from ._ops import server_side_apply
+from ._podlog import serve_pod_log
 from ._proxy import (
     FaultProxy,
     ProxyTarget,
@@ -96,6 +97,7 @@ __all__ = [
     "selector_string",
     "self_signed",
     "serve_forever",
+    "serve_pod_log",
     "server_side_apply",
     "start",
     "target_from_kubeconfig",
