@@ -198,6 +198,67 @@ def test_the_invariant_monitor_reads_the_real_server(homelab: tuple[Path, float]
     assert "no invariant violations recorded" in got.stdout
 
 
+_CLAIM = """
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: local-path}
+provisioner: rancher.io/local-path
+volumeBindingMode: WaitForFirstConsumer
+reclaimPolicy: Delete
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: default}
+spec:
+  storageClassName: local-path
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: user, namespace: default}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers: [{name: c, image: busybox}]
+  volumes:
+  - {name: data, persistentVolumeClaim: {claimName: data}}
+  - {name: settings, configMap: {name: settings}}
+"""
+
+
+def test_a_claim_is_provisioned_and_a_missing_configmap_blocks_the_mount(
+    homelab: tuple[Path, float],
+) -> None:
+    kubeconfig, _ = homelab
+    core = _core(kubeconfig)
+    applied = subprocess.run(
+        ["kubectl", "--kubeconfig", str(kubeconfig), "apply", "-f", "-"],
+        input=_CLAIM,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert applied.returncode == 0, applied.stderr
+
+    def failed_mount() -> bool:
+        return any(
+            e.reason == "FailedMount" and 'configmap "settings" not found' in (e.message or "")
+            for e in core.list_namespaced_event("default").items
+        )
+
+    _until(failed_mount, 60)
+    claim = core.read_namespaced_persistent_volume_claim("data", "default")
+    assert claim.status.phase == "Bound"  # kube-controller-manager bound the twin's volume
+    assert core.read_namespaced_pod("user", "default").status.phase == "Pending"
+    core.create_namespaced_config_map(
+        "default", {"metadata": {"name": "settings"}, "data": {"a": "b"}}
+    )
+    _until(lambda: core.read_namespaced_pod("user", "default").status.phase == "Running", 60)
+    core.delete_namespaced_pod("user", "default")
+    core.delete_namespaced_persistent_volume_claim("data", "default")
+    _until(lambda: not core.list_persistent_volume().items, 60)
+
+
 def test_the_cutover_to_dra_finishes(homelab: tuple[Path, float], tmp_path: Path) -> None:
     """The cutover drains, merges (git-set), and the real scheduler allocates the claims
     from the ResourceSlices the twin's DRA plugin publishes."""

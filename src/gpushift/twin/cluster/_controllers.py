@@ -198,6 +198,7 @@ class Cluster(AgentThread):
                 }
                 stages = [s for s in stages if s[0] not in twin_only]
                 stages.insert(0, ("leases", self.heartbeat.sync))
+                stages.insert(1, ("provisioner", lambda: _volumes.provision(ctx)))
             for name, stage in stages:
                 try:
                     stage()
