@@ -49,6 +49,10 @@ def _gpushift(*args: str, env: dict[str, str] | None = None) -> subprocess.Compl
             "--state: not with --control-plane upstream (the twin's API server only)",
         ),
         (
+            ["--control-plane", "upstream", "--repo", "."],
+            "--repo needs --nodes",
+        ),
+        (
             ["--control-plane", "upstream", "--example", "homelab", "--error-rate", "0.1"],
             "fault flags: not with --example or --nodes on --control-plane upstream (use "
             "`gpushift twin proxy` in front of it)",

@@ -294,7 +294,9 @@ def _serve_upstream(ctx: typer.Context, *, port: int, kubeconfig_out: Path) -> N
     from gpushift import upstream
 
     given = ctx.params
-    agents = not given.get("bare") and (given.get("example") or given.get("nodes"))
+    agents = not given.get("bare") and (
+        given.get("example") or given.get("nodes") or given.get("repo")
+    )
     set_by_user = [
         name
         for name in _TWIN_ONLY

@@ -85,6 +85,8 @@ def serve_upstream_cluster(options: UpstreamOptions) -> None:
 
     if options.nodes is not None and options.example is not None:
         raise UsageError("give at most one of --nodes and --example")
+    if options.repo is not None and options.nodes is None:
+        raise UsageError("--repo needs --nodes")
     if options.nodes is None and options.example is None:
         raise UsageError("--control-plane upstream without --bare needs --nodes or --example")
     if options.nodes is not None:
