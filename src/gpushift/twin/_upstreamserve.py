@@ -112,14 +112,18 @@ def serve_upstream_cluster(options: UpstreamOptions) -> None:
         admin = options.kubeconfig_out.with_name(options.kubeconfig_out.name + ".upstream")
         client = kube.connect(kubeconfig=plane.kubeconfig, field_manager="gpushift-twin")
         store = ApiStore(client)
-        cluster = Cluster(
-            store,
-            inventory,
-            time_scale=1.0,
-            delays=options.delays,
-            node_faults=faulted,
-            kubernetes_version=upstream.VERSION.lstrip("v"),
-        )
+        try:
+            cluster = Cluster(
+                store,
+                inventory,
+                time_scale=1.0,
+                delays=options.delays,
+                node_faults=faulted,
+                kubernetes_version=upstream.VERSION.lstrip("v"),
+            )
+        except (ApiError, kube.KubeError) as err:
+            # kube-apiserver refused a node of the inventory (its validation is the real one).
+            raise upstream.StartError(f"the twin's nodes could not register: {err}") from None
         token = new_token()
         cluster.token = token
         if options.repo is not None or options.example is not None:
@@ -139,6 +143,10 @@ def serve_upstream_cluster(options: UpstreamOptions) -> None:
             flux.start()
         plane.write_kubeconfig(admin)
         progress(f"kube-apiserver's own admin kubeconfig: {admin}")
+        progress(
+            f"the twin's agents for {len(inventory.nodes)} nodes and Flux act through "
+            "kube-apiserver; its controllers and scheduler do the rest"
+        )
 
         def ended() -> str | None:
             gone = plane.exited()
@@ -177,8 +185,8 @@ def serve_upstream_cluster(options: UpstreamOptions) -> None:
         serve_proxy(
             target_from_kubeconfig(Path(plane.kubeconfig), None),
             ProxyOptions(port=options.port, kubeconfig_out=options.kubeconfig_out),
-            banner=f"gpushift twin ({len(inventory.nodes)} nodes) on the upstream control plane "
-            "serving",
+            # The embedded twin's line, so that what reads it (rehearse) reads this one too.
+            banner="gpushift twin serving",
             probe=False,
             watchdog=ended,
             routes=routes,
