@@ -8,7 +8,8 @@ from typing import Any
 from gpushift.flux import merge_values
 from gpushift.gitops import chart_defaults, chart_identity
 from gpushift.twin.charts import _app_template, _dcgm, _device_plugin, _dra, _gpu_operator, _llmkube
-from gpushift.twin.charts._common import Rendered, service_accounts
+from gpushift.twin.charts._accounts import service_accounts
+from gpushift.twin.charts._common import Rendered
 
 
 def identity(chart_name: str) -> str:
