@@ -35,10 +35,28 @@ def _gpushift(*args: str, env: dict[str, str] | None = None) -> subprocess.Compl
     [
         (
             ["--control-plane", "upstream"],
-            "--control-plane upstream runs an empty cluster only: add --bare (nodes, agents "
-            "and Flux need the twin's API server)",
+            "--control-plane upstream needs --example or --nodes (the twin's agents on the "
+            "real control plane), or --bare (an empty cluster)",
         ),
         (["--bare"], "--bare needs --control-plane upstream"),
+        (
+            ["--control-plane", "upstream", "--example", "homelab", "--time-scale", "10"],
+            "--time-scale: only 1 on --control-plane upstream (real time; the virtual clock "
+            "needs the twin's API server)",
+        ),
+        (
+            ["--control-plane", "upstream", "--example", "homelab", "--state", "s.yaml"],
+            "--state: not with --control-plane upstream (the twin's API server only)",
+        ),
+        (
+            ["--control-plane", "upstream", "--repo", "."],
+            "--repo needs --nodes",
+        ),
+        (
+            ["--control-plane", "upstream", "--example", "homelab", "--error-rate", "0.1"],
+            "fault flags: not with --example or --nodes on --control-plane upstream (use "
+            "`gpushift twin proxy` in front of it)",
+        ),
         (
             ["--control-plane", "upstream", "--bare", "--example", "homelab"],
             "--example: not with --control-plane upstream (the twin's API server only)",

@@ -41,6 +41,10 @@ with --vars as substitution variables. `gpushift twin git-set` switches the repo
 kube-controller-manager and kube-scheduler as `make upstream` built them, on 127.0.0.1, with
 gpushift's CRDs installed and an admin kubeconfig written to --kubeconfig-out; with fault
 flags the fault proxy serves --port in front of it and the kubeconfig is the proxy's.
+--control-plane upstream with --example or --nodes (and --repo) runs the twin's node-side
+agents (kubelets with node Leases, device plugin, DRA plugin, GFD, DCGM, chart models) and
+Flux against that real control plane, whose own controllers and scheduler replace the
+twin's; time is wall time there (--time-scale 1 only).
 
 --node-fault NODE=FAULT makes a node's GPU agents behave as in a broken state
 (nvml-init-failure, driver-root-missing, dcgm-rbac-missing, plugin-crashloop), logs
@@ -226,28 +230,92 @@ _TWIN_ONLY = (
 )
 
 
+#: Of those, the ones that need the twin's API server even with agents on a real one.
+_EMBEDDED_ONLY = ("state", "access_log")
+
+
+def _serve_upstream_cluster(ctx: typer.Context, *, port: int, kubeconfig_out: Path) -> None:
+    """`twin serve --control-plane upstream --example/--nodes`: the twin's node-side agents
+    and Flux on the real control plane, in real time."""
+    from gpushift import twin as t
+    from gpushift import upstream
+    from gpushift.render import write_example
+    from gpushift.twin.cluster import Delays
+
+    given = ctx.params
+    if given.get("time_scale") != 1.0:
+        raise UsageError(
+            "--time-scale: only 1 on --control-plane upstream (real time; the virtual clock "
+            "needs the twin's API server)"
+        )
+    if given.get("host") != "127.0.0.1" or not given.get("tls"):
+        raise UsageError("--control-plane upstream listens on 127.0.0.1 with TLS only")
+    faults = _fault_config(
+        **{k: given[k] for k in _FAULT_OPTIONS if k not in ("pause_after", "pause_for")}
+    )
+    if t.faults_given(faults, given["pause_after"]):
+        raise UsageError(
+            "fault flags: not with --example or --nodes on --control-plane upstream (use "
+            "`gpushift twin proxy` in front of it)"
+        )
+    delays = Delays(
+        pod_start=given["pod_start_delay"],
+        plugin_register=given["plugin_register_delay"],
+        slice_publish=given["slice_publish_delay"],
+        device_plugin_grace=given["device_plugin_grace"],
+    )
+    try:
+        t.serve_upstream_cluster(
+            t.UpstreamOptions(
+                port=port,
+                kubeconfig_out=kubeconfig_out,
+                nodes=given.get("nodes"),
+                example=given.get("example"),
+                delays=delays,
+                repo=given.get("repo"),
+                root=given.get("root"),
+                vars_file=given.get("vars_file"),
+                write_example=write_example,
+                node_faults=tuple(given.get("node_fault") or ()),
+                strict_health=bool(given.get("strict_health")),
+                operator_delay=given["operator_delay"],
+            )
+        )
+    except (upstream.NotBuiltError, upstream.StartError) as err:
+        _a.fail(_a.UNREACHABLE, str(err))
+    except t.ExitedError as err:
+        _a.fail(_a.FINDINGS, str(err))
+
+
 def _serve_upstream(ctx: typer.Context, *, port: int, kubeconfig_out: Path) -> None:
-    """`twin serve --control-plane upstream`: only --bare runs today; twin-only options are
-    refused rather than ignored. Fault options put the fault proxy in front of the control
-    plane."""
+    """`twin serve --control-plane upstream`: --bare, or the agents (--example/--nodes);
+    options that need the twin's own API server are refused rather than ignored. With --bare,
+    fault options put the fault proxy in front of the control plane."""
     from gpushift import upstream
 
     given = ctx.params
+    agents = not given.get("bare") and (
+        given.get("example") or given.get("nodes") or given.get("repo")
+    )
     set_by_user = [
         name
         for name in _TWIN_ONLY
         if (source := ctx.get_parameter_source(name)) is not None
         and source.name in ("COMMANDLINE", "ENVIRONMENT")
+        and not (agents and name not in _EMBEDDED_ONLY)
     ]
     if set_by_user:
         flags = ", ".join(
             "--" + n.replace("_", "-").replace("vars-file", "vars") for n in set_by_user
         )
         raise UsageError(f"{flags}: not with --control-plane upstream (the twin's API server only)")
+    if agents:
+        _serve_upstream_cluster(ctx, port=port, kubeconfig_out=kubeconfig_out)
+        return
     if not given.get("bare"):
         raise UsageError(
-            "--control-plane upstream runs an empty cluster only: add --bare "
-            "(nodes, agents and Flux need the twin's API server)"
+            "--control-plane upstream needs --example or --nodes (the twin's agents on the "
+            "real control plane), or --bare (an empty cluster)"
         )
     if given.get("host") != "127.0.0.1" or not given.get("tls"):
         raise UsageError("--control-plane upstream listens on 127.0.0.1 with TLS only")

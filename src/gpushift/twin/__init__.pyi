@@ -4,6 +4,7 @@ from ._export import export
 from ._guard import require_twin
 from ._proxyserve import ExitedError, ProxyOptions, UnreachableError, serve_proxy, serve_upstream
 from ._serve import ServeOptions, faults_given, serve
+from ._upstreamserve import UpstreamOptions, serve_upstream_cluster
 from .apiserver import (
     DEFAULT_KUBERNETES_VERSION,
     ApiError,
@@ -56,6 +57,7 @@ __all__ = [
     "Twin",
     "TwinServer",
     "UnreachableError",
+    "UpstreamOptions",
     "Watcher",
     "as_list",
     "check_loopback",
@@ -75,6 +77,7 @@ __all__ = [
     "serve_forever",
     "serve_proxy",
     "serve_upstream",
+    "serve_upstream_cluster",
     "target_from_kubeconfig",
     "write_kubeconfig",
     "write_list",

@@ -14,6 +14,7 @@ from pathlib import Path
 from types import FrameType
 
 import aiohttp
+import aiohttp.web
 
 from gpushift._errors import InputError
 from gpushift.twin.apiserver import (
@@ -63,8 +64,13 @@ def serve_proxy(
     banner: str = "gpushift fault proxy serving",
     probe: bool = True,
     watchdog: Callable[[], str | None] | None = None,
+    routes: Callable[[aiohttp.web.Application], None] | None = None,
+    token: str | None = None,
 ) -> None:
     """Serve a :class:`FaultProxy` in front of ``target`` until SIGINT or SIGTERM.
+
+    ``routes`` adds endpoints the proxy answers itself; ``token`` is the one its clients
+    present (a new one when None).
 
     Once listening, it writes its clients' kubeconfig to ``options.kubeconfig_out`` (mode
     0600: the proxy's URL, its CA and a token of its own, none of the target's credentials)
@@ -78,7 +84,17 @@ def serve_proxy(
     check_loopback(listen=options.host, target=target.server)
     if not 0 <= options.faults.error_rate <= 1:
         raise InputError(f"--error-rate must be between 0 and 1, got {options.faults.error_rate:g}")
-    asyncio.run(_main(target, options, banner=banner, probe=probe, watchdog=watchdog))
+    asyncio.run(
+        _main(
+            target,
+            options,
+            banner=banner,
+            probe=probe,
+            watchdog=watchdog,
+            routes=routes,
+            token=token or new_token(),
+        )
+    )
 
 
 async def _probe(proxy: FaultProxy) -> None:
@@ -108,13 +124,14 @@ async def _main(
     banner: str,
     probe: bool,
     watchdog: Callable[[], str | None] | None,
+    routes: Callable[[aiohttp.web.Application], None] | None,
+    token: str,
 ) -> None:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    token = new_token()
-    proxy = FaultProxy(target, token=token, faults=Faults(options.faults))
+    proxy = FaultProxy(target, token=token, faults=Faults(options.faults), routes=routes)
     if probe:
         await _probe(proxy)
     certificate = self_signed([options.host]) if options.tls else None

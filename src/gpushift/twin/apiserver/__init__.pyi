@@ -17,6 +17,7 @@ from ._discovery import (
 from ._faults import FaultConfig, Faults
 from ._names import name_errors
 from ._ops import server_side_apply
+from ._podlog import serve_pod_log
 from ._proxy import (
     FaultProxy,
     ProxyTarget,
@@ -26,6 +27,7 @@ from ._proxy import (
     run_proxy,
     target_from_kubeconfig,
 )
+from ._remote import ApiStore
 from ._runner import (
     Twin,
     new_store,
@@ -57,6 +59,7 @@ __all__ = [
     "TWIN_MARKER",
     "TWIN_MARKER_PATH",
     "ApiError",
+    "ApiStore",
     "Certificate",
     "Event",
     "FaultConfig",
@@ -94,6 +97,7 @@ __all__ = [
     "selector_string",
     "self_signed",
     "serve_forever",
+    "serve_pod_log",
     "server_side_apply",
     "start",
     "target_from_kubeconfig",

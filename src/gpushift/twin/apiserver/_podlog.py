@@ -193,3 +193,7 @@ async def serve(
                 await response.write(fresh)
         await response.write_eof()
     return response
+
+
+#: :func:`serve` under a name that says what it serves, for fronts other than the twin's server.
+serve_pod_log = serve

@@ -30,7 +30,7 @@ import contextlib
 import ipaddress
 import ssl
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -250,9 +250,19 @@ class FaultProxy:
     which may pause and resume it.
     """
 
-    def __init__(self, target: ProxyTarget, *, token: str, faults: Faults | None = None) -> None:
+    def __init__(
+        self,
+        target: ProxyTarget,
+        *,
+        token: str,
+        faults: Faults | None = None,
+        routes: Callable[[web.Application], None] | None = None,
+    ) -> None:
         check_loopback(target=target.server)
         self.target = target
+        #: Endpoints the proxy answers itself instead of forwarding (the twin's, in front of
+        #: a real control plane).
+        self.routes = routes
         self.token = token
         self.faults = faults or Faults()
         self.requests = 0
@@ -263,6 +273,8 @@ class FaultProxy:
     def app(self) -> web.Application:
         """A fresh aiohttp application serving the proxy."""
         app = web.Application(client_max_size=64 * 1024 * 1024)
+        if self.routes is not None:
+            self.routes(app)
         app.router.add_route("*", "/{tail:.*}", self.handle)
         app.on_startup.append(self._open)
         app.on_shutdown.append(self._end_streams)

@@ -209,6 +209,9 @@ class Store:
     status code and message kube-apiserver would answer with.
     """
 
+    #: Whether the objects live on a real API server (``ApiStore``) rather than here.
+    remote = False
+
     def __init__(
         self,
         *,
@@ -1012,11 +1015,14 @@ class Store:
         uid: str | None = None,
         resource_version: str | None = None,
         dry_run: bool = False,
+        grace_period_seconds: int | None = None,
     ) -> Obj:
         """Delete an object, or mark it deleting while finalizers remain.
 
         Returns the object: with ``deletionTimestamp`` when it stays (finalizers), else its last
         state. Dependents are collected per ``propagation`` (default Background).
+        ``grace_period_seconds`` is for stores backed by a real API server (``ApiStore``);
+        this store has no graceful deletion of its own and removes at once.
 
         Raises:
             ApiError: 404 NotFound, 409 Conflict for failed preconditions.

@@ -18,6 +18,7 @@ from gpushift._obj import Obj
 from gpushift._obj import as_dict as d
 from gpushift.twin.apiserver import ApiError, Store
 from gpushift.twin.charts import _gpu_operator, _llmkube
+from gpushift.twin.charts._accounts import service_accounts
 from gpushift.twin.charts._writes import apply, delete, served
 
 log = logging.getLogger("gpushift.twin.charts")
@@ -113,6 +114,7 @@ class Operators:
             "controller": True,
             "blockOwnerDeletion": True,
         }
+        want = service_accounts(want, namespace=ns) + want
         for obj in want:
             if obj["kind"] != "RuntimeClass":
                 obj["metadata"]["ownerReferences"] = [owner]

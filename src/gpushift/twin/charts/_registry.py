@@ -8,6 +8,7 @@ from typing import Any
 from gpushift.flux import merge_values
 from gpushift.gitops import chart_defaults, chart_identity
 from gpushift.twin.charts import _app_template, _dcgm, _device_plugin, _dra, _gpu_operator, _llmkube
+from gpushift.twin.charts._accounts import service_accounts
 from gpushift.twin.charts._common import Rendered
 
 
@@ -28,6 +29,16 @@ def render(chart_name: str, *, release: str, namespace: str, values: Mapping[str
     Raises ``ChartError`` with the chart's own message when its templates ``fail``.
     """
     chart = identity(chart_name)
+    rendered = _render(chart, chart_name, release=release, namespace=namespace, values=values)
+    if chart in ("app-template", "other"):
+        return rendered  # the chart makes a ServiceAccount only when its values ask for one
+    extra = service_accounts(rendered.objects, namespace=namespace)
+    return Rendered(extra + rendered.objects, rendered.message) if extra else rendered
+
+
+def _render(
+    chart: str, chart_name: str, *, release: str, namespace: str, values: Mapping[str, Any]
+) -> Rendered:
     if chart not in ("llmkube", "other"):
         defaults = chart_defaults(chart)  # type: ignore[arg-type]
         values = merge_values(merge_values({}, defaults), values) if defaults else values

@@ -62,6 +62,11 @@ def apply(store: Store, obj: Obj, *, manager: str, force: bool = True) -> Obj:
     if kind.namespaced and not namespace:
         namespace = "default"
         obj = {**obj, "metadata": {**meta, "namespace": namespace}}
+    if store.remote:  # a real API server applies it
+        from gpushift.twin.apiserver import ApiStore
+
+        assert isinstance(store, ApiStore)
+        return store.apply(kind, obj, manager=manager, force=force)
     now = rfc3339(store.clock())
     with store._lock:
         try:

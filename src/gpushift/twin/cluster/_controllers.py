@@ -32,6 +32,7 @@ from gpushift.twin.cluster import _claims, _cronjobs, _volumes, _workloads
 from gpushift.twin.cluster._clock import VirtualClock
 from gpushift.twin.cluster._context import Context, Delays
 from gpushift.twin.cluster._dcgm import Metrics
+from gpushift.twin.cluster._heartbeat import Heartbeat
 from gpushift.twin.cluster._http import routes
 from gpushift.twin.cluster._inventory import Inventory
 from gpushift.twin.cluster._kubelet import Kubelet
@@ -90,6 +91,11 @@ class Cluster(AgentThread):
         )
         self.monitor = Monitor(self.ctx)
         self.metrics = Metrics(self.ctx)
+        #: On a real API server (``store.remote``) its scheduler and controllers do what the
+        #: twin's own do here; the node side (kubelets, plugins, GFD, DCGM) stays the twin's,
+        #: and Leases keep the node lifecycle controller from marking nodes NotReady.
+        self.remote = store.remote
+        self.heartbeat = Heartbeat(self.ctx, [n.name for n in inventory.nodes])
         self.passes = 0
         self.token: str | None = None
         self._lock = threading.Lock()
@@ -176,6 +182,23 @@ class Cluster(AgentThread):
                 ("monitor", lambda: self.monitor.sync(self.kubelet, nodes())),
                 ("dcgm", lambda: self.metrics.sync(self.kubelet, nodes=nodes(), pods=pods())),
             ]
+            if self.remote:
+                twin_only = {
+                    "cronjobs",
+                    "jobs",
+                    "deployments",
+                    "replicasets",
+                    "statefulsets",
+                    "daemonsets",
+                    "taint eviction",
+                    "resourceclaims",
+                    "resourceclaim cleanup",
+                    "volumes",
+                    "scheduler",
+                }
+                stages = [s for s in stages if s[0] not in twin_only]
+                stages.insert(0, ("leases", self.heartbeat.sync))
+                stages.insert(1, ("provisioner", lambda: _volumes.provision(ctx)))
             for name, stage in stages:
                 try:
                     stage()

@@ -356,8 +356,24 @@ def killing(ctx: Context, pod: Obj, *, node: str) -> None:
 
 
 def release(ctx: Context, pod: Obj, *, finalizer: str) -> None:
-    """Containers gone: drop the kubelet's finalizer so the API server removes the pod."""
+    """Containers gone: drop the kubelet's finalizer so the API server removes the pod.
+
+    A pod the twin's scheduler did not bind has no such finalizer (a real API server keeps a
+    deleted pod for its grace period instead): it is deleted with a grace period of 0, as a
+    kubelet does once the containers have stopped.
+    """
     meta = pod["metadata"]
+    if finalizer not in (meta.get("finalizers") or ()):
+        if meta.get("deletionTimestamp"):
+            with contextlib.suppress(ApiError):
+                ctx.store.delete(
+                    ctx.kinds.pod,
+                    name=meta["name"],
+                    namespace=meta["namespace"],
+                    uid=meta.get("uid"),
+                    grace_period_seconds=0,
+                )
+        return
 
     def mutate(cur: Obj) -> Obj:
         fins = [f for f in cur["metadata"].get("finalizers") or [] if f != finalizer]

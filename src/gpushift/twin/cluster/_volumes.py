@@ -166,6 +166,53 @@ def sync_claims(ctx: Context) -> None:
             _set_phase(ctx, volume, "Released")
 
 
+def provision(ctx: Context) -> None:
+    """On a real API server, the part of a dynamic provisioner (sig-storage-lib-external-
+    provisioner): kube-controller-manager's PV controller binds, and names the provisioner it
+    waits for in the claim's ``volume.kubernetes.io/storage-provisioner`` annotation. For
+    such a claim of an existing class (once a node is selected, for ``WaitForFirstConsumer``)
+    the volume :func:`provisioned_volume` describes is created; a Released volume of a
+    provisioned class whose policy is ``Delete`` is deleted."""
+    claims = ctx.list(_PVC)
+    if not claims and not ctx.store.list(_PV).objects:
+        return
+    classes = _classes(ctx)
+    volumes = {v["metadata"]["name"]: v for v in ctx.list(_PV)}
+    for claim in claims:
+        meta = claim["metadata"]
+        spec = claim.get("spec") or {}
+        annotations = meta.get("annotations") or {}
+        if (
+            meta.get("deletionTimestamp")
+            or spec.get("volumeName")
+            or (claim.get("status") or {}).get("phase") == "Bound"
+            or not annotations.get("volume.kubernetes.io/storage-provisioner")
+        ):
+            continue
+        class_name = str(spec.get("storageClassName") or "")
+        storage_class = classes.get(class_name)
+        if storage_class is None:
+            continue
+        if storage_class.get("volumeBindingMode") == "WaitForFirstConsumer" and not annotations.get(
+            "volume.kubernetes.io/selected-node"
+        ):
+            continue
+        body = provisioned_volume(claim, class_name=class_name, storage_class=storage_class)
+        if body["metadata"]["name"] not in volumes:
+            with contextlib.suppress(ApiError):
+                volumes[body["metadata"]["name"]] = ctx.store.create(_PV, body)
+    provisioners = {str(c.get("provisioner") or "") for c in classes.values()}
+    for volume in volumes.values():
+        vmeta = volume["metadata"]
+        if (
+            (volume.get("status") or {}).get("phase") == "Released"
+            and (volume.get("spec") or {}).get("persistentVolumeReclaimPolicy") == "Delete"
+            and (vmeta.get("annotations") or {}).get(_PROVISIONED_BY) in provisioners
+        ):
+            with contextlib.suppress(ApiError):
+                ctx.store.delete(_PV, name=vmeta["name"])
+
+
 # --- StatefulSet claims -----------------------------------------------------------------------
 
 
