@@ -101,6 +101,7 @@ def test_gitignore_covers_what_the_tour_writes(tmp_path: Path) -> None:
     # Hand-read from the README: the files and trees its lines write.
     assert writes >= {
         "rehearsal.html",
+        "rehearsal.json",
         "gpushift.sarif",
         "out",
         "homelab",
