@@ -17,7 +17,14 @@ from pathlib import Path
 
 from gpushift._errors import InputError
 from gpushift._git import GitError, git, unpack_revision
-from gpushift.gitops import AGENT_TOLERATIONS, ChartId, HelmRelease, Repo, load_repo
+from gpushift.gitops import (
+    AGENT_TOLERATIONS,
+    ChartId,
+    HelmRelease,
+    Repo,
+    gpu_clusters,
+    load_repo,
+)
 from gpushift.reports import Finding, Severity
 from gpushift.rules import check_repo
 from gpushift.runbook._barrier import Agent, allocator_agent
@@ -47,6 +54,8 @@ class Target:
     errors: tuple[Finding, ...] = ()
     drivers: tuple[DriverChart, ...] = ()
     agents: tuple[Agent, ...] = ()
+    #: Where the target deploys gpu-operator's GPUCluster (its DRA stack), if it does.
+    gpu_clusters: tuple[str, ...] = ()
 
 
 def _is_revision(repo: Path, rev: str) -> bool:
@@ -120,7 +129,8 @@ def _read(tree: Path, *, root: str | None, where: str) -> Target:
     agents = tuple(
         replace(a, where=rel(a.where)) for a in (*_release_agents(model), *_manifest_agents(model))
     )
-    return Target(where + (f" ({root})" if root else ""), errors, drivers, agents)
+    clusters = tuple(rel(f"{x.source.path}:{x.source.line}") for x in gpu_clusters(model))
+    return Target(where + (f" ({root})" if root else ""), errors, drivers, agents, clusters)
 
 
 #: Which allocator each chart's agent serves, and whether the release deploys it.
