@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from tests.runbook.test_planner import OPTIONS, _cluster, _ctx, _git, _node, _slice, _view
 
-from gpushift.runbook import Delete, Options, Target, facts, plan_step
+from gpushift.runbook import Delete, Options, Target, facts, plan_step, read_target
 
 _BACK = Options(to="device-plugin")
 
@@ -91,3 +92,38 @@ def test_back_from_the_dra_chart_nothing_changes() -> None:
     assert not ctx.facts["gpuCluster"]
     assert len(plan_step("drained", view, _BACK, ctx).actions) == 1
     assert len(plan_step("old-allocator-gone", view, _BACK, ctx).waits) == 1
+
+
+_RELEASE = """\
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: gpu-operator
+  namespace: gpu-operator
+spec:
+  interval: 1h
+  chart:
+    spec:
+      chart: gpu-operator
+      version: v26.7.0
+      sourceRef: {kind: HelmRepository, name: nvidia}
+  values:
+    driver: {enabled: false}
+    clusterPolicy: {deployCR: false}
+    gpuCluster: {deployCR: true}
+    daemonsets:
+      tolerations: [{key: dedicated, operator: Equal, value: ai, effect: NoSchedule}]
+"""
+
+
+def test_the_target_names_its_gpu_cluster_and_the_kubelet_plugins_tolerations(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "helmrelease.yaml").write_text(_RELEASE)
+    target = read_target(tmp_path)
+    assert target.gpu_clusters == ("helmrelease.yaml:1",)
+    [agent] = target.agents
+    assert (agent.allocator, agent.field) == ("dra", "daemonsets.tolerations")
+    assert agent.tolerations == (
+        {"key": "dedicated", "operator": "Equal", "value": "ai", "effect": "NoSchedule"},
+    )

@@ -462,7 +462,11 @@ def preflight_note(options: Options, target: Target | None, held: Barrier | None
     found = f"{len(target.errors)} error finding" + ("" if len(target.errors) == 1 else "s")
     note = f"{base}; gpushift check at the target {target.where}: {found}"
     if options.to == "dra":
-        if not target.drivers:
+        if target.gpu_clusters:
+            note += "; gpu-operator's GPUCluster at the target runs the DRA driver: " + ", ".join(
+                target.gpu_clusters
+            )
+        elif not target.drivers:
             note += "; no dra-driver-nvidia-gpu HelmRelease at the target"
         for d in target.drivers:
             version = d.version or "no version (the latest)"

@@ -24,6 +24,7 @@ from gpushift.gitops import (
     Repo,
     gpu_clusters,
     load_repo,
+    truthy,
 )
 from gpushift.reports import Finding, Severity
 from gpushift.rules import check_repo
@@ -138,10 +139,14 @@ _CHART_AGENTS: tuple[tuple[ChartId, str], ...] = (
     ("dra-driver-nvidia-gpu", "dra"),
     ("nvidia-device-plugin", "device-plugin"),
     ("gpu-operator", "device-plugin"),
+    ("gpu-operator", "dra"),
 )
 
 
-def _deploys_agent(hr: HelmRelease) -> bool:
+def _deploys_agent(hr: HelmRelease, allocator: str) -> bool:
+    if hr.chart == "gpu-operator" and allocator == "dra":
+        # The GPUCluster's kubelet plugin, with the operator's daemonsets.tolerations.
+        return truthy(hr.value("gpuCluster", "deployCR"), default=False)
     if hr.chart == "dra-driver-nvidia-gpu":
         # templates/kubeletplugin.yaml: rendered with either resource enabled.
         return bool(
@@ -163,7 +168,7 @@ def _release_agents(model: Repo) -> list[Agent]:
     for chart, allocator in _CHART_AGENTS:
         known = AGENT_TOLERATIONS[chart]
         for hr in model.releases(chart):
-            if not _deploys_agent(hr):
+            if not _deploys_agent(hr, allocator):
                 continue
             given = hr.is_set(*known.path)
             raw = hr.user_value(*known.path) if given else None
