@@ -30,6 +30,21 @@ STEPS = [
 ]
 
 
+SHARED_CLAIM = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: shared-gpu
+  namespace: media
+spec:
+  devices:
+    requests:
+      - name: gpu
+        exactly:
+          deviceClassName: gpu.nvidia.com
+"""
+
+
 def _gpushift(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NO_COLOR": "1"}
     return subprocess.run(
@@ -64,6 +79,11 @@ def test_cluster_policy_to_gpu_cluster_and_back_with_zero_violations(tmp_path: P
     assert done.returncode in (0, 1), done.stdout + done.stderr
     values = (after / "kubernetes/apps/gpu-operator/gpu-operator/app/helmrelease.yaml").read_text()
     assert "gpuCluster:\n      deployCR: true" in values
+    # A user ResourceClaim beside the templates: the way back deletes it before the merge.
+    claims = after / "kubernetes/apps/media/gpu-claim-templates/app"
+    (claims / "shared-claim.yaml").write_text(SHARED_CLAIM)
+    with (claims / "kustomization.yaml").open("a") as f:
+        f.write("  - ./shared-claim.yaml\n")
 
     done = _gpushift(
         "rehearse", "--repo", str(before), "--target", str(after), "-o", "json", timeout=600
