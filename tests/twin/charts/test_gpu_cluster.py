@@ -132,3 +132,17 @@ def test_deleting_the_gpu_cluster_waits_for_its_operands(
         for p in store.list(by_kind("Pod"), namespace="apps").objects
         if p["metadata"]["name"].startswith("nvidia-dra-driver-kubelet-plugin")
     ]
+
+
+def test_a_release_with_both_crs_fails_its_install_with_the_charts_message(
+    twin: tuple[Store, Cluster],  # noqa: F811
+) -> None:
+    store, _ = twin
+    values = {**_GPU_CLUSTER, "clusterPolicy": {"deployCR": True}}
+    _release(store, "gpu-operator", _URL, values)
+    cond = wait_for(
+        lambda: (c := _ready(store, "gpu-operator")).get("status") == "False" and c,
+        what="the install to fail",
+    )
+    assert "cannot both be true" in cond["message"]
+    assert store.list(by_kind("GPUCluster")).objects == []
