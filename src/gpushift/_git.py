@@ -8,6 +8,8 @@ import tarfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from gpushift._children import die_with_parent
+
 
 class GitError(Exception):
     """git failed or is not installed. ``stderr`` is what git wrote (stripped), ``args`` the
@@ -30,7 +32,13 @@ class GitError(Exception):
 def git(*args: str, cwd: Path) -> bytes:
     """git's standard output for ``args`` run in ``cwd``. Raises GitError on failure."""
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
+        done = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            check=False,
+            preexec_fn=die_with_parent(),  # ends with this process, kill -9 included
+        )
     except FileNotFoundError:
         raise GitError(args=args, stderr="git is not installed", missing=True) from None
     if done.returncode != 0:

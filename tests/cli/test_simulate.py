@@ -133,6 +133,26 @@ def test_example_compare_exit_1_because_memory_leaves_pods_pending() -> None:
     assert "memory: 4 pod(s) Pending." in out.stdout
 
 
+def test_example_compare_shows_the_preemption_dra_ends() -> None:
+    # Three cards, 5 slots each, 7 running: 8 free, so a burst of 9. The model runs at
+    # gpu-preemptible (-100); the transcodes at 0. The device plugin's resource is preempted
+    # for; a DRA device is not (kube-scheduler up to 1.37).
+    out = run("--example", "homelab", "--compare")
+    block = out.stdout.split("Preemption: ", 1)[1].splitlines()
+    assert block[0] == (
+        "the homelab running, then 9 default-priority transcodes, one more than the free slots:"
+    )
+    plugin, dra = block[1], block[2]
+    assert plugin.startswith("  time-slicing 5: media/transcode-burst-")
+    assert " preempts ai/llama-nvidia-" in plugin
+    assert plugin.endswith("(PriorityClass gpu-preemptible, priority -100) on k8s-1.")
+    assert dra.startswith("  shares 5: media/transcode-burst-")
+    assert dra.endswith(
+        "(priority -100): kube-scheduler does not preempt for DRA devices up to 1.37 "
+        "(dra-preemption-lost)."
+    )
+
+
 def test_example_single_setup_exit_0() -> None:
     out = run("--example", "homelab", "--allocator", "dra", "--sharing", "5")
     assert out.returncode == 0

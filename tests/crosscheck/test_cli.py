@@ -12,13 +12,12 @@ from gpushift.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
-NO_VICTIMS = "No preemption victims found for incoming pod"
 
-# One GPU, a model bound to it at priority -100 and owned by a ReplicaSet the input does not
-# hold, and a media pod at priority 0. simulate: the media pod preempts the model and the
-# model's controller makes it again, Pending. On the cluster nothing owns the model (the
-# dangling owner reference is dropped), so it stays deleted: the one difference.
-ORPHAN_VICTIM = [
+# One GPU, a model bound to it at priority -100, and a media pod at priority 0 whose
+# PriorityClass may not preempt (preemptionPolicy: Never), which simulate does not model:
+# simulate lets the media pod preempt the model, kube-scheduler leaves it Pending
+# (DefaultPreemption's PodEligibleToPreemptOthers).
+NEVER_PREEMPTS = [
     {
         "apiVersion": "v1",
         "kind": "Node",
@@ -32,20 +31,16 @@ ORPHAN_VICTIM = [
         "value": -100,
     },
     {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "never-preempts"},
+        "value": 0,
+        "preemptionPolicy": "Never",
+    },
+    {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {
-            "name": "model",
-            "ownerReferences": [
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": "ReplicaSet",
-                    "name": "m",
-                    "uid": "rs",
-                    "controller": True,
-                }
-            ],
-        },
+        "metadata": {"name": "model"},
         "spec": {
             "nodeName": "a",
             "priorityClassName": "gpu-preemptible",
@@ -56,7 +51,10 @@ ORPHAN_VICTIM = [
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "media"},
-        "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]},
+        "spec": {
+            "priorityClassName": "never-preempts",
+            "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+        },
     },
 ]
 
@@ -118,26 +116,28 @@ def test_agreement_exits_0_with_one_comparison_object(capsys: pytest.CaptureFixt
 def test_a_difference_exits_1_and_is_named(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = tmp_path / "orphan.yaml"
-    path.write_text(yaml.safe_dump_all(ORPHAN_VICTIM))
+    path = tmp_path / "never.yaml"
+    path.write_text(yaml.safe_dump_all(NEVER_PREEMPTS))
     code = main(["simulate", str(path), "--against", "upstream", "-o", "json"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 1
-    assert doc["differences"] == [
-        {
-            "object": "Pod default/model",
-            "field": "state",
-            "simulate": [f"Pending (Insufficient nvidia.com/gpu, preemption: {NO_VICTIMS})"],
-            "upstream": ["Preempted"],
-        }
-    ]
-    # The media pod got the card on both sides, and the model was the victim on both.
-    victims = [
-        p
-        for p in doc["upstream"]["items"]
-        if p["kind"] == "Pod" and p["metadata"]["name"] == "model"
-    ]
-    assert victims[0]["metadata"]["annotations"]["gpushift.dev/preempted"] == "true"
+    by_object = {(d["object"], d["field"]): d for d in doc["differences"]}
+    assert by_object[("Pod default/media", "state")] == {
+        "object": "Pod default/media",
+        "field": "state",
+        "simulate": ["Scheduled on a"],  # the only node
+        "upstream": [
+            "Pending (Insufficient nvidia.com/gpu, "
+            "preemption: not eligible due to preemptionPolicy=Never)"
+        ],
+    }
+    assert by_object[("Pod default/model", "state")]["simulate"] == ["Preempted"]
+    assert by_object[("Pod default/model", "state")]["upstream"] == ["Scheduled"]
+    assert set(by_object) == {
+        ("Pod default/media", "state"),
+        ("Pod default/model", "state"),
+        ("Preemption victims", "priority"),
+    }
 
 
 @pytest.mark.parametrize(

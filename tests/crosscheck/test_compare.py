@@ -225,6 +225,48 @@ def test_a_different_reason_is_a_difference_a_different_count_is_not() -> None:
     ]
 
 
+def _gated_condition(p: dict[str, Any]) -> dict[str, Any]:
+    # What kube-apiserver sets on a pod created with gates; it stays once they are lifted.
+    p = copy.deepcopy(p)
+    p["status"] = {
+        "phase": "Pending",
+        "conditions": [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "SchedulingGated",
+                "message": "Scheduling is blocked due to non-empty scheduling gates",
+            }
+        ],
+    }
+    return p
+
+
+def test_a_gated_pod_is_pending_scheduling_gated_by_its_spec() -> None:
+    gates = {"schedulingGates": [{"name": "example.com/wait"}]}
+    cluster = Cluster.of([node("a"), pod("g", spec=gates)])
+    diffs = compare(
+        as_list(_gated_condition(pod("g", spec=gates))),
+        as_list(pod("g", node_name="a")),
+        cluster,
+    )
+    (d,) = [d for d in diffs if d.field == "state"]
+    assert (d.simulate, d.upstream) == (["Pending (SchedulingGated)"], ["Scheduled on a"])
+    # The crosscheck's own gate lifted from a pod whose claim is missing: kube-scheduler never
+    # tries it, and the condition from its creation is still there.
+    claim = {"resourceClaims": [{"name": "gpu", "resourceClaimName": "missing"}]}
+    cluster = Cluster.of([node("a"), pod("w", spec=claim)])
+    (d,) = compare(
+        as_list(_gated_condition(pod("w", spec=claim))),
+        as_list(_gated_condition(pod("w", spec={**claim, **gates}))),
+        cluster,
+    )
+    assert (d.simulate, d.upstream) == (
+        ["Pending (waiting for a ResourceClaim)"],
+        ["Pending (SchedulingGated)"],
+    )
+
+
 def _victims_cluster() -> list[dict[str, Any]]:
     low = {"priorityClassName": "low"}
     return [

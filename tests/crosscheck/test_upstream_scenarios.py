@@ -22,13 +22,7 @@ pytestmark = [pytest.mark.upstream, pytest.mark.slow(seconds=300)]
 
 #: Inputs whose difference is known and out of the comparison's reach, with the reason
 #: (docs/simulate.md, "Known differences").
-OUT_OF_SCOPE = {
-    "test_scheduler::test_a_preempted_pod_of_a_controller_is_queued_again": (
-        "the victim's ReplicaSet is not in the input: simulate lets a controller make it again, "
-        "while on the cluster nothing owns it (its dangling owner reference is dropped) and it "
-        "stays deleted"
-    ),
-}
+OUT_OF_SCOPE: dict[str, str] = {}
 
 
 def _params() -> Iterator[Any]:

@@ -678,10 +678,22 @@ def test_preemption_evicts_the_lower_priority_pod() -> None:
     assert event["message"] == f"Preempted by pod {media_uid} on node a"
 
 
-def test_a_preempted_pod_of_a_controller_is_queued_again() -> None:
-    # The same, but a ReplicaSet owns the model: its controller makes a new pod, which the
-    # queue takes like the victim. It finds no room and nothing of lower priority to evict.
-    model = pod("model", gpu=1, spec={"nodeName": "a", "priorityClassName": "gpu-preemptible"})
+def test_a_bound_pod_of_a_controller_is_evicted_not_moved() -> None:
+    # A ReplicaSet owns the running model, bound to a (one GPU) at priority -100; b's GPU is
+    # held at priority 10; c has a free GPU behind a taint only the model tolerates. media
+    # (priority 0) fails a and b on NodeResourcesFit and c on the taint; DefaultPreemption
+    # finds a lower-priority pod only on a, so the model is the victim. kube-scheduler deletes
+    # it; it is not placed again (its controller would make a new pod, which is not the model),
+    # so c's card stays free.
+    model = pod(
+        "model",
+        gpu=1,
+        spec={
+            "nodeName": "a",
+            "priorityClassName": "gpu-preemptible",
+            "tolerations": [{"key": "spare", "operator": "Exists", "effect": "NoSchedule"}],
+        },
+    )
     model["metadata"]["ownerReferences"] = [
         {
             "apiVersion": "apps/v1",
@@ -691,14 +703,24 @@ def test_a_preempted_pod_of_a_controller_is_queued_again() -> None:
             "controller": True,
         }
     ]
-    sim = run(node("a", gpu=1), _prio("gpu-preemptible", -100), model, pod("media", gpu=1))
-    assert where(sim) == {"model": None, "media": "a"}
-    assert message(sim, "model") == (
-        "0/1 nodes are available: 1 Insufficient nvidia.com/gpu. "
-        f"preemption: 0/1 nodes are available: 1 {NO_VICTIMS}."
+    model["status"] = {"phase": "Running"}
+    sim = run(
+        node("a", gpu=1),
+        node("b", gpu=1),
+        node("c", gpu=1, taints=[{"key": "spare", "value": "x", "effect": "NoSchedule"}]),
+        _prio("gpu-preemptible", -100),
+        _prio("ten", 10),
+        model,
+        pod("busy", gpu=1, spec={"nodeName": "b", "priorityClassName": "ten"}),
+        pod("media", gpu=1),
     )
+    assert where(sim) == {"model": None, "busy": "b", "media": "a"}
+    assert message(sim, "model") == "preempted by default/media on a"
+    assert [c.tenants for c in sim.outcome.nodes[2].gpu.cards] == [[]]
     listed = next(i for i in as_list(sim)["items"] if i["metadata"]["name"] == "model")
-    assert listed["status"]["conditions"][0]["reason"] == "Unschedulable"
+    assert "nodeName" not in listed["spec"]
+    assert listed["status"]["phase"] == "Failed"
+    assert [c["type"] for c in listed["status"]["conditions"]] == ["DisruptionTarget"]
 
 
 def test_a_claim_that_does_not_fit_preempts_nobody() -> None:

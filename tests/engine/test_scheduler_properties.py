@@ -9,9 +9,13 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gpushift.engine import (
+    AllocatedState,
     GpuInfo,
     Outcome,
+    as_list,
+    card_rows,
     from_objects,
+    ignored_slices,
     nvidia_device_classes,
     nvidia_resource_slice,
     schedule,
@@ -110,17 +114,15 @@ dra_nodes_st = st.lists(
     min_size=1,
     max_size=5,
 )
-dra_pods_st = st.lists(
-    st.tuples(
-        st.sampled_from([None, *TEMPLATES]),
-        st.integers(0, 2),  # cpu
-        st.integers(0, 1),  # priority
-        st.booleans(),  # nodeSelector pool=a
-        st.integers(0, 1),  # device-plugin GPUs
-        st.booleans(),  # spread over zones, DoNotSchedule
-    ),
-    max_size=30,
+dra_pod_st = st.tuples(
+    st.sampled_from([None, *TEMPLATES]),
+    st.integers(0, 2),  # cpu
+    st.integers(0, 1),  # priority
+    st.booleans(),  # nodeSelector pool=a
+    st.integers(0, 1),  # device-plugin GPUs
+    st.booleans(),  # spread over zones, DoNotSchedule
 )
+dra_pods_st = st.lists(dra_pod_st, max_size=30)
 
 
 def dra_cluster(
@@ -230,3 +232,210 @@ def test_shortcuts_place_every_pod_as_the_full_search_does(
     fast = schedule(from_objects(copy.deepcopy(objs)))
     full = schedule(from_objects(copy.deepcopy(objs)), full_search=True)
     assert placements(fast) == placements(full)
+
+
+# --- what is running stays, what is gated waits -----------------------------------------------
+
+gates_st = st.lists(st.booleans(), max_size=30)
+
+
+def _running_and_new(
+    nodes: list[tuple[int, str, int, int, bool, int]],
+    running: list[tuple[str | None, int, int, bool, int, bool]],
+    new: list[tuple[str | None, int, int, bool, int, bool]],
+    gated: list[bool],
+) -> list[Any]:
+    """A cluster where ``running`` was placed already (read back as ``simulate -o json --all``
+    prints it: pods bound, claims allocated and reserved; every other one owned by a
+    ReplicaSet), and ``new`` pods arrive one priority higher, those ``gated`` with a
+    scheduling gate."""
+    first = simulate(from_objects(dra_cluster(nodes, running)))
+    items = copy.deepcopy(as_list(first, everything=True)["items"])
+    objs = [i for i in items if i["kind"] != "Pod" or i["spec"].get("nodeName")]
+    for obj in objs:
+        if obj["kind"] == "Pod" and int(obj["metadata"]["name"][1:]) % 2 == 0:
+            obj["metadata"]["ownerReferences"] = [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": "rs",
+                    "uid": "rs-uid",
+                    "controller": True,
+                }
+            ]
+    for obj in dra_cluster(nodes, new):
+        if obj["kind"] == "ResourceClaimTemplate":
+            objs.append(obj)
+        elif obj["kind"] == "Pod":
+            i = int(obj["metadata"]["name"][1:])
+            obj["metadata"]["name"] = f"q{i}"
+            obj["spec"]["priority"] += 1
+            if i < len(gated) and gated[i]:
+                obj["spec"]["schedulingGates"] = [{"name": "example.com/hold"}]
+            objs.append(obj)
+    return objs
+
+
+def _allocation(claim: dict[str, Any]) -> Any:
+    return copy.deepcopy((claim.get("status") or {}).get("allocation"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(nodes=dra_nodes_st, running=dra_pods_st, new=dra_pods_st, gated=gates_st)
+# p0 (owned by a ReplicaSet) runs on n0, the only node labelled pool=a, one pod each; q0 must
+# go to pool=a and preempts it. n1 has room, but the evicted p0 is not moved there.
+@example(
+    nodes=[(0, "1", 1, 1, True, 0), (0, "1", 1, 1, False, 0)],
+    running=[(None, 0, 0, False, 0, False)],
+    new=[(None, 0, 0, True, 0, False)],
+    gated=[],
+)
+def test_no_bound_pod_changes_node_or_devices_and_gated_pods_hold_nothing(
+    nodes: list[tuple[int, str, int, int, bool, int]],
+    running: list[tuple[str | None, int, int, bool, int, bool]],
+    new: list[tuple[str | None, int, int, bool, int, bool]],
+    gated: list[bool],
+) -> None:
+    objs = _running_and_new(nodes, running, new, gated)
+    bound = {
+        o["metadata"]["name"]: o["spec"]["nodeName"]
+        for o in objs
+        if o["kind"] == "Pod" and o["spec"].get("nodeName")
+    }
+    claims_before = {
+        o["metadata"]["name"]: _allocation(o) for o in objs if o["kind"] == "ResourceClaim"
+    }
+    gated_names = {
+        o["metadata"]["name"]
+        for o in objs
+        if o["kind"] == "Pod" and o["spec"].get("schedulingGates")
+    }
+    sim = simulate(from_objects(copy.deepcopy(objs)))
+    by_name = {p.name: p for p in sim.outcome.pods}
+    for name, node in bound.items():
+        p = by_name[name]
+        if p.node is None:
+            # Evicted by a preemption, and not placed again.
+            assert p.preempted_by is not None
+            continue
+        assert p.node.name == node
+        for _, claim in p.claims:
+            # A pod that keeps running keeps the devices it was allocated.
+            assert _allocation(claim) == claims_before[claim["metadata"]["name"]]
+    listed = {i["metadata"]["name"]: i for i in as_list(sim)["items"] if i["kind"] == "Pod"}
+    for name in gated_names:
+        p = by_name[name]
+        assert p.node is None and p.preempted_by is None and not p.gpu_cards
+        for _, claim in p.claims:
+            assert not (claim.get("status") or {}).get("allocation")
+            assert not (claim.get("status") or {}).get("reservedFor")
+        (cond,) = listed[name]["status"]["conditions"]
+        assert (cond["type"], cond["status"], cond["reason"]) == (
+            "PodScheduled",
+            "False",
+            "SchedulingGated",
+        )
+    # A gated pod takes no part: the others go where they would without it.
+    without = [o for o in objs if o["metadata"]["name"] not in gated_names]
+    alone = simulate(from_objects(copy.deepcopy(without)))
+    assert [x for x in placements(sim.outcome) if x[0].split("/")[1] not in gated_names] == (
+        placements(alone.outcome)
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    nodes=dra_nodes_st,
+    running=dra_pods_st,
+    new=st.lists(dra_pod_st, min_size=1, max_size=1),
+)
+# One whole card and room for one pod: p0 holds both. q0 fails NodeResourcesFit (too many
+# pods), which preemption could help, but with p0 removed its card is still allocated.
+@example(
+    nodes=[(1, "disabled", 1, 1, False, 0)],
+    running=[("share", 0, 0, False, 0, False)],
+    new=[("share", 0, 0, False, 0, False)],
+)
+def test_a_preemption_never_frees_a_dra_device(
+    nodes: list[tuple[int, str, int, int, bool, int]],
+    running: list[tuple[str | None, int, int, bool, int, bool]],
+    new: list[tuple[str | None, int, int, bool, int, bool]],
+) -> None:
+    # One pod arrives on a running cluster. If it preempts, its claims fit its node with
+    # every device allocated before it came still allocated, the victims' too (DynamicResources
+    # has no PreFilterExtensions: removing a pod in the dry run frees nothing).
+    objs = _running_and_new(nodes, running, new, [])
+    sim = simulate(from_objects(copy.deepcopy(objs)))
+    (p,) = [p for p in sim.outcome.pods if p.name == "q0"]
+    if p.node is None or not any(v.preempted_by for v in sim.outcome.pods):
+        return
+    before = AllocatedState()
+    for o in objs:
+        if o["kind"] == "ResourceClaim" and _allocation(o):
+            before.add(o["status"]["allocation"])
+    own = [c for _, c in p.claims] + ([p.bridge.claim] if p.bridge is not None else [])
+    fresh = [{**c, "status": {}} for c in own]
+    assert sim.outcome.allocator.allocate(claims=fresh, node=p.node.obj, state=before) is not None
+
+
+@settings(max_examples=60, deadline=None)
+@given(nodes=dra_nodes_st, pods=dra_pods_st, more=st.integers(1, 3))
+# Every node has stale slices here: the allocator must still cache each node's view under
+# the node's name. Built again per claim, a view can reuse a freed view's id and read its
+# first-fit cursor, and p14 then misses n4's free share.
+@example(
+    nodes=[
+        (0, "1", 1, 1, False, 0),
+        (1, "1", 1, 4, False, 0),
+        (0, "1", 1, 1, False, 0),
+        (1, "1", 1, 5, False, 0),
+        (1, "2", 1, 5, False, 0),
+    ],
+    pods=[(None, 0, 0, False, 0, False)] * 9
+    + [
+        ("memory", 0, 0, False, 0, True),
+        ("share", 0, 0, False, 0, True),
+        (None, 0, 0, False, 0, False),
+        (None, 0, 1, False, 0, True),
+        (None, 0, 1, False, 1, False),
+        ("memory", 0, 0, False, 0, False),
+    ],
+    more=1,
+)
+def test_older_generations_and_incomplete_pools_change_nothing(
+    nodes: list[tuple[int, str, int, int, bool, int]],
+    pods: list[tuple[str | None, int, int, bool, int, bool]],
+    more: int,
+) -> None:
+    # Beside each node's pool: the same pool's previous generation with ``more`` cards more,
+    # and a pool of its own that says two slices but has one. Their devices cannot be
+    # allocated (GatherPools), so placements and the card table are what they were.
+    objs = dra_cluster(nodes, pods)
+    noise: list[Any] = []
+    for o in objs:
+        if o["kind"] != "ResourceSlice":
+            continue
+        spec = o["spec"]
+        node_name = spec["nodeName"]
+        old = copy.deepcopy(o)
+        old["metadata"]["name"] = f"{node_name}-previous"
+        old["spec"]["pool"]["generation"] = spec["pool"]["generation"] - 1
+        devices = old["spec"]["devices"]
+        for k in range(more):
+            extra = copy.deepcopy(devices[0])
+            extra["name"] = f"gpu-{len(devices) + k}"
+            devices.append(extra)
+        partial = copy.deepcopy(o)
+        partial["metadata"]["name"] = f"{node_name}-partial"
+        partial["spec"]["pool"] = {
+            "name": f"{node_name}-partial",
+            "generation": 1,
+            "resourceSliceCount": 2,
+        }
+        noise += [old, partial]
+    plain = simulate(from_objects(copy.deepcopy(objs)))
+    noisy = simulate(from_objects(copy.deepcopy(objs) + noise))
+    assert placements(noisy.outcome) == placements(plain.outcome)
+    assert card_rows(noisy) == card_rows(plain)
+    ignored = {name for name, _ in ignored_slices(noisy)}
+    assert ignored == {o["metadata"]["name"] for o in noise}

@@ -99,6 +99,23 @@ def test_kill_points() -> None:
             KillPoint.parse(bad)
 
 
+def test_a_moment_that_never_came_says_why(stream: Any) -> None:
+    whole = stream("to-dra", 0).events
+    # preflight never waits: the step ended first.
+    assert KillPoint.parse("preflight:wait").missed(whole) == (
+        "preflight ended done in 0.25s without waiting: what it waits for already held when it "
+        "started"
+    )
+    # A run that ended before the step, with a result and without one.
+    failed = [*whole[:3], {"kind": "CutoverResult", "result": "refused", "exitCode": 4}]
+    assert KillPoint.parse("drained:wait").missed(failed) == (
+        "the cutover ended refused before drained"
+    )
+    assert KillPoint.parse("merge").missed(stream("killed-in-drained", None).events) == (
+        "the cutover's event stream ended before merge, with no result"
+    )
+
+
 def test_lines_that_break_the_contract_name_their_line() -> None:
     with pytest.raises(InputError, match=r"cutover -o json:3: not JSON"):
         parse_stream(['{"kind": "CutoverEvent", "event": "wait", "step": "drained"}', "", "oops"])

@@ -782,3 +782,35 @@ def test_the_verdict_waits_for_the_agents_to_settle() -> None:
     consumer = _agent_pod("plex", waiting="ContainerCreating")
     consumer["spec"]["containers"][0]["image"] = "plexinc/pms-docker"
     assert check(_agent_ds("dcgm", desired=1, updated=1), ok, gone, consumer)[0]
+
+
+def _ranked(objs: list[dict[str, Any]], pod: str, priority: int, **spec: Any) -> None:
+    for o in objs:
+        if o["kind"] == "Pod" and o["metadata"]["name"] == pod:
+            o["spec"].update(priority=priority, **spec)
+
+
+def test_preflight_note_warns_of_the_preemption_dra_ends_from_live_pods() -> None:
+    # The model's pods were admitted at -100; plex's at 0 (no class): under DRA kube-scheduler
+    # no longer preempts the model for plex. Rolling back keeps preemption: no warning.
+    objs = _cluster()
+    _ranked(objs, "llama-1-x", -100, priorityClassName="gpu-preemptible")
+    view = _view(objs)
+    note = plan_step("preflight", view, OPTIONS, _ctx(view)).note
+    (warning,) = [w for w in note.split("; warning: ")[1:]]
+    assert warning.startswith(
+        "dra-preemption-lost (InferenceService/ai/llama): InferenceService/ai/llama (PriorityClass "
+        "gpu-preemptible, priority -100) is outranked by "
+    )
+    assert "Deployment/media/plex (no PriorityClass, priority 0)" in warning
+    back = Options(to="device-plugin")
+    assert "warning" not in plan_step("preflight", view, back, _ctx(view, back)).note
+
+
+def test_preflight_note_has_no_warning_when_the_higher_pods_never_preempt() -> None:
+    objs = _cluster()
+    _ranked(objs, "llama-1-x", -100, priorityClassName="gpu-preemptible")
+    for pod in ("plex-abc-1", "tdarr-0", "encoder-x", "nightly-1-x"):
+        _ranked(objs, pod, 0, preemptionPolicy="Never")
+    view = _view(objs)
+    assert "warning" not in plan_step("preflight", view, OPTIONS, _ctx(view)).note

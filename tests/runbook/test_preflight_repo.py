@@ -123,3 +123,40 @@ def test_a_target_that_is_neither_directory_nor_revision_is_bad_input(env: Env) 
         f"gpushift: error: {env.plugin}: --target 'nope': neither a directory nor a git "
         "revision of the repository\n"
     )
+
+
+MODEL = "kubernetes/apps/ai/llmkube/models/llama-nvidia.yaml"
+LOW = (
+    "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n"
+    "  name: gpu-preemptible\nvalue: -100\n"
+)
+
+
+def test_preemption_the_target_ends_is_a_warning_in_the_plan(env: Env) -> None:
+    # The model yields its slice to default-priority pods under the device plugin; at the DRA
+    # target kube-scheduler no longer preempts it. The plan warns and still goes ahead.
+    target = env.tmp / "preemptible"
+    shutil.copytree(env.dra, target)
+    path = target / MODEL
+    text = path.read_text()
+    assert text.count("  runtimeClassName: nvidia\n") == 1
+    path.write_text(
+        text.replace(
+            "  runtimeClassName: nvidia\n",
+            "  runtimeClassName: nvidia\n  priorityClassName: gpu-preemptible\n",
+        )
+        + LOW
+    )
+    line = 1 + path.read_text().splitlines().index("  priorityClassName: gpu-preemptible")
+    code, out, err = env.cutover(
+        "cutover", "--to", "dra", "--plan", "--repo", str(env.plugin), "--target", str(target)
+    )
+    assert code == 0, err
+    plan, result = out[0], out[-1]
+    assert result["result"] == "planned" and plan["refusals"] == []
+    (warning,) = plan["steps"][0]["note"].split("; warning: ")[1:]
+    assert warning.startswith(
+        f"dra-preemption-lost at {MODEL}:{line} (InferenceService/ai/llama-nvidia): "
+        "InferenceService/ai/llama-nvidia (PriorityClass gpu-preemptible, priority -100) is "
+        "outranked by "
+    )

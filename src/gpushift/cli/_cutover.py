@@ -267,7 +267,9 @@ def _run(
             file=sys.stderr,
         )
 
-    previous = signal.signal(signal.SIGINT, interrupt)
+    # SIGTERM (a service manager, or a rehearsal stopping its children) is a Ctrl-C: the run
+    # stops between two changes and its journal stays resumable.
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     executor: rb.Executor | None = None
     try:
         client = k.connect(kubeconfig=kubeconfig, context=context)  # checked once the target is
@@ -327,7 +329,8 @@ def _run(
         _print_left(left, _next_commands(ctx, rollback, own=True) if left else None)
         raise
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     if mode == "plan" and outcome.plan is not None:
         if output == "json":
             print(json.dumps(rb.plan_json(outcome.plan)), flush=True)

@@ -20,13 +20,19 @@ allocatable and ResourceSlices per node, and the invariant monitor's violations,
 whole run.
 
 --kill-at STEP (or STEP:wait) SIGKILLs the cutover when that step starts (or first waits)
-and runs it again with --resume. The fault flags pass through to the twin. --report writes
+and runs it again with --resume; a run where that moment never comes (a step with nothing to
+wait for) says why and exits 1. The fault flags pass through to the twin. --report writes
 one self-contained HTML page: the timeline chart and a per-card map before and after.
+
+Ctrl-C or SIGTERM stops every process the rehearsal started (the cutover first, so it
+journals) within 10 s, removes its temporary directory and exits 130; the cutover's journal
+is kept under .gpushift/rehearsals/.
 """
 
 _EPILOG = (
-    "Exit codes: 0 both moves done and no invariant violation; 1 a violation, or a move not "
-    "done; 2 bad input; 3 the twin did not start or settle."
+    "Exit codes: 0 both moves done and no invariant violation; 1 a violation, a move not "
+    "done, or a --kill-at moment that never came; 2 bad input; 3 the twin did not start or "
+    "settle; 130 interrupted."
 )
 
 
@@ -96,6 +102,9 @@ def register(app: typer.Typer) -> None:
         except r.TwinStartError as err:
             print(f"gpushift: error: {err}", file=sys.stderr)
             raise typer.Exit(3) from None
+        except r.RehearsalInterruptedError as err:
+            print(f"gpushift rehearse: {err}", file=sys.stderr)
+            raise typer.Exit(130) from None
         if report is not None:
             r.write_report(result, report)
             print(f"report: {report}", file=sys.stderr)

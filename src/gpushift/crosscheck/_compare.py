@@ -9,8 +9,9 @@ controller names its pods at random, so the two are compared as summaries (docs/
   group the multiset of each pod's state: ``Scheduled``, ``Scheduled on <node>`` when the node
   is forced (its node selector, required affinity and the taints leave one node; a pod bound
   in the input stays where it was, so it is just ``Scheduled``), ``Pending (<reasons>)`` with
-  the reasons of the scheduler's message without their node counts, or ``Preempted`` for a
-  bare pod the scheduler evicted (nothing makes it again);
+  the reasons of the scheduler's message without their node counts, ``Pending
+  (SchedulingGated)`` for a pod with scheduling gates, or ``Preempted`` for a bare pod, or one
+  bound in the input, that the scheduler evicted (nothing makes it again);
 * **GPU use, by node shape**: nodes alike in all but their name (labels but the hostname,
   taints, allocatable, the devices of their ResourceSlices) are interchangeable; per shape,
   the multiset of each node's use: device-plugin units held by its pods, and per DRA device the
@@ -42,6 +43,8 @@ NOT_TRIED = "not tried"
 PREEMPTING = "preempting"
 SCHEDULED = "Scheduled"
 PREEMPTED = "Preempted"
+#: The PodScheduled reason kube-apiserver gives a pod created with scheduling gates.
+SCHEDULING_GATED = "SchedulingGated"
 _HOSTNAME = "kubernetes.io/hostname"
 #: The extended resources the device plugin's ledger counts (the engine's GpuLedger).
 GPU_RESOURCES = ("nvidia.com/gpu", "nvidia.com/gpu.shared")
@@ -274,6 +277,10 @@ def pod_state(pod: Mapping[str, Any], cluster: Cluster, claims: set[tuple[str, s
         return SCHEDULED
     if (pod.get("status") or {}).get("nominatedNodeName"):
         return f"Pending ({PREEMPTING})"
+    if spec.get("schedulingGates"):
+        # Read from the spec: kube-apiserver's SchedulingGated condition stays once the gates
+        # are lifted, until kube-scheduler tries the pod (never, when a claim is missing).
+        return f"Pending ({SCHEDULING_GATED})"
     cond = _condition(pod, "PodScheduled")
     if cond is not None and cond.get("reason") in ("Unschedulable", "SchedulerError"):
         return "Pending (" + ", ".join(reasons(str(cond.get("message") or ""))) + ")"
@@ -355,8 +362,13 @@ def summarize(result: Mapping[str, Any], cluster: Cluster) -> Summary:
             if deleted:
                 continue  # a controller's pod: the new pod it made stands for it
         state = PREEMPTED if deleted else pod_state(p, cluster, claim_keys)
-        if not deleted and workload_of(p) is None and str(meta.get("uid")) in victim_uids:
-            # simulate keeps a bare victim in its List; nothing makes it again.
+        if (
+            not deleted
+            and (workload_of(p) is None or key in cluster.bound)
+            and str(meta.get("uid")) in victim_uids
+        ):
+            # simulate keeps a bare victim, and a pod bound in the input, in its List; nothing
+            # makes it again (the input holds no controller of a bound pod).
             state = PREEMPTED
         groups.setdefault(gkey, (label, Counter()))[1][state] += 1
 

@@ -85,12 +85,14 @@ class Slot:
     """One pod's turn in simulate's queue: ``key`` is simulate's ``(-priority,
     creationTimestamp, input position)``. ``pod`` is a pod of the input (``namespace/name``);
     otherwise ``workload`` names the controller whose pod takes the turn and ``node`` the node
-    a DaemonSet pod is pinned to."""
+    a DaemonSet pod is pinned to. A ``gated`` pod has scheduling gates of its own: it is
+    waited for, never released (kube-scheduler does not try it, nor does simulate)."""
 
     key: tuple[int, str, int]
     pod: str = ""
     workload: Key | None = None
     node: str = ""
+    gated: bool = False
 
 
 @dataclass(slots=True)
@@ -117,9 +119,10 @@ class Plan:
       extended-resource claim of a bridged request) are written as simulate allocates them
       when it reads the pod (``implied``): kube-scheduler never allocates for a bound pod;
     * pending pods, and the pod templates of workloads, carry the scheduling gate
-      :data:`GATE`; StatefulSets use ``podManagementPolicy: Parallel`` (no kubelet makes a pod
-      Ready, so OrderedReady would create only the first); a workload without a selector gets
-      one from its template's labels.
+      :data:`GATE`, unless they have gates of their own (then nothing lifts them);
+      StatefulSets use ``podManagementPolicy: Parallel`` (no kubelet makes a pod Ready, so
+      OrderedReady would create only the first); a workload without a selector gets one from
+      its template's labels.
     """
 
     namespaces: list[Obj] = field(default_factory=list)
@@ -350,7 +353,8 @@ def plan(objects: Sequence[Mapping[str, Any]]) -> Plan:
         spec = body.setdefault("spec", {})
         template = spec.setdefault("template", {})
         tspec = template.setdefault("spec", {})
-        _fix_pod_spec(tspec, classes=classes, made=made, runtimes=runtimes, gate=True)
+        gate = not tspec.get("schedulingGates")
+        _fix_pod_spec(tspec, classes=classes, made=made, runtimes=runtimes, gate=gate)
         labels = (template.get("metadata") or {}).get("labels") or {}
         if body["kind"] != "DaemonSet" or "selector" not in spec:
             spec.setdefault("selector", {"matchLabels": dict(labels)})
@@ -370,16 +374,17 @@ def plan(objects: Sequence[Mapping[str, Any]]) -> Plan:
         out.keys[f"{self_ns}/{name}"] = key
         body = _clean(p)
         bound = bool(spec.get("nodeName"))
+        own_gates = bool(spec.get("schedulingGates"))
         _fix_pod_spec(
             body.setdefault("spec", {}),
             classes=classes,
             made=made,
             runtimes=runtimes,
-            gate=not bound,
+            gate=not bound and not own_gates,
         )
         out.pods.append(body)
         if not bound:
-            out.queue.append(Slot(key, pod=f"{self_ns}/{name}"))
+            out.queue.append(Slot(key, pod=f"{self_ns}/{name}", gated=own_gates))
     for w in _workloads(by_kind):
         k = key_of(w)
         if k in out.parented:
@@ -388,13 +393,14 @@ def plan(objects: Sequence[Mapping[str, Any]]) -> Plan:
         _check_class(w, tspec, given_classes)
         prio, _ = _priority(tspec, classes, default)
         created = str((w.get("metadata") or {}).get("creationTimestamp") or "")
+        gated = bool(tspec.get("schedulingGates"))
         if k[0] == "DaemonSet":
             for node in _daemon_nodes(w, by_kind["Node"]):
-                out.queue.append(Slot((-prio, created, order), workload=k, node=node))
+                out.queue.append(Slot((-prio, created, order), workload=k, node=node, gated=gated))
                 order += 1
         else:
             for _ in range(_replicas(w)):
-                out.queue.append(Slot((-prio, created, order), workload=k))
+                out.queue.append(Slot((-prio, created, order), workload=k, gated=gated))
                 order += 1
     out.queue.sort(key=lambda s: s.key)
     out.priority_classes = [*(_clean(pc) for pc in by_kind["PriorityClass"]), *made]

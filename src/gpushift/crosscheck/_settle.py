@@ -302,6 +302,8 @@ class Driver:
             if self._expired():
                 raise SettleTimeoutError(f"{len(heap)} pods not yet released")
             _, _, slot = heapq.heappop(heap)
+            if slot.gated:
+                continue  # gates of its own: kube-scheduler never tries it
             pod = self._find(slot)
             if pod is None:
                 self.settled.skipped.append(slot)

@@ -49,7 +49,14 @@ from gpushift.engine._nvidia import (
     nvidia_resource_slice,
     parse_consumable_shares,
 )
-from gpushift.engine._report import Placement, as_list, human, placement
+from gpushift.engine._report import (
+    Placement,
+    as_list,
+    card_rows,
+    human,
+    ignored_slices,
+    placement,
+)
 from gpushift.engine._requests import pod_non_zero_requests, pod_requests
 
 # The resourceclaim controller's claim naming, for the twin's controller.
@@ -91,6 +98,7 @@ __all__ = [
     "as_list",
     "bridge_claim",
     "card_layout",
+    "card_rows",
     "class_mapping",
     "compare_homelab",
     "delegated",
@@ -99,6 +107,7 @@ __all__ = [
     "from_objects",
     "homelab",
     "human",
+    "ignored_slices",
     "load_inputs",
     "match_label_selector",
     "node_matches_pod",

@@ -188,9 +188,22 @@ class _NodeView:
     incomplete_pools: tuple[str, ...]
     #: per pool ("driver/pool") with shared counters: (counter set, counter) → total
     counters: dict[str, dict[tuple[str, str], Number]] = field(default_factory=dict)
+    #: the slices whose devices are allocatable (complete pools at their newest generation)
+    slices: tuple[ResourceSlice, ...] = ()
+    #: the other slices offered to the node: (slice name, why its devices are not allocatable)
+    ignored: tuple[tuple[str, str], ...] = ()
 
 
 _EMPTY_VIEW = _NodeView((), ())
+
+
+@dataclass(frozen=True, slots=True)
+class NodePools:
+    """What a node's ResourceSlices offer: the slices whose devices can be allocated (complete
+    pools at their newest generation), and the others with the reason they are left out."""
+
+    slices: tuple[ResourceSlice, ...]
+    ignored: tuple[tuple[str, str], ...]
 
 
 # --- prepared requests -------------------------------------------------------------------------
@@ -383,6 +396,10 @@ class StructuredAllocator:
             elif spec.get("perDeviceNodeSelection"):
                 kept = [d for d in devs if _device_on_node(d, name, labels)]
                 candidates.append((s, kept))
+        # k8s.io/dynamic-resource-allocation structured/internal/stable pools_stable.go
+        # GatherPools: a pool keeps only its newest generation, and is incomplete while it has
+        # fewer slices than resourceSliceCount.
+        stale: list[tuple[str, tuple[str, str], int]] = []
         for s, devs in candidates:
             spec = s["spec"]
             p = spec["pool"]
@@ -391,35 +408,64 @@ class StructuredAllocator:
             entry = (s["metadata"].get("name", ""), s, devs)
             pool = pools.get(pid)
             if pool is None or gen > pool.generation:
+                if pool is not None:
+                    stale += [(e[0], pid, pool.generation) for e in pool.slices]
                 pools[pid] = _Pool(
                     pid[0], pid[1], gen, int(p.get("resourceSliceCount", 1)), [entry]
                 )
             elif gen == pool.generation:
                 pool.slices.append(entry)
+            else:
+                stale.append((entry[0], pid, gen))
         devices: list[_Dev] = []
         incomplete: list[str] = []
         counters: dict[str, dict[tuple[str, str], Number]] = {}
+        usable: list[ResourceSlice] = []
+        ignored: list[tuple[str, str]] = []
+        for slice_name, spid, gen in stale:
+            newest = pools[spid].generation
+            ignored.append(
+                (slice_name, f"pool {spid[0]}/{spid[1]}: generation {gen}, the newest is {newest}")
+            )
         for pid in sorted(pools):
             pool = pools[pid]
             if pool.incomplete:
                 incomplete.append(f"{pid[0]}/{pid[1]}")
+                reason = (
+                    f"pool {pid[0]}/{pid[1]} is incomplete: {len(pool.slices)} of "
+                    f"{pool.slice_count} slices at generation {pool.generation}"
+                )
+                ignored += [(e[0], reason) for e in pool.slices]
                 continue
             pool.slices.sort(key=lambda e: e[0])
             for _, sl, devs in pool.slices:
+                usable.append(sl)
                 devices.extend(devs)
                 for cs in sl["spec"].get("sharedCounters") or ():
                     totals = counters.setdefault(f"{pid[0]}/{pid[1]}", {})
                     for cname, c in (cs.get("counters") or {}).items():
                         totals[(cs["name"], cname)] = parse_amount(c["value"]).value
         v = (
-            _NodeView(tuple(devices), tuple(incomplete), counters)
-            if devices or incomplete
+            _NodeView(
+                tuple(devices),
+                tuple(incomplete),
+                counters,
+                tuple(usable),
+                tuple(sorted(ignored)),
+            )
+            if devices or incomplete or usable or ignored
             else _EMPTY_VIEW
         )
         self._views[name] = v
         return v
 
     # -- queries --
+
+    def pools(self, *, node: Node) -> NodePools:
+        """The node's slices whose devices can be allocated, and the others with the reason
+        (an older generation of their pool, or an incomplete pool)."""
+        v = self._view(node)
+        return NodePools(v.slices, v.ignored)
 
     def node_names(self) -> frozenset[str]:
         """Nodes named by node-local slices (``spec.nodeName``)."""

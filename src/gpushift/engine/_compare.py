@@ -5,9 +5,17 @@ from __future__ import annotations
 from typing import Any, cast
 
 from gpushift import _quantity
-from gpushift.engine._example import AI_NAMESPACE, COMPARE, Setup, homelab
+from gpushift.engine._example import (
+    AI_NAMESPACE,
+    COMPARE,
+    MEDIA_NAMESPACE,
+    NODES,
+    Setup,
+    burst,
+    homelab,
+)
 from gpushift.engine._inputs import from_objects
-from gpushift.engine._report import placement, table
+from gpushift.engine._report import as_list, placement, table
 from gpushift.engine._scheduler import PodInfo
 from gpushift.engine._simulation import Simulation, simulate
 
@@ -97,7 +105,62 @@ def compare(setups: tuple[Setup, ...] = COMPARE) -> tuple[str, list[Simulation]]
             lines.append(f"  {pod.key}: {pod.message}")
         notes.append("\n".join(lines))
     parts += notes
+    if setups == COMPARE:
+        parts.append(preemption_note())
     return "\n\n".join(parts) + "\n", sims
+
+
+#: The setups the preemption probe runs: the device plugin's and DRA's, at 5 per card.
+PREEMPTION = (COMPARE[0], COMPARE[1])
+
+
+def preemption_probe(s: Setup) -> tuple[Simulation, Simulation, int]:
+    """The homelab running under ``s`` (its pods bound, as ``-o yaml --all`` leaves them),
+    then one more default-priority transcode than the cards have free slots.
+
+    Returns the running simulation, the one with the burst, and the burst's size.
+    """
+    running = simulate(from_objects(homelab(s)))
+    placed = as_list(running, everything=True)["items"]
+    # One card per node, each taking ``sharing`` pods; every homelab pod asks for one slot.
+    per_card = s.sharing if isinstance(s.sharing, int) else 1
+    used = sum(1 for p in running.outcome.pods if p.node is not None)
+    free = len(NODES) * per_card - used
+    extra = burst(s, replicas=free + 1)
+    templates = [o for o in homelab(s) if o.get("kind") == "ResourceClaimTemplate"]
+    after = simulate(from_objects([*placed, *templates, extra]))
+    return running, after, free + 1
+
+
+def preemption_note(setups: tuple[Setup, ...] = PREEMPTION) -> str:
+    """What happens to the model when default-priority transcodes fill the cards: preempted
+    under the device plugin; under DRA kube-scheduler does not preempt for a device, so the
+    transcode waits (``dra-preemption-lost``, docs/rules.md)."""
+    lines = []
+    size = 0
+    for s in setups:
+        _, after, size = preemption_probe(s)
+        model = next(p for p in after.outcome.pods if p.namespace == AI_NAMESPACE)
+        waiting = [p for p in after.pending if p.namespace == MEDIA_NAMESPACE]
+        if model.preempted_by is not None:
+            by, node = model.preempted_by
+            lines.append(
+                f"  {s.label}: {by} preempts {model.key} (PriorityClass gpu-preemptible, "
+                f"priority {model.priority}) on {node}."
+            )
+        elif waiting:
+            lines.append(
+                f"  {s.label}: {waiting[0].key} stays Pending beside {model.key} (priority "
+                f"{model.priority}): kube-scheduler does not preempt for DRA devices up to "
+                "1.37 (dra-preemption-lost)."
+            )
+        else:
+            lines.append(f"  {s.label}: every transcode fits; nothing is preempted.")
+    head = (
+        f"Preemption: the homelab running, then {size} default-priority transcodes, one more "
+        "than the free slots:"
+    )
+    return "\n".join([head, *lines])
 
 
 def compare_homelab() -> tuple[str, int]:

@@ -238,6 +238,14 @@ def _model() -> dict[str, Any]:
     }
 
 
+def burst(s: Setup, *, replicas: int) -> dict[str, Any]:
+    """A default-priority transcode Deployment of ``replicas`` pods, one GPU slot each (the
+    preemption probe of ``--compare``)."""
+    obj = _media(app="transcode-burst", containers=(("app", "100m", "256Mi", "1Gi", True),), s=s)
+    obj["spec"]["replicas"] = replicas
+    return copy.deepcopy(obj)
+
+
 def homelab(s: Setup) -> list[dict[str, Any]]:
     """Every object of the example under setup ``s`` (fresh copies on every call)."""
     objs: list[dict[str, Any]] = [_node(name=n, s=s) for n in NODES]

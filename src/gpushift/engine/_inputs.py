@@ -211,6 +211,7 @@ def _compiled(fields: Sequence[tuple[str, type]]) -> _Compiled:
 _LISTS_OF_OBJECTS = frozenset(
     {
         "tolerations",
+        "schedulingGates",
         "topologySpreadConstraints",
         "resourceClaims",
         "taints",
@@ -236,6 +237,7 @@ _POD_SPEC_FIELDS = (
     ("resourceClaims", list),
     ("overhead", dict),
     ("priorityClassName", str),
+    ("schedulingGates", list),
 )
 _CONTAINER_FIELDS = (
     ("resources", dict),
@@ -313,6 +315,19 @@ def _check_pod_spec(inputs: Inputs, obj: dict[str, Any], *, prefix: tuple[str | 
     spec: Any = obj
     for k in prefix:
         spec = spec[k]
+    gates = spec.get("schedulingGates") or []
+    for i, g in enumerate(gates):
+        if not g.get("name"):
+            keys = [*prefix, "schedulingGates", i]
+            raise inputs.error(obj, f"missing required field 'schedulingGates[{i}].name'", keys)
+    if gates and spec.get("nodeName"):
+        # k8s.io/kubernetes pkg/apis/core/validation ValidatePodCreate: a pod is bound only
+        # once its gates are gone.
+        raise inputs.error(
+            obj,
+            "spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared",
+            [*prefix, "nodeName"],
+        )
     for group in ("initContainers", "containers"):
         for i, c in enumerate(spec.get(group) or []):
             if not isinstance(c, dict) or not c.get("name"):

@@ -8,11 +8,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 from gpushift import _quantity
 from gpushift.engine._allocator import device_key
 from gpushift.engine._core_types import Event, KubeList, ObjectReference
+from gpushift.engine._dra_types import Node
 from gpushift.engine._hazards import card_of
 from gpushift.engine._ledger import GPU_RESOURCE
 from gpushift.engine._scheduler import NVIDIA_DRIVER, PodInfo
@@ -126,19 +127,21 @@ def card_rows(sim: Simulation) -> list[list[str]]:
             text = formatted[(name, v)] = _fmt(name, v)
         return text
 
+    # Only devices that can be allocated: a complete pool at its newest generation.
     capacities: dict[tuple[str, int], tuple[str, dict[str, Any]]] = {}
-    for s in sim.inputs.slices:
-        spec = s.get("spec") or {}
-        if spec.get("driver") != NVIDIA_DRIVER or not spec.get("nodeName"):
-            continue
-        for d in spec.get("devices") or []:
-            i = card_of(str(d.get("name", "")))
-            if i is not None:
-                key = device_key(NVIDIA_DRIVER, str(spec["pool"]["name"]), str(d["name"]))
-                capacities[(str(spec["nodeName"]), i)] = (key, d)
     by_node: dict[str, set[int]] = {}
-    for n, i in capacities:
-        by_node.setdefault(n, set()).add(i)
+    if sim.inputs.slices:
+        for node in outcome.nodes:
+            for s in outcome.allocator.pools(node=cast(Node, node.obj)).slices:
+                spec = s.get("spec") or {}
+                if spec.get("driver") != NVIDIA_DRIVER or spec.get("nodeName") != node.name:
+                    continue
+                for d in spec.get("devices") or []:
+                    i = card_of(str(d.get("name", "")))
+                    if i is not None:
+                        key = device_key(NVIDIA_DRIVER, str(spec["pool"]["name"]), str(d["name"]))
+                        capacities[(node.name, i)] = (key, cast(dict[str, Any], d))
+                        by_node.setdefault(node.name, set()).add(i)
     rows: list[list[str]] = []
     for node in outcome.nodes:
         cards = {c.index for c in node.gpu.cards} | by_node.get(node.name, set())
@@ -167,6 +170,21 @@ def card_rows(sim: Simulation) -> list[list[str]]:
     return rows
 
 
+def ignored_slices(sim: Simulation) -> list[tuple[str, str]]:
+    """ResourceSlices offered to some node whose devices cannot be allocated, with the reason
+    (an older generation of their pool, or an incomplete pool), by slice name."""
+    if not sim.inputs.slices:
+        return []
+    out: set[tuple[str, str]] = set()
+    for node in sim.outcome.nodes:
+        out.update(sim.outcome.allocator.pools(node=cast(Node, node.obj)).ignored)
+    return sorted(out)
+
+
+#: How many ignored slices the text output names.
+_IGNORED_SHOWN = 5
+
+
 def human(sim: Simulation) -> str:
     """The default output: placements, card ledgers, Pending pods and hazards."""
     out = []
@@ -178,9 +196,17 @@ def human(sim: Simulation) -> str:
     cards = card_rows(sim)
     if cards:
         out.append(table(["node", "card", "ledger", "used", "holders"], cards))
+    ignored = ignored_slices(sim)
+    if ignored:
+        named = "; ".join(f"{n} ({why})" for n, why in ignored[:_IGNORED_SHOWN])
+        if len(ignored) > _IGNORED_SHOWN:
+            named += f"; and {len(ignored) - _IGNORED_SHOWN} more"
+        out.append(
+            f"ignored {len(ignored)} ResourceSlice(s), whose devices cannot be allocated: {named}"
+        )
     pending = sim.pending
     if pending:
-        out.append(table(["pending pod", "reason"], [[p.key, p.message or ""] for p in pending]))
+        out.append(table(["pending pod", "reason"], [[p.key, pending_reason(p)] for p in pending]))
     if sim.hazards:
         out.append(
             table(
@@ -203,9 +229,27 @@ PREEMPTED_CONDITION = {
 }
 
 
+# k8s.io/kubernetes pkg/registry/core/pod/strategy.go applySchedulingGatedCondition: what
+# kube-apiserver sets on a pod created with scheduling gates (v1.PodReasonSchedulingGated).
+SCHEDULING_GATED = "SchedulingGated"
+SCHEDULING_GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
+
+
 def gone(pod: PodInfo) -> bool:
-    """Whether the pod was preempted and nothing makes it again (no controller owns it)."""
-    return pod.node is None and pod.preempted_by is not None and pod.owner_uid is None
+    """Whether the pod was preempted and is not placed again: no controller owns it, or it
+    was bound in the input (a running pod is evicted, not moved)."""
+    return (
+        pod.node is None
+        and pod.preempted_by is not None
+        and (pod.owner_uid is None or pod.prebound)
+    )
+
+
+def pending_reason(pod: PodInfo) -> str:
+    """Why a pod without a node is Pending, as the text output says it."""
+    if pod.gates:
+        return f"{SCHEDULING_GATED}: {pod.message}"
+    return pod.message or ""
 
 
 def _pod_object(pod: PodInfo) -> dict[str, Any]:
@@ -215,6 +259,17 @@ def _pod_object(pod: PodInfo) -> dict[str, Any]:
         status = obj.setdefault("status", {})
         status["phase"] = "Failed"
         status["conditions"] = [dict(PREEMPTED_CONDITION)]
+    elif pod.gates:
+        status = obj.setdefault("status", {})
+        status["phase"] = "Pending"
+        status["conditions"] = [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": SCHEDULING_GATED,
+                "message": SCHEDULING_GATED_MESSAGE,
+            }
+        ]
     elif pod.node is None and (not pod.prebound or pod.preempted_by is not None):
         status = obj.setdefault("status", {})
         status["phase"] = "Pending"

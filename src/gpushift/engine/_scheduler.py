@@ -2,6 +2,8 @@
 
 What is modelled, and how it differs from a live kube-scheduler:
 
+* Pods bound in the input (``spec.nodeName``) keep their node and what they hold; pods with
+  ``schedulingGates`` are never tried (SchedulingGates PreEnqueue) and hold nothing.
 * Queue: higher ``priority`` first (from ``spec.priority``, the PriorityClass named by
   ``spec.priorityClassName``, or the ``globalDefault`` class), then older
   ``creationTimestamp``, then input order. Each pod is tried once (preempted pods go back in
@@ -21,11 +23,14 @@ What is modelled, and how it differs from a live kube-scheduler:
   ``percentageOfNodesToScore``); ties go to the first node in name order (kube-scheduler picks
   one at random).
 * Preemption (DefaultPreemption): a pod that fits nowhere evicts lower-priority pods from
-  one node when that lets it in; victims owned by a controller return to the queue, as their
-  controllers would recreate them, victims of no controller are gone (kube-scheduler deletes
-  them), and the preemptor binds at once (kube-scheduler nominates the node and binds in a
-  later cycle). Nodes where only DynamicResources failed are not helped by preemption (its
-  Filter statuses are UnschedulableAndUnresolvable). PodDisruptionBudgets are not modelled.
+  one node when that lets it in; victims this run placed that a controller owns return to
+  the queue, as their controllers would recreate them; pods bound in the input and victims
+  of no controller are gone (kube-scheduler deletes them), and the preemptor binds at once
+  (kube-scheduler nominates the node and binds in a later cycle). No DRA device is freed to
+  make room: nodes where only DynamicResources failed are not helped by preemption (its
+  Filter statuses are UnschedulableAndUnresolvable), and a victim's claims stay allocated in
+  the dry run (DynamicResources has no PreFilterExtensions). PodDisruptionBudgets are not
+  modelled.
 * DynamicResources PostFilter: a pod that fits nowhere because a claim it uses is allocated
   for other nodes, and reserved for no other pod, has that claim deallocated and is tried
   again.
@@ -145,6 +150,8 @@ class PodInfo:
     class_key: Any = None
     owner_uid: str | None = None
     prebound: bool = False
+    #: The names of the pod's scheduling gates: it is never tried while it has any.
+    gates: tuple[str, ...] = ()
     #: Set on a victim: the ``namespace/name`` of the pod that preempted it, and the node.
     preempted_by: tuple[str, str] | None = None
 
@@ -209,6 +216,8 @@ class _Held:
     results: list[AllocationResult | None]
     bridge: _bridging.BridgeClaim | None
     cards: tuple[list[tuple[str, int]], list[tuple[int, _ledger.Tenant]]]
+    #: The claims were left allocated and reserved (a preemption dry run).
+    claims_kept: bool = False
 
 
 def _queue_key(pod: PodInfo) -> tuple[int, str, int]:
@@ -314,7 +323,8 @@ class Scheduler:
         self.current: dict[str, Any] | None = None
         self._class_sizes: dict[Any, int] = {}
         self._ignored_labels: frozenset[str] = frozenset()
-        self._cards_by_node: dict[str, int] | None = None
+        #: Nodes named by a node-local ResourceSlice.
+        self._slice_nodes: set[str] | None = None
         self._log: list[int] = []
         self._messages: dict[Any, str] = {}
         self._specs: dict[bytes | str, tuple[dict[str, int], int, int, int, bytes | str]] = {}
@@ -357,21 +367,26 @@ class Scheduler:
             self.by_name[name] = info
 
     def _dra_cards(self, node: dict[str, Any]) -> int:
-        if self._cards_by_node is None:
-            self._cards_by_node = {}
-            for s in self.inputs.slices:
-                spec = s.get("spec") or {}
-                if spec.get("driver") != NVIDIA_DRIVER or not spec.get("nodeName"):
-                    continue
-                # Full GPUs only: gpu-<minor>, not MIG (gpu-0-mig-…) or VFIO devices.
-                n = sum(
-                    1
-                    for d in spec.get("devices") or []
-                    if str(d.get("name", "")).removeprefix("gpu-").isdigit()
-                )
-                name = str(spec["nodeName"])
-                self._cards_by_node[name] = self._cards_by_node.get(name, 0) + n
-        return self._cards_by_node.get(str(node["metadata"]["name"]), 0)
+        if self._slice_nodes is None:
+            self._slice_nodes = {
+                str(s["spec"]["nodeName"]) for s in self.inputs.slices if s["spec"].get("nodeName")
+            }
+        name = str(node["metadata"]["name"])
+        if name not in self._slice_nodes:
+            return 0
+        n = 0
+        # Devices that can be allocated only: complete pools at their newest generation.
+        for s in self.allocator.pools(node=cast(Node, node)).slices:
+            spec = s["spec"]
+            if spec.get("driver") != NVIDIA_DRIVER or spec.get("nodeName") != name:
+                continue
+            # Full GPUs only: gpu-<minor>, not MIG (gpu-0-mig-…) or VFIO devices.
+            n += sum(
+                1
+                for d in spec.get("devices") or []
+                if str(d.get("name", "")).removeprefix("gpu-").isdigit()
+            )
+        return n
 
     def _build_claims(self) -> None:
         for c in self.inputs.claims:
@@ -705,7 +720,12 @@ class Scheduler:
         self._ignored_labels = frozenset(k for k in _PER_POD_LABELS if k not in text)
         pods = [self.make_pod(p, i, priorities) for i, p in enumerate(self.inputs.pods)]
         for p in pods:
-            if p.class_key is not None and not p.spec.get("nodeName"):
+            gates = p.spec.get("schedulingGates")
+            if gates and not p.spec.get("nodeName"):
+                # kube-scheduler SchedulingGates PreEnqueue: the pod never enters the queue.
+                p.gates = tuple(str(g.get("name")) for g in gates)
+                p.message = f"waiting for scheduling gates: [{' '.join(p.gates)}]"
+            elif p.class_key is not None and not p.spec.get("nodeName"):
                 self._class_sizes[p.class_key] = self._class_sizes.get(p.class_key, 0) + 1
         for pod in pods:
             node_name = pod.spec.get("nodeName")
@@ -719,7 +739,9 @@ class Scheduler:
                 # the input nothing can run it.
                 pod.prebound = True
                 pod.message = f'bound to node "{node_name}", which is not in the input'
-        self._queue = _Queue([(_queue_key(p), p.order) for p in pods if not p.prebound])
+        self._queue = _Queue(
+            [(_queue_key(p), p.order) for p in pods if not p.prebound and not p.gates]
+        )
         self._by_order = {p.order: p for p in pods}
         retry: list[PodInfo] = []
         self._drain(retry)
@@ -970,6 +992,7 @@ class Scheduler:
         results: Sequence[AllocationResult | None] | None,
         bridge: _bridging.BridgeClaim | None,
         held_cards: tuple[list[tuple[str, int]], list[tuple[int, _ledger.Tenant]]] | None = None,
+        claims_kept: bool = False,
     ) -> None:
         delegated = {m["resourceName"] for m in bridge.mappings} if bridge else _NO_NAMES
         if pod.requests:
@@ -1002,6 +1025,20 @@ class Scheduler:
             pod.requests.get(r) and r not in delegated for r in _ledger.GPU_RESOURCES
         ):
             self._assign_cards(pod, node)
+        if not claims_kept:
+            self._bind_claims(pod, results, bridge)
+        spec = pod.obj["spec"]
+        spec["nodeName"] = node.name
+        status = pod.obj.setdefault("status", {})
+        status.setdefault("phase", "Pending")
+        status["conditions"] = [{"type": "PodScheduled", "status": "True"}]
+
+    def _bind_claims(
+        self,
+        pod: PodInfo,
+        results: Sequence[AllocationResult | None] | None,
+        bridge: _bridging.BridgeClaim | None,
+    ) -> None:
         claims = [c for _, c in pod.claims]
         if bridge is not None:
             # A pod read back from a dump names the claim made for it already
@@ -1039,14 +1076,13 @@ class Scheduler:
                 r.get("uid") == uid for r in reserved if isinstance(r, dict)
             ):
                 reserved.append({"resource": "pods", "name": pod.name, "uid": uid})
-        spec = pod.obj["spec"]
-        spec["nodeName"] = node.name
-        status = pod.obj.setdefault("status", {})
-        status.setdefault("phase", "Pending")
-        status["conditions"] = [{"type": "PodScheduled", "status": "True"}]
 
-    def _unbind(self, pod: PodInfo) -> _Held:
-        """Take a bound pod off its node, releasing what it holds; returns what to give back."""
+    def _unbind(self, pod: PodInfo, *, keep_claims: bool = False) -> _Held:
+        """Take a bound pod off its node, releasing what it holds; returns what to give back.
+
+        With ``keep_claims`` (a preemption dry run) its claims stay allocated and reserved:
+        DynamicResources has no PreFilterExtensions, so removing a pod frees no device.
+        """
         node = pod.node
         assert node is not None
         bridge = pod.bridge
@@ -1071,6 +1107,10 @@ class Scheduler:
         for card in node.gpu.cards:
             tenants += [(card.index, t) for t in card.tenants if t.pod == pod.key]
             card.tenants = [t for t in card.tenants if t.pod != pod.key]
+        if keep_claims:
+            pod.node = None
+            self._invalidate(node)
+            return _Held(node, [], bridge, (cards, tenants), claims_kept=True)
         claims = [c for _, c in pod.claims]
         if bridge is not None:
             claims.append(cast(ResourceClaim, bridge.claim))
@@ -1097,7 +1137,14 @@ class Scheduler:
         return _Held(node, released, bridge, (cards, tenants))
 
     def _restore(self, pod: PodInfo, held: _Held) -> None:
-        self._bind(pod, held.node, results=held.results, bridge=held.bridge, held_cards=held.cards)
+        self._bind(
+            pod,
+            held.node,
+            results=held.results,
+            bridge=held.bridge,
+            held_cards=held.cards,
+            claims_kept=held.claims_kept,
+        )
 
     def _invalidate(self, node: NodeInfo) -> None:
         # Use fell, so what could not fit this node before may fit now.
@@ -1135,8 +1182,12 @@ class Scheduler:
         if the pod then fits, add them back most important first while it still fits; the
         rest are victims. The node whose victims have the lowest highest priority, then the
         lowest priority sum, then the fewest victims, then the first name, is chosen
-        (pickOneNodeForPreemption). Victims owned by a controller go back to the queue, as
-        their controllers would recreate them; a victim of no controller is deleted for good.
+        (pickOneNodeForPreemption). The dry run frees no DRA device: the victims' claims stay
+        allocated (DynamicResources has no PreFilterExtensions to remove a pod), so a pod
+        that needs a device only a victim holds preempts nobody. Victims this run placed and
+        a controller owns go back to the queue, as their controllers would recreate them; a
+        pod bound in the input is evicted, never placed again, and so is a victim of no
+        controller.
         """
         if not any(n and prio < pod.priority for prio, n in self._bound_priorities.items()):
             return None
@@ -1154,14 +1205,14 @@ class Scheduler:
             if not lower:
                 continue
             important = sorted(lower, key=lambda p: (-p.priority, p.order))
-            held = {p.order: self._unbind(p) for p in important}
+            held = {p.order: self._unbind(p, keep_claims=True) for p in important}
             dry, _, _ = self._check(pod, node)
             victims: list[PodInfo] = []
             if dry is None:
                 for p in important:
                     self._restore(p, held.pop(p.order))
                     if self._check(pod, node)[0] is not None:
-                        held[p.order] = self._unbind(p)
+                        held[p.order] = self._unbind(p, keep_claims=True)
                         victims.append(p)
             else:
                 ctx.post[node.order] = dry
@@ -1186,8 +1237,9 @@ class Scheduler:
             v.message = f"preempted by {pod.key} on {node.name}"
             v.preempted_by = (pod.key, node.name)
             # preemption executor: the victim is deleted. A controller makes a pod in its
-            # place, which queues like the victim; a pod of no controller is gone.
-            if v.owner_uid is not None:
+            # place, which queues like the victim; a pod of no controller is gone. A pod that
+            # was running (bound in the input) is not moved: it stays evicted.
+            if v.owner_uid is not None and not v.prebound:
                 self._queue.push((_queue_key(v), v.order))
         failure, results, bridge = self._check(pod, node)
         if failure is not None:

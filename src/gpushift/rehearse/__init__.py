@@ -25,12 +25,15 @@ from gpushift.rehearse._events import (
     parse_line,
     parse_stream,
 )
+from gpushift.rehearse._lifetime import Interrupted, Lifetime
 from gpushift.rehearse._output import as_json, as_text
 from gpushift.rehearse._progress import Progress
 from gpushift.rehearse._report import render_report, write_report
 from gpushift.rehearse._run import (
     DEFAULT_NODES,
+    KEPT_JOURNALS,
     Rehearsal,
+    RehearsalInterruptedError,
     RehearseOptions,
     rehearse,
 )
@@ -48,13 +51,17 @@ from gpushift.rehearse._twinproc import (
 
 __all__ = [
     "DEFAULT_NODES",
+    "KEPT_JOURNALS",
     "STEPS",
     "Attempt",
     "Card",
     "CutoverCommand",
+    "Interrupted",
     "KillPoint",
+    "Lifetime",
     "Progress",
     "Rehearsal",
+    "RehearsalInterruptedError",
     "RehearseOptions",
     "RunRecord",
     "Sample",

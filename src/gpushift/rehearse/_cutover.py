@@ -2,7 +2,9 @@
 
 The rehearsal builds on the command-line contract only: it starts the command with
 ``--yes -o json``, reads its JSON lines as they are flushed, SIGKILLs it when ``--kill-at``'s
-moment shows in the stream, and starts it again with ``--resume``.
+moment shows in the stream, and starts it again with ``--resume``. A command still running
+when the rehearsal leaves (an interrupt, a broken stream) gets SIGTERM, so it stops between
+two changes and journals, then SIGKILL with its process group (its merge command).
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpushift._errors import InputError
 from gpushift._obj import Obj
 from gpushift.rehearse._events import Attempt, KillPoint, parse_line
+from gpushift.rehearse._lifetime import Lifetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +70,11 @@ class CutoverCommand:
 
 
 def merge_command(gpushift: Sequence[str], target: str, *, kubeconfig: Path) -> str:
-    """The twin's merge as a shell command: ``gpushift twin git-set TARGET --kubeconfig K``."""
-    return shlex.join([*gpushift, "twin", "git-set", target, "--kubeconfig", str(kubeconfig)])
+    """The twin's merge as a shell command: ``exec gpushift twin git-set TARGET --kubeconfig
+    K`` (``exec``: the cutover's shell becomes the command, so the signal the cutover's death
+    sends its merge reaches it)."""
+    argv = [*gpushift, "twin", "git-set", target, "--kubeconfig", str(kubeconfig)]
+    return "exec " + shlex.join(argv)
 
 
 def run_attempt(
@@ -81,22 +86,30 @@ def run_attempt(
     on_event: Callable[[Obj], None] | None = None,
     resumed: bool = False,
     source: str = "gpushift cutover -o json",
+    lifetime: Lifetime | None = None,
+    env: dict[str, str] | None = None,
 ) -> Attempt:
-    """Run one cutover process to its end (or to the kill) and return what it wrote.
+    """Run one cutover process to its end (or to the kill) and return what it wrote; it is
+    ``lifetime``'s child (by default, one of its own), with ``env`` added to this process's
+    environment.
 
     Raises:
         InputError: a stdout line that is not a contract object (the command broke it).
     """
     events: list[Obj] = []
     killed = False
+    lifetime = lifetime or Lifetime()
     with stderr.open("ab") as err:
-        proc = subprocess.Popen(
-            list(argv),
+        proc = lifetime.spawn(
+            "cutover",
+            argv,
+            # The rehearsal's death takes its twin too: a graceful stop would only retry
+            # against a server that is gone. The journal is written around every change.
+            death_signal=signal.SIGKILL,
             stdout=subprocess.PIPE,
             stderr=err,
             stdin=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            start_new_session=True,
+            env={**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"},
         )
     # A cutover that hangs past the rehearsal's bound is killed; the stream then ends.
     timer = threading.Timer(timeout, lambda: _kill(proc))
@@ -116,12 +129,11 @@ def run_attempt(
                 killed = True
                 break
         proc.wait()
-    except InputError:
-        _kill(proc)
-        proc.wait()
-        raise
     finally:
         timer.cancel()
+        # Normally it has ended (a no-op); on the way out of an interrupt or a broken stream,
+        # SIGTERM lets it stop between two changes before the group's SIGKILL.
+        lifetime.stop(proc)
         if proc.stdout is not None:
             proc.stdout.close()
     return Attempt(tuple(events), proc.returncode, killed=killed, resumed=resumed)
@@ -141,6 +153,8 @@ def run_direction(
     timeout: float,
     stderr: Path,
     on_event: Callable[[Obj], None] | None = None,
+    lifetime: Lifetime | None = None,
+    env: dict[str, str] | None = None,
 ) -> list[Attempt]:
     """One direction of the move: the first attempt and, when it was killed, the ``--resume``
     that finishes it."""
@@ -152,6 +166,8 @@ def run_direction(
         stderr=stderr,
         on_event=on_event,
         source=source,
+        lifetime=lifetime,
+        env=env,
     )
     attempts = [first]
     if first.killed:
@@ -164,6 +180,8 @@ def run_direction(
                 on_event=on_event,
                 resumed=True,
                 source=source,
+                lifetime=lifetime,
+                env=env,
             )
         )
     return attempts

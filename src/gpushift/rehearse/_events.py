@@ -73,6 +73,33 @@ class KillPoint:
             return False
         return event.get("event") == ("wait" if self.at_wait else "step-start")
 
+    def missed(self, events: Sequence[Obj]) -> str:
+        """Why the moment never came in ``events``, a stream this point did not strike: the
+        step ended without waiting (what it waits for already held when it began, as when
+        faults slow the step before and the drain finishes meanwhile), or the run ended
+        before the step."""
+        finish = next(
+            (
+                o
+                for o in events
+                if o.get("kind") == "CutoverEvent"
+                and o.get("event") == "step-finish"
+                and o.get("step") == self.step
+            ),
+            None,
+        )
+        if finish is not None:
+            seconds = finish.get("seconds")
+            took = f" in {seconds:g}s" if isinstance(seconds, int | float) else ""
+            return (
+                f"{self.step} ended {finish.get('result', 'done')}{took} without waiting: "
+                "what it waits for already held when it started"
+            )
+        final = next((o for o in reversed(events) if o.get("kind") == "CutoverResult"), None)
+        if final is not None:
+            return f"the cutover ended {final.get('result', 'failed')} before {self.step}"
+        return f"the cutover's event stream ended before {self.step}, with no result"
+
     def __str__(self) -> str:
         return f"{self.step}:wait" if self.at_wait else self.step
 

@@ -25,10 +25,12 @@ class Progress:
         self._status: Status | None = None
         self._started = time.monotonic()
         self._phase = ""
+        #: Where the rehearsal is: the phase, and the cutover's step in it (also when quiet).
+        self.current = ""
 
     def phase(self, text: str) -> None:
         """A new phase (starting the twin, the cutover to DRA, …)."""
-        self._phase = text
+        self._phase = self.current = text
         self._say(text, keep=True)
 
     def event(self, obj: Obj) -> None:
@@ -38,7 +40,8 @@ class Progress:
             return
         kind, step = obj.get("event"), obj.get("step")
         if kind == "step-start":
-            self._say(f"{self._phase}: {step}", keep=True)
+            self.current = f"{self._phase}: {step}"
+            self._say(self.current, keep=True)
         elif kind == "wait":
             self._say(f"{self._phase}: {step}: waiting for {obj.get('for')}")
 

@@ -6,6 +6,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -16,11 +20,13 @@ from typing import Any
 
 from gpushift import kube
 from gpushift import verdict as gpu_verdict
+from gpushift._atomic import write_file
 from gpushift._errors import InputError, UsageError
 from gpushift._obj import Obj
 from gpushift.rehearse._cards import Card, read_map
 from gpushift.rehearse._cutover import CutoverCommand, merge_command, run_direction
 from gpushift.rehearse._events import KillPoint, RunRecord, fold_run
+from gpushift.rehearse._lifetime import Interrupted, Lifetime
 from gpushift.rehearse._progress import Progress
 from gpushift.rehearse._sampler import Sample, Sampler
 from gpushift.rehearse._twinproc import (
@@ -127,17 +133,22 @@ class Rehearsal:
     wall_seconds: float
     wall_origin: datetime
     notes: tuple[str, ...] = field(default=())
+    #: Why ``--kill-at``'s moment never came (the kill was asked for and not made).
+    kill_missed: str | None = None
 
     @property
     def ok(self) -> bool:
-        """No violation recorded, and both directions done."""
+        """No violation recorded, both directions done, and ``--kill-at`` (if given) struck."""
         return (
-            not self.violations and bool(self.runs) and all(r.result == "done" for r in self.runs)
+            not self.violations
+            and bool(self.runs)
+            and all(r.result == "done" for r in self.runs)
+            and self.kill_missed is None
         )
 
     @property
     def exit_code(self) -> int:
-        """0 with no violation and both directions done; 1 otherwise."""
+        """0 when :attr:`ok`; 1 otherwise."""
         return 0 if self.ok else 1
 
 
@@ -171,27 +182,94 @@ def rollback_target(kubeconfig: Path) -> str:
     return str(spec.get("url", "")).removeprefix("file://")
 
 
+class RehearsalInterruptedError(Exception):
+    """SIGINT or SIGTERM stopped the rehearsal; the message is the one line that says what
+    was stopped, and where the cutover's journal is kept."""
+
+    def __init__(self, line: str, *, journal: Path | None) -> None:
+        super().__init__(line)
+        self.journal = journal
+
+
+#: Where an interrupted rehearsal keeps the cutover's journal (beside the cutover's own local
+#: journals, relative to the working directory).
+KEPT_JOURNALS = Path(".gpushift") / "rehearsals"
+
+
 def rehearse(
     options: RehearseOptions,
     *,
     progress: Progress | None = None,
     workdir: Path | None = None,
 ) -> Rehearsal:
-    """Run the rehearsal.
+    """Run the rehearsal. Every process it starts ends with it: on SIGINT or SIGTERM (in the
+    main thread) they are stopped within 10 s, the temporary directory is removed, and
+    :class:`RehearsalInterruptedError` is raised.
 
     Raises:
         UsageError/InputError: bad options (before anything starts).
         TwinStartError: the twin did not start or settle.
+        RehearsalInterruptedError: SIGINT or SIGTERM.
     """
     options.validate()
     gpushift = gpushift_argv()
     progress = progress or Progress(enabled=False)
-    with tempfile.TemporaryDirectory(prefix="gpushift-rehearse-") as tmp:
+    lifetime = Lifetime()
+    # The relay is the outer context: a second Ctrl-C cannot cut the removal short.
+    with (
+        lifetime.relay(),
+        tempfile.TemporaryDirectory(prefix="gpushift-rehearse-") as tmp,
+    ):
         work = workdir or Path(tmp)
+        # What the children write to their temporary directory goes with the rehearsal's,
+        # even from a child that had to be killed.
+        children_tmp = Path(tmp) / "tmp"
+        children_tmp.mkdir()
+        env = {"TMPDIR": str(children_tmp)}
         try:
-            return _rehearse(options, gpushift=gpushift, work=work, progress=progress)
+            return _rehearse(
+                options, gpushift=gpushift, work=work, progress=progress, run=(lifetime, env)
+            )
+        except Interrupted as signal_:
+            lifetime.stop_all()
+            journal = _keep_journal(work / "cutover-journal.json")
+            raise RehearsalInterruptedError(
+                _interrupted_line(signal_, progress.current, lifetime.stopped, journal),
+                journal=journal,
+            ) from None
         finally:
+            lifetime.stop_all()
             progress.close()
+
+
+def _keep_journal(path: Path) -> Path | None:
+    """The cutover's journal (JSON lines, the run's id on the first) and the GPU snapshot
+    beside it, copied out of the temporary directory to ``KEPT_JOURNALS/RUN/``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    try:
+        run = str(json.loads(text.partition("\n")[0]).get("run") or "")
+    except (ValueError, AttributeError):
+        run = ""
+    kept = KEPT_JOURNALS / (run or datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"))
+    try:
+        for name in (path.name, "cutover-before.gpusnapshot.json"):
+            with contextlib.suppress(FileNotFoundError):
+                write_file(kept / name, (path.parent / name).read_text(encoding="utf-8"))
+    except OSError:
+        return None
+    return kept / path.name
+
+
+def _interrupted_line(signal_: Interrupted, phase: str, stopped: int, journal: Path | None) -> str:
+    by = "Ctrl-C" if signal_.signum == signal.SIGINT else "SIGTERM"
+    line = f"interrupted by {by} during {phase or 'the start'}; stopped {stopped} process"
+    line += "" if stopped == 1 else "es"
+    if journal is not None:
+        line += f"; the cutover journal is kept at {journal}"
+    return line
 
 
 def _twin_options(options: RehearseOptions, work: Path) -> TwinOptions:
@@ -221,16 +299,30 @@ def _target(options: RehearseOptions, work: Path) -> str:
     return str(write_example(work / "target", allocator="dra", sharing=5))
 
 
+_Run = tuple[Lifetime, dict[str, str]]
+
+
 def _rehearse(
-    options: RehearseOptions, *, gpushift: list[str], work: Path, progress: Progress
+    options: RehearseOptions, *, gpushift: list[str], work: Path, progress: Progress, run: _Run
 ) -> Rehearsal:
+    lifetime, env = run
     target = _target(options, work)
     progress.phase(f"starting the twin ({options.subject}, time-scale {options.time_scale:g})")
     with running_twin(
-        _twin_options(options, work), workdir=work, settle=options.settle_timeout
+        _twin_options(options, work),
+        workdir=work,
+        settle=options.settle_timeout,
+        env={**os.environ, **env},
+        lifetime=lifetime,
     ) as twin:
         return _on_twin(
-            options, twin=twin, target=target, gpushift=gpushift, work=work, progress=progress
+            options,
+            twin=twin,
+            target=target,
+            gpushift=gpushift,
+            work=work,
+            progress=progress,
+            run=run,
         )
 
 
@@ -242,7 +334,9 @@ def _on_twin(
     gpushift: list[str],
     work: Path,
     progress: Progress,
+    run: _Run,
 ) -> Rehearsal:
+    lifetime, env = run
     back = rollback_target(twin.kubeconfig)
     origin = time.monotonic()
     wall_origin = datetime.now(UTC)
@@ -250,6 +344,7 @@ def _on_twin(
     verdicts: list[Obj] = []
     cards: list[tuple[str, tuple[Card, ...]]] = []
     notes: list[str] = []
+    kill_missed: str | None = None
     with Sampler(twin.kubeconfig, origin=origin) as sampler:
         cards.append(("before", read_map(twin.kubeconfig)))
         for to, merge_to, kill in (
@@ -274,11 +369,14 @@ def _on_twin(
                 timeout=options.attempt_timeout,
                 stderr=work / f"cutover-{to}.stderr",
                 on_event=progress.event,
+                lifetime=lifetime,
+                env=env,
             )
             record = fold_run(to, attempts, origin=wall_origin, kill=kill)
             runs.append(record)
             if kill is not None and record.killed_at is None:
-                notes.append(f"--kill-at {kill}: that moment never showed in the event stream")
+                kill_missed = f"--kill-at {kill}: no kill: {kill.missed(attempts[0].events)}"
+                notes.append(kill_missed)
             progress.phase(f"verdict after the move to {to}")
             verdicts.append(verdict(twin.kubeconfig, fallback=record))
             cards.append((f"after {to}", read_map(twin.kubeconfig)))
@@ -300,4 +398,5 @@ def _on_twin(
         wall_seconds=time.monotonic() - origin,
         wall_origin=wall_origin,
         notes=tuple(notes),
+        kill_missed=kill_missed,
     )

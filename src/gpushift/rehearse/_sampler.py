@@ -198,9 +198,11 @@ class Sampler:
             self._record(force=True)
         return self
 
-    def stop(self) -> None:
-        """Stop the watches, read the monitor's record one last time, and join the threads."""
-        self._read_violations()
+    def stop(self, *, last_read: bool = True) -> None:
+        """Stop the watches, read the monitor's record one last time (unless ``last_read`` is
+        False), and join the threads."""
+        if last_read:
+            self._read_violations()
         self._stop.set()
         for client in self._clients:
             with contextlib.suppress(Exception):
@@ -216,8 +218,9 @@ class Sampler:
     def __enter__(self) -> Sampler:
         return self.start()
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        # On the way out of an error or an interrupt, no last request to a twin about to go.
+        self.stop(last_read=exc_type is None)
 
     # --- reading -----------------------------------------------------------------------------
 

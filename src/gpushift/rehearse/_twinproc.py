@@ -2,7 +2,8 @@
 
 The twin runs in its own process (its agents and Flux then do not share this process's
 interpreter lock with the sampler), with a kubeconfig in the rehearsal's temporary
-directory, and is stopped with SIGTERM (SIGKILL after a grace) when the rehearsal ends.
+directory, and is stopped with SIGTERM (SIGKILL to its process group after a grace) when the
+rehearsal ends; the kernel sends it SIGKILL if the rehearsal dies first.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from typing import Any
 import yaml
 
 from gpushift import kube
+from gpushift._children import die_with_parent
+from gpushift.rehearse._lifetime import Lifetime
 
 _SERVING = "gpushift twin serving "
 _SOURCE = "flux source: "
@@ -100,19 +103,13 @@ class TwinProcess:
     stdout: Path
     stderr: Path
     started: float = field(default_factory=time.monotonic)
+    lifetime: Lifetime = field(default_factory=Lifetime)
 
-    def stop(self, *, grace: float = 10.0) -> int | None:
-        """SIGTERM, then SIGKILL after ``grace`` seconds; returns the exit code."""
-        proc = self.process
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(grace)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
-        return proc.returncode
+    def stop(self, *, grace: float | None = None) -> int | None:
+        """SIGTERM, then SIGKILL to its process group after ``grace`` seconds (the lifetime's
+        default); returns the exit code."""
+        self.lifetime.stop(self.process, grace=grace)
+        return self.process.returncode
 
 
 def get_json(kubeconfig: Path, path: str, *, timeout: float = 10.0) -> Any:
@@ -148,8 +145,10 @@ def start_twin(
     workdir: Path,
     timeout: float = 60.0,
     env: dict[str, str] | None = None,
+    lifetime: Lifetime | None = None,
 ) -> TwinProcess:
-    """Start ``gpushift twin serve`` and return once it listens (not yet settled).
+    """Start ``gpushift twin serve`` and return once it listens (not yet settled); it is
+    ``lifetime``'s child (by default, one of its own).
 
     Raises:
         TwinStartError: it exited, or did not listen within ``timeout`` wall seconds.
@@ -157,14 +156,16 @@ def start_twin(
     kubeconfig = workdir / "twin.kubeconfig"
     out, err = workdir / "twin.stdout", workdir / "twin.stderr"
     argv = options.argv(kubeconfig)
+    lifetime = lifetime or Lifetime()
     with out.open("wb") as fo, err.open("wb") as fe:
-        proc = subprocess.Popen(
+        proc = lifetime.spawn(
+            "twin",
             argv,
+            death_signal=signal.SIGKILL,
             stdout=fo,
             stderr=fe,
             stdin=subprocess.DEVNULL,
             env=env if env is not None else os.environ.copy(),
-            start_new_session=True,  # a Ctrl-C to the rehearsal is ours to relay
         )
     deadline = time.monotonic() + timeout
     url = None
@@ -176,17 +177,17 @@ def start_twin(
         if url is not None and kubeconfig.exists():
             break
         if proc.poll() is not None:
+            lifetime.stop(proc)
             raise TwinStartError(f"gpushift twin serve exited with {proc.returncode}: {_tail(err)}")
         time.sleep(0.1)  # the twin announces itself only on stdout; nothing to watch yet
     else:
-        proc.kill()
-        proc.wait(5)
+        lifetime.stop(proc, grace=0)
         raise TwinStartError(f"gpushift twin serve did not listen within {timeout:g}s")
     source = options.repo
     for line in err.read_text(encoding="utf-8", errors="replace").splitlines():
         if line.startswith(_SOURCE):
             source = Path(line[len(_SOURCE) :].strip())
-    return TwinProcess(proc, kubeconfig, url, source, out, err)
+    return TwinProcess(proc, kubeconfig, url, source, out, err, lifetime=lifetime)
 
 
 def wait_settled(twin: TwinProcess, *, timeout: float) -> list[str]:
@@ -205,6 +206,7 @@ def running_twin(
     workdir: Path,
     settle: float | None = 300.0,
     env: dict[str, str] | None = None,
+    lifetime: Lifetime | None = None,
 ) -> Iterator[TwinProcess]:
     """Start a twin, wait for it to settle (unless ``settle`` is None), stop it on exit;
     ``env`` is the twin process's environment (default: this one's).
@@ -212,7 +214,7 @@ def running_twin(
     Raises:
         TwinStartError: it did not start, or did not settle within ``settle`` seconds.
     """
-    twin = start_twin(options, workdir=workdir, env=env)
+    twin = start_twin(options, workdir=workdir, env=env, lifetime=lifetime)
     try:
         if settle is not None:
             pending = wait_settled(twin, timeout=settle)
@@ -235,6 +237,7 @@ def command_available(argv: Sequence[str]) -> bool:
             stdin=subprocess.DEVNULL,
             timeout=60,
             check=False,
+            preexec_fn=die_with_parent(),
         )
     except (OSError, subprocess.TimeoutExpired):
         return False

@@ -7,10 +7,12 @@ journal records and a failed run shows, bounded whatever the command prints.
 
 from __future__ import annotations
 
+import signal
 import subprocess
 from collections import deque
 from dataclasses import dataclass
 
+from gpushift._children import die_with_parent
 from gpushift._obj import Obj
 
 #: Lines of the merge command's output kept, and the characters kept of each.
@@ -75,6 +77,9 @@ def run_merge(shell: str) -> MergeRun:
         text=True,
         encoding="utf-8",
         errors="replace",
+        # A cutover killed mid-merge takes its merge shell with it (a shell that execs its
+        # command takes that too); --resume runs the merge again unless the source moved.
+        preexec_fn=die_with_parent(signal.SIGTERM),
     ) as proc:
         assert proc.stdout is not None
         for line in proc.stdout:

@@ -14,6 +14,12 @@ from typing import Any
 
 from gpushift import flux
 from gpushift._obj import Obj
+from gpushift.rules import (
+    DEFAULT_KUBERNETES_VERSION,
+    Ranked,
+    parse_kubernetes_version,
+    preemption_hazards,
+)
 from gpushift.runbook._barrier import (
     Barrier,
     choose_barrier,
@@ -39,7 +45,7 @@ from gpushift.runbook._conditions import (
     allocatable,
     user_claims,
 )
-from gpushift.runbook._discover import discover, merge_consumers
+from gpushift.runbook._discover import discover, merge_consumers, pod_key
 from gpushift.runbook._model import (
     DRA_DRIVER,
     GPU_RESOURCE,
@@ -446,6 +452,39 @@ def _barrier_checked(held: Barrier, target: Target | None) -> str:
     return f"the barrier {show_taint(default)}: " + "; ".join(parts)
 
 
+def preemption_lost(
+    view: View, options: Options, target: Target | None, consumers: Sequence[Consumer]
+) -> list[str]:
+    """What a move to DRA ends: PriorityClass preemption among the GPU consumers
+    (``dra-preemption-lost``, docs/rules.md), from the target's check when it is known, else
+    from the admitted priorities of the consumers' live pods. A warning: the move goes on."""
+    if options.to != "dra":
+        return []
+    if target is not None:
+        return [f"{f.rule} at {f.path}:{f.line} ({f.object}): {f.message}" for f in target.hazards]
+    pods = {pod_key(p): p for p in view.all("Pod")}
+    ranked: list[Ranked] = []
+    for c in consumers:
+        pod = next((pods[k] for k in c.pods if k in pods), None)
+        if pod is None:
+            continue
+        spec = pod.get("spec") or {}
+        prio = spec.get("priority")
+        ranked.append(
+            Ranked(
+                c.top.key,
+                spec.get("priorityClassName") or None,
+                prio if isinstance(prio, int) else 0,
+                spec.get("preemptionPolicy") != "Never",
+            )
+        )
+    version = parse_kubernetes_version(DEFAULT_KUBERNETES_VERSION)
+    return [
+        f"dra-preemption-lost ({h.victim.name}): {h.message(version)}"
+        for h in preemption_hazards(ranked)
+    ]
+
+
 def preflight_note(options: Options, target: Target | None, held: Barrier | None = None) -> str:
     """What the preflight step reads, for the plan: the new allocator's DaemonSets checked
     against the barrier (``held``), the target tree, or that it was not checked."""
@@ -695,7 +734,10 @@ def plan_step(
     to_dra = options.to == "dra"
     nodes = tuple(str(n) for n in f.get("gpuNodes") or ())
     if name == "preflight":
-        return Step(name, note=preflight_note(options, target, barrier(view, options, target)))
+        note = preflight_note(options, target, barrier(view, options, target))
+        for hazard in preemption_lost(view, options, target, consumers):
+            note += f"; warning: {hazard}"
+        return Step(name, note=note)
     if name == "snapshot":
         return Step(name, note="record the GPU state: allocatable, ResourceSlices, GPU pods")
     if name == "suspend":

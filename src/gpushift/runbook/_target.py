@@ -30,6 +30,8 @@ from gpushift.reports import Finding, Severity
 from gpushift.rules import check_repo
 from gpushift.runbook._barrier import Agent, allocator_agent
 
+#: The check rule whose warnings the preflight passes on (docs/rules.md).
+PREEMPTION_RULE = "dra-preemption-lost"
 #: The chart the DRA driver ships as (gitops' chart identity).
 DRA_CHART: ChartId = "dra-driver-nvidia-gpu"
 
@@ -55,6 +57,8 @@ class Target:
     errors: tuple[Finding, ...] = ()
     drivers: tuple[DriverChart, ...] = ()
     agents: tuple[Agent, ...] = ()
+    #: ``dra-preemption-lost`` findings there: preemption the move ends (a warning, no refusal).
+    hazards: tuple[Finding, ...] = ()
     #: Where the target deploys gpu-operator's GPUCluster (its DRA stack), if it does.
     gpu_clusters: tuple[str, ...] = ()
 
@@ -116,9 +120,9 @@ def _read(tree: Path, *, root: str | None, where: str) -> Target:
     def rel(path: str) -> str:
         return posixpath.join(base, path) if base not in ("", ".") else path
 
-    errors = tuple(
-        replace(f, path=rel(f.path)) for f in check_repo(model) if f.severity is Severity.ERROR
-    )
+    findings = check_repo(model)
+    errors = tuple(replace(f, path=rel(f.path)) for f in findings if f.severity is Severity.ERROR)
+    hazards = tuple(replace(f, path=rel(f.path)) for f in findings if f.rule == PREEMPTION_RULE)
     drivers = tuple(
         DriverChart(
             f"HelmRelease/{hr.namespace}/{hr.name}" if hr.namespace else f"HelmRelease/{hr.name}",
@@ -131,7 +135,9 @@ def _read(tree: Path, *, root: str | None, where: str) -> Target:
         replace(a, where=rel(a.where)) for a in (*_release_agents(model), *_manifest_agents(model))
     )
     clusters = tuple(rel(f"{x.source.path}:{x.source.line}") for x in gpu_clusters(model))
-    return Target(where + (f" ({root})" if root else ""), errors, drivers, agents, clusters)
+    return Target(
+        where + (f" ({root})" if root else ""), errors, drivers, agents, hazards, clusters
+    )
 
 
 #: Which allocator each chart's agent serves, and whether the release deploys it.

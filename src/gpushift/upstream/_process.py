@@ -4,25 +4,12 @@ SIGTERM then SIGKILL, and killed by the kernel if gpushift itself dies."""
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
-import os
 import signal
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child
-    # prctl(2) PR_SET_PDEATHSIG: a kill -9 of gpushift still ends the control plane. The signal
-    # follows the thread that forked, so components are started from the main thread.
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() == 1:  # the parent died before prctl took effect
-        os._exit(1)
+from gpushift._children import die_with_parent
 
 
 class Component:
@@ -46,7 +33,9 @@ class Component:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 close_fds=True,
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+                # A kill -9 of gpushift still ends the control plane; components are started
+                # from the main thread, which the kernel's signal follows.
+                preexec_fn=die_with_parent(signal.SIGKILL),
             )
 
     @property

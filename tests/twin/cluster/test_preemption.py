@@ -66,3 +66,37 @@ def test_preemption_deletes_the_victim_before_the_preemptor_binds(one_cpu_bound_
     preempted = [e for e in events if e["reason"] == "Preempted"]
     assert [e["involvedObject"]["name"] for e in preempted] == ["low"]
     assert preempted[0]["message"] == (f"Preempted by pod {high['metadata']['uid']} on node n1")
+
+
+GATED = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: gated, namespace: default}
+spec:
+  schedulingGates: [{name: example.com/quota}]
+  containers: [{name: c, image: x, resources: {requests: {cpu: 500m}}}]
+"""
+
+
+def test_a_gated_pod_stays_scheduling_gated_until_its_gates_go(one_cpu_bound_node: Any) -> None:
+    # kube-scheduler's SchedulingGates PreEnqueue plugin: a gated pod is never tried, so it
+    # keeps the SchedulingGated condition kube-apiserver gave it; without gates it binds.
+    d = one_cpu_bound_node
+    d.apply(GATED)
+    d.apply(LOW.split("---\n")[1].replace("name: low", "name: other"))
+    d.wait_for("the other pod bound", lambda: d.get("pod", "other")["spec"].get("nodeName"))
+    pod = d.get("pod", "gated")
+    cond = {c["type"]: c for c in pod["status"]["conditions"]}["PodScheduled"]
+    assert (pod["spec"].get("nodeName"), cond["reason"]) == (None, "SchedulingGated")
+    d.kubectl(
+        "patch",
+        "pod",
+        "gated",
+        "--type=json",
+        "-p",
+        '[{"op":"remove","path":"/spec/schedulingGates"}]',
+    )
+    assert (
+        d.wait_for("the gated pod bound", lambda: d.get("pod", "gated")["spec"].get("nodeName"))
+        == "n1"
+    )

@@ -34,6 +34,7 @@ from gpushift.twin.apiserver._selectors import LabelSelector, match_labels
 from gpushift.twin.apiserver._status import (
     MODIFIED,
     ApiError,
+    StatusDetails,
     already_exists,
     bad_request,
     conflict,
@@ -162,6 +163,16 @@ def set_path(obj: Obj, path: str, value: Any) -> Obj:
         cur = nxt
     cur[keys[-1]] = value
     return out
+
+
+#: The classes kube-apiserver creates at start (pkg/apis/scheduling/types.go).
+_SYSTEM_PRIORITY = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
+
+
+def _forbidden_pod(name: str, why: str) -> ApiError:
+    # admission.NewForbidden: `pods "x" is forbidden: <why>`.
+    details: StatusDetails = {"name": name, "kind": "pods"}
+    return ApiError(403, "Forbidden", f'pods "{name}" is forbidden: {why}', details=details)
 
 
 def _qos_class(spec: Obj) -> str:
@@ -616,12 +627,75 @@ class Store:
             # Strategies' PrepareForCreate reset status; it is written through /status.
             new.pop("status", None)
             if kind.group == "" and kind.plural == "pods":
+                new["spec"] = self._admit_priority(dict(new.get("spec") or {}), name)
                 new["status"] = {"phase": "Pending", "qosClass": _qos_class(new.get("spec") or {})}
+                if (new.get("spec") or {}).get("schedulingGates"):
+                    # pkg/registry/core/pod/strategy.go applySchedulingGatedCondition.
+                    new["status"]["conditions"] = [
+                        {
+                            "type": "PodScheduled",
+                            "status": "False",
+                            "lastProbeTime": None,
+                            "lastTransitionTime": now,
+                            "reason": "SchedulingGated",
+                            "message": "Scheduling is blocked due to non-empty scheduling gates",
+                        }
+                    ]
         if manager:
             new = _apply.update_managed_fields(
                 None, new, manager=manager, operation="Update", now=now
             )
         return new
+
+    def _admit_priority(self, spec: Obj, name: str) -> Obj:
+        """The Priority admission plugin: ``spec.priority`` and ``spec.preemptionPolicy`` from
+        the pod's PriorityClass, else the highest ``globalDefault`` class, else 0.
+
+        Raises:
+            ApiError: 403 for a PriorityClass that does not exist, or a priority or policy
+                the pod gives that differs from its class's.
+        """
+        # kubernetes plugin/pkg/admission/priority/admission.go (admitPod).
+        table = self._data.get(("scheduling.k8s.io", "priorityclasses"), {})
+        classes = {k[1]: e.obj for k, e in table.items()}
+        policy = "PreemptLowerPriority"
+        wanted = spec.get("priorityClassName")
+        if not wanted:
+            defaults = [c for c in classes.values() if c.get("globalDefault") is True]
+            if defaults:
+                best = max(defaults, key=lambda c: int(c.get("value") or 0))
+                spec["priorityClassName"] = best["metadata"]["name"]
+                value = int(best.get("value") or 0)
+                policy = best.get("preemptionPolicy") or "PreemptLowerPriority"
+            else:
+                value = 0
+        elif wanted in classes:
+            value = int(classes[wanted].get("value") or 0)
+            # The class's own default (pkg/apis/scheduling/v1 defaults.go).
+            policy = classes[wanted].get("preemptionPolicy") or "PreemptLowerPriority"
+        elif wanted in _SYSTEM_PRIORITY:
+            value = _SYSTEM_PRIORITY[str(wanted)]
+        else:
+            raise _forbidden_pod(name, f"no PriorityClass with name {wanted} was found")
+        given = spec.get("priority")
+        if given is not None and given != value:
+            raise _forbidden_pod(
+                name,
+                f"the integer value of priority ({given}) must not be provided in pod spec; "
+                f"priority admission controller computed {value} from the given PriorityClass "
+                "name",
+            )
+        spec["priority"] = value
+        had = spec.get("preemptionPolicy")
+        if had is not None and had != policy:
+            raise _forbidden_pod(
+                name,
+                f"the string value of PreemptionPolicy ({had}) must not be provided in pod "
+                f"spec; priority admission controller computed {policy} from the given "
+                "PriorityClass name",
+            )
+        spec["preemptionPolicy"] = policy
+        return spec
 
     def restore(self, kind: Kind, obj: Obj) -> Obj:
         """Insert a saved object keeping its identity (uid, creationTimestamp, generation,

@@ -121,6 +121,8 @@ class Scheduler:
             elif (
                 is_active(p)
                 and spec.get("schedulerName", SCHEDULER) == SCHEDULER
+                # The SchedulingGates PreEnqueue plugin: a gated pod is not tried at all.
+                and not spec.get("schedulingGates")
                 and self._tried.get(p["metadata"]["uid"]) != self.epoch
                 # pkg/scheduler/framework/preemption PodEligibleToPreemptOthers: a pod whose
                 # nominated node still has victims terminating waits for them to go.

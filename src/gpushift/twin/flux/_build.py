@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from gpushift import _yaml
+from gpushift._children import die_with_parent
 from gpushift._kinds import lookup
 from gpushift._obj import Obj
 from gpushift.flux import (
@@ -86,6 +87,7 @@ def _kubectl_kustomize(directory: str) -> tuple[str, str | None]:
         capture_output=True,
         text=True,
         check=False,
+        preexec_fn=die_with_parent(),  # this thread waits for it; a dead twin leaves none
     )
     if out.returncode != 0:
         return "", out.stderr.strip().removeprefix("error: ")
