@@ -72,6 +72,8 @@ def test_gpu_cluster_runs_the_dra_stack_and_no_device_plugin(
     exporter = store.get(by_kind("DaemonSet"), name="nvidia-dcgm-exporter-dra", namespace="apps")
     env = exporter["spec"]["template"]["spec"]["containers"][0]["env"]
     assert {"name": "KUBERNETES_ENABLE_DRA", "value": "true"} in env
+    binding = store.get(by_kind("ClusterRoleBinding"), name="nvidia-dcgm-exporter-dra-read-pods")
+    assert binding["subjects"][0]["name"] == "nvidia-dcgm-exporter-dra"
     cluster = wait_for(
         lambda: (
             (c := store.get(by_kind("GPUCluster"), name="gpu-cluster"))

@@ -39,6 +39,7 @@ GPU_CLUSTER_NAME = "gpu-cluster"
 GPU_CLUSTER_FINALIZER = "nvidia.com/gpu-cluster"
 DRA_KUBELET_PLUGIN = "nvidia-dra-driver-kubelet-plugin"
 DCGM_EXPORTER_DRA = "nvidia-dcgm-exporter-dra"
+DCGM_EXPORTER_DRA_ROLE = "nvidia-dcgm-exporter-dra-read-pods"
 DRA_DRIVER_IMAGE = "nvcr.io/nvidia/dra-driver-nvidia-gpu:v0.5.0"
 #: The chart values the GPUCluster spec carries (the DRA stack's operands).
 GPU_CLUSTER_KEYS = ("operator", "daemonsets", "validator", "dcgm", "dcgmExporter", "draDriver")
@@ -376,7 +377,31 @@ def gpu_cluster_operands(*, namespace: str, spec: Mapping[str, Any]) -> list[Obj
     epod["spec"]["serviceAccountName"] = DCGM_EXPORTER_DRA
     # internal/state/testdata/golden/gpucluster-dcgm-exporter-*.yaml (nvidia.md §6.5).
     epod["spec"]["containers"][0]["env"].append({"name": "KUBERNETES_ENABLE_DRA", "value": "true"})
-    return [*classes, plugin, exporter]
+    # The ClusterRole of internal/state's GPUCluster dcgm-exporter assets (nvidia.md §6.5).
+    role: Obj = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": DCGM_EXPORTER_DRA_ROLE},
+        "rules": [
+            {
+                "apiGroups": ["", "resource.k8s.io"],
+                "resources": ["pods", "resourceslices"],
+                "verbs": ["get", "list", "watch"],
+            }
+        ],
+    }
+    binding: Obj = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": DCGM_EXPORTER_DRA_ROLE},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": DCGM_EXPORTER_DRA_ROLE,
+        },
+        "subjects": [{"kind": "ServiceAccount", "name": DCGM_EXPORTER_DRA, "namespace": namespace}],
+    }
+    return [*classes, plugin, exporter, role, binding]
 
 
 def gpu_cluster_operand_names() -> list[tuple[str, str, bool]]:
@@ -386,4 +411,6 @@ def gpu_cluster_operand_names() -> list[tuple[str, str, bool]]:
         ("DaemonSet", DRA_KUBELET_PLUGIN, True),
         ("DaemonSet", DCGM_EXPORTER_DRA, True),
         *[("DeviceClass", str(c["metadata"]["name"]), False) for c in nvidia_device_classes()],
+        ("ClusterRole", DCGM_EXPORTER_DRA_ROLE, False),
+        ("ClusterRoleBinding", DCGM_EXPORTER_DRA_ROLE, False),
     ]
