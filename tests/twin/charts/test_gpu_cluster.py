@@ -111,6 +111,9 @@ def test_a_gpu_cluster_beside_a_cluster_policy_is_refused_in_its_status(
     assert "cluster-policy" in cond["message"]
     assert "nvidia-dra-driver-kubelet-plugin" not in _daemonsets(store)
     assert _slices(store) == []
+    # The ClusterPolicy it was refused beside runs on.
+    assert "nvidia-device-plugin-daemonset" in _daemonsets(store)
+    assert not store.get(by_kind("GPUCluster"), name="gpu-cluster")["metadata"].get("finalizers")
 
 
 def test_deleting_the_gpu_cluster_waits_for_its_operands(

@@ -101,10 +101,15 @@ class Operators:
     def _reconcile_policy(self, policy: Obj) -> None:
         meta = policy["metadata"]
         ns = str(d(meta.get("annotations")).get("meta.helm.sh/release-namespace") or "gpu-operator")
-        clusters = self._live(_GPU_CLUSTER)
+        clusters = [
+            c
+            for c in self._live(_GPU_CLUSTER)
+            if _gpu_operator.GPU_CLUSTER_FINALIZER in (c["metadata"].get("finalizers") or [])
+        ]
         if clusters:
-            # One of the two CRs: the ClusterPolicy waits until the GPUCluster (and, while it
-            # is deleting, its operands) are gone.
+            # One of the two CRs: the ClusterPolicy waits while a GPUCluster the operator took
+            # on (its finalizer set) exists, deleting ones included, so until its operands are
+            # gone. A GPUCluster refused beside this ClusterPolicy has no finalizer.
             self._set_state(policy, "notReady", namespace=ns)
             self._policy_seen[meta["uid"]] = (int(meta.get("generation", 1)), self.now() + 5.0)
             return
@@ -223,18 +228,9 @@ class Operators:
                 return 60.0
             self._set_cluster_status(cluster, "notReady", "Deleting", "removing the DRA stack")
             return 5.0
-        if _gpu_operator.GPU_CLUSTER_FINALIZER not in (meta.get("finalizers") or []):
-
-            def add(cur: Obj) -> Obj:
-                fins = list(cur["metadata"].get("finalizers") or [])
-                cur["metadata"]["finalizers"] = [*fins, _gpu_operator.GPU_CLUSTER_FINALIZER]
-                return cur
-
-            self.store.update(
-                by_kind("GPUCluster"), name=meta["name"], mutate=add, manager="gpu-operator"
-            )
         policies = [p["metadata"]["name"] for p in self._live(_POLICY)]
-        if policies:
+        taken = _gpu_operator.GPU_CLUSTER_FINALIZER in (meta.get("finalizers") or [])
+        if policies and not taken:
             # NVIDIA/gpu-operator#2696: the two CRs exclude each other; the refusal is in status.
             self._set_cluster_status(
                 cluster,
@@ -244,6 +240,16 @@ class Operators:
                 "or a GPUCluster, not both",
             )
             return 5.0
+        if not taken:
+
+            def add(cur: Obj) -> Obj:
+                fins = list(cur["metadata"].get("finalizers") or [])
+                cur["metadata"]["finalizers"] = [*fins, _gpu_operator.GPU_CLUSTER_FINALIZER]
+                return cur
+
+            self.store.update(
+                by_kind("GPUCluster"), name=meta["name"], mutate=add, manager="gpu-operator"
+            )
         self._label_nodes(_gpu_operator.GPU_CLUSTER_DEPLOY_LABELS)
         want = _gpu_operator.gpu_cluster_operands(namespace=ns, spec=d(cluster.get("spec")))
         owner = {
