@@ -1,5 +1,5 @@
 """CustomResourceDefinitions for the custom kinds of the kind table: Flux, llmkube, the GPU
-Operator's ClusterPolicy and prometheus-operator's ServiceMonitor.
+Operator's ClusterPolicy and GPUCluster, and prometheus-operator's ServiceMonitor.
 
 The twin installs them at start, and so does the upstream control plane
 (`gpushift.upstream`): gpushift writes them itself, with an open schema and the printer
@@ -26,6 +26,7 @@ _COLUMNS: dict[str, list[dict[str, str]]] = {
     "OCIRepository": [_URL, *_STATE, _AGE],
     "HelmRepository": [_URL, _AGE, *_STATE],
     "ClusterPolicy": [{"name": "Status", "type": "string", "jsonPath": ".status.state"}, _AGE],
+    "GPUCluster": [{"name": "Status", "type": "string", "jsonPath": ".status.state"}, _AGE],
 }
 
 

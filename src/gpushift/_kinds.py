@@ -204,6 +204,8 @@ KINDS: tuple[Kind, ...] = (
     ),
     # NVIDIA gpu-operator (CRD)
     _k("nvidia.com/v1", "ClusterPolicy", "clusterpolicies", False, sub=("status",), builtin=False),
+    # gpu-operator 26.7's DRA stack (technology preview), exclusive with the ClusterPolicy
+    _k("nvidia.com/v1alpha1", "GPUCluster", "gpuclusters", False, sub=("status",), builtin=False),
     # prometheus-operator (CRD), rendered for dcgm-exporter
     _k("monitoring.coreos.com/v1", "ServiceMonitor", "servicemonitors", True, builtin=False),
 )

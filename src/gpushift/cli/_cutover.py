@@ -101,6 +101,8 @@ class _Plain:
                 f"{step}: {event['object']} {event['field']}: {json.dumps(event['before'])} -> "
                 f"{json.dumps(event['after'])}"
             )
+        elif kind == "delete":
+            line = f"{step}: deleted {event['object']}"
         else:
             line = f"{step}: waiting for {event['for']}"
         print(f"{stamp} {line}", flush=True)
@@ -158,6 +160,8 @@ class _Live:
                 f"{event['object']} {event['field']}: {json.dumps(event['before'])} → "
                 f"{json.dumps(event['after'])}"
             )
+        elif kind == "delete":
+            self.changes.append(f"{event['object']} deleted")
 
 
 def _confirm(plan_text: list[str]) -> bool:

@@ -31,7 +31,7 @@ STEPS = (
     "resume-bridged",
     "verdict",
 )
-EVENTS = ("run-start", "step-start", "change", "wait", "step-finish")
+EVENTS = ("run-start", "step-start", "change", "delete", "wait", "step-finish")
 STEP_RESULTS = ("done", "skipped", "timeout", "failed")
 RUN_RESULTS = ("done", "unhealthy", "timeout", "refused", "aborted", "failed")
 

@@ -216,6 +216,81 @@ class DriverGone:
         return False, "DRA driver gone: " + "; ".join(parts)
 
 
+@dataclass(frozen=True, slots=True)
+class OperatorCrsGone:
+    """No gpu-operator custom resource of ``kind`` is left, one being deleted included (a
+    GPUCluster stays until the operator has removed its operands and then its finalizer)."""
+
+    kind: str  # ClusterPolicy or GPUCluster
+    why: str
+    kinds = ("ClusterPolicy", "GPUCluster")
+
+    def describe(self) -> str:
+        """For the plan."""
+        return f"no {self.kind} ({self.why})"
+
+    def check(self, view: View) -> Result:
+        """Holds once none exists."""
+        left = [
+            str(o["metadata"]["name"])
+            + (" (deleting)" if o["metadata"].get("deletionTimestamp") else "")
+            for o in view.all(self.kind)
+        ]
+        if not left:
+            return True, f"no {self.kind}"
+        return False, f"{self.kind} gone: {_few(left, 3)}"
+
+
+def user_claims(view: View, namespaces: tuple[str, ...], driver: str = DRA_DRIVER) -> list[Obj]:
+    """The ResourceClaims in ``namespaces`` no pod owns (made by a person or a tree, not from a
+    pod's template) that ask for or hold ``driver``'s devices."""
+    out = []
+    for c in view.all("ResourceClaim"):
+        meta = c.get("metadata") or {}
+        if str(meta.get("namespace")) not in namespaces:
+            continue
+        if any(o.get("kind") == "Pod" for o in meta.get("ownerReferences") or []):
+            continue
+        spec = c.get("spec") or {}
+        requests = (spec.get("devices") or {}).get("requests") or []
+        classes = [
+            str((r.get("exactly") or r).get("deviceClassName") or "")
+            for r in requests
+            if isinstance(r, Mapping)
+        ]
+        results = (((c.get("status") or {}).get("allocation") or {}).get("devices") or {}).get(
+            "results"
+        ) or []
+        if any(r.get("driver") == driver for r in results) or any(
+            n.endswith(driver) or "nvidia" in n for n in classes
+        ):
+            out.append(c)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class UserClaimsGone:
+    """No user ResourceClaim of the driver is left in the consumers' namespaces."""
+
+    namespaces: tuple[str, ...]
+    driver: str = DRA_DRIVER
+    kinds = ("ResourceClaim",)
+
+    def describe(self) -> str:
+        """For the plan."""
+        return f"no user {self.driver} ResourceClaim in {', '.join(self.namespaces)}"
+
+    def check(self, view: View) -> Result:
+        """Holds once they are gone."""
+        left = [
+            f"{c['metadata'].get('namespace')}/{c['metadata']['name']}"
+            for c in user_claims(view, self.namespaces, self.driver)
+        ]
+        if not left:
+            return True, "no user ResourceClaim"
+        return False, f"user ResourceClaims gone: {_few(left, 3)}"
+
+
 def _pools(view: View, driver: str) -> dict[str, list[Obj]]:
     """The slices of each node's pool at its highest generation."""
     by_pool: dict[str, list[Obj]] = {}
@@ -514,6 +589,8 @@ Condition = (
     | Allocatable
     | DaemonSetsGone
     | DriverGone
+    | OperatorCrsGone
+    | UserClaimsGone
     | PoolsUp
     | WorkloadsUp
     | AgentsSettled

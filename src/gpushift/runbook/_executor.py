@@ -58,6 +58,7 @@ from gpushift.runbook._model import (
     STEPS,
     Change,
     Command,
+    Delete,
     ObjectRef,
     Options,
     Plan,
@@ -1018,6 +1019,8 @@ class Executor:
             elif isinstance(action, Command):
                 following = next((a for a in actions[i + 1 :] if isinstance(a, Wait)), None)
                 self._command(action, following)
+            elif isinstance(action, Delete):
+                self._delete(action)
             else:
                 self._wait(action, deadline)
 
@@ -1066,6 +1069,18 @@ class Executor:
                 after=change.after,
             )
         )
+
+    def _delete(self, action: Delete) -> None:
+        self._interrupted()
+        try:
+            self.kube.delete(
+                action.obj.ref, name=action.obj.name, namespace=action.obj.namespace or None
+            )
+        except KubeError as err:
+            if err.code != 404:
+                raise
+        log.info("deleted %s", action.obj.key)
+        self.emit(_event("delete", action.step, object=action.obj.key))
 
     def _command(self, command: Command, following: Wait | None) -> None:
         journal = self.journal
@@ -1319,6 +1334,8 @@ def plan_lines(the_plan: Plan) -> Iterator[str]:
                 )
             elif isinstance(action, Command):
                 yield f"  run {shlex.quote(action.shell)}"
+            elif isinstance(action, Delete):
+                yield f"  delete {action.obj.key}  ({action.why})"
             else:
                 yield f"  wait for {action.condition.describe()}"
     objects = journal_objects(the_plan)
@@ -1353,6 +1370,8 @@ def plan_json(the_plan: Plan) -> Obj:
                 )
             elif isinstance(a, Command):
                 actions.append({"run": a.shell})
+            elif isinstance(a, Delete):
+                actions.append({"delete": a.obj.key, "why": a.why})
             else:
                 actions.append({"wait": a.condition.describe()})
         steps.append({"name": step.name, "note": step.note, "skip": step.skip, "actions": actions})

@@ -223,7 +223,16 @@ class Wait:
     why: str = ""
 
 
-Action = Change | Command | Wait
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """Delete one object (already gone is done); not undone by a rollback."""
+
+    step: str
+    obj: ObjectRef
+    why: str = ""
+
+
+Action = Change | Command | Wait | Delete
 
 
 @dataclass(frozen=True, slots=True)

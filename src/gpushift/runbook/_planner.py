@@ -36,11 +36,14 @@ from gpushift.runbook._conditions import (
     DaemonSetsGone,
     DriverGone,
     NoGpuPods,
+    OperatorCrsGone,
     PoolsUp,
     Reconciled,
     SourceRevision,
+    UserClaimsGone,
     WorkloadsUp,
     allocatable,
+    user_claims,
 )
 from gpushift.runbook._discover import discover, merge_consumers, pod_key
 from gpushift.runbook._model import (
@@ -52,6 +55,7 @@ from gpushift.runbook._model import (
     Change,
     Command,
     Consumer,
+    Delete,
     ObjectRef,
     Options,
     Plan,
@@ -212,7 +216,16 @@ def facts(view: View, options: Options, *, target: Target | None = None) -> dict
         "revisionBefore": flux.revision(source) if source else "",
         "apps": resolve_apps(view, options).to_json(),
         "barrier": barrier(view, options, target).taint,
+        "gpuCluster": gpu_cluster_stack(view, options, target),
     }
+
+
+def gpu_cluster_stack(view: View, options: Options, target: Target | None) -> bool:
+    """Whether the DRA side of the move is gpu-operator's GPUCluster: the target deploys one
+    (toward DRA), or one runs now (back to the device plugin)."""
+    if options.to == "dra":
+        return bool(target and target.gpu_clusters)
+    return bool(view.all("GPUCluster"))
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
@@ -488,7 +501,11 @@ def preflight_note(options: Options, target: Target | None, held: Barrier | None
     found = f"{len(target.errors)} error finding" + ("" if len(target.errors) == 1 else "s")
     note = f"{base}; gpushift check at the target {target.where}: {found}"
     if options.to == "dra":
-        if not target.drivers:
+        if target.gpu_clusters:
+            note += "; gpu-operator's GPUCluster at the target runs the DRA driver: " + ", ".join(
+                target.gpu_clusters
+            )
+        elif not target.drivers:
             note += "; no dra-driver-nvidia-gpu HelmRelease at the target"
         for d in target.drivers:
             version = d.version or "no version (the latest)"
@@ -732,9 +749,32 @@ def plan_step(
             skip="" if changes or ctx.recorded else "no GPU consumer to stop",
         )
     if name == "drained":
-        return Step(
-            name, (Wait(name, NoGpuPods(), "the ledgers free a device only when its pod is gone"),)
-        )
+        drained: list[Action] = [
+            Wait(name, NoGpuPods(), "the ledgers free a device only when its pod is gone")
+        ]
+        if f.get("gpuCluster") and not to_dra:
+            # The GPUCluster's uninstall: workloads and user ResourceClaims go first
+            # (field-2026.md §3); claims from pod templates went with the pods.
+            namespaces = tuple(sorted({c.workload.namespace for c in consumers}))
+            for claim in user_claims(view, namespaces):
+                meta = claim["metadata"]
+                drained.append(
+                    Delete(
+                        name,
+                        ObjectRef(
+                            api_version_of("ResourceClaim"),
+                            "ResourceClaim",
+                            str(meta.get("namespace")),
+                            str(meta["name"]),
+                        ),
+                        "the GPUCluster is removed only without user ResourceClaims",
+                    )
+                )
+            if namespaces:
+                drained.append(
+                    Wait(name, UserClaimsGone(namespaces), "no claim holds a GPUCluster device")
+                )
+        return Step(name, tuple(drained))
     if name == "merge":
         before = str(f.get("revisionBefore") or "")
         moved = SourceRevision(options.source, before, options.revision)
@@ -761,8 +801,28 @@ def plan_step(
             plugins = tuple(str(d) for d in f.get("devicePlugins") or ())
             if plugins:
                 waits.append(Wait(name, DaemonSetsGone(plugins), "the device plugin is gone"))
+            if f.get("gpuCluster"):
+                waits.append(
+                    Wait(
+                        name,
+                        OperatorCrsGone(
+                            "ClusterPolicy", "the operator refuses a GPUCluster beside it"
+                        ),
+                        "the ClusterPolicy stack is gone before the GPUCluster's",
+                    )
+                )
             return Step(name, tuple(waits))
-        return Step(name, (Wait(name, DriverGone(), "no card is held through DRA"),))
+        gone: list[Action] = []
+        if f.get("gpuCluster"):
+            gone.append(
+                Wait(
+                    name,
+                    OperatorCrsGone("GPUCluster", "its finalizer goes once its operands are gone"),
+                    "the chart's pre-delete hook waits on the same finalizer",
+                )
+            )
+        gone.append(Wait(name, DriverGone(), "no card is held through DRA"))
+        return Step(name, tuple(gone))
     if name == "new-allocator-up":
         shares = int(f.get("shares") or 1)
         released: list[Action] = list(release_changes(nodes, view, ctx))

@@ -17,7 +17,15 @@ from pathlib import Path
 
 from gpushift._errors import InputError
 from gpushift._git import GitError, git, unpack_revision
-from gpushift.gitops import AGENT_TOLERATIONS, ChartId, HelmRelease, Repo, load_repo
+from gpushift.gitops import (
+    AGENT_TOLERATIONS,
+    ChartId,
+    HelmRelease,
+    Repo,
+    gpu_clusters,
+    load_repo,
+    truthy,
+)
 from gpushift.reports import Finding, Severity
 from gpushift.rules import check_repo
 from gpushift.runbook._barrier import Agent, allocator_agent
@@ -51,6 +59,8 @@ class Target:
     agents: tuple[Agent, ...] = ()
     #: ``dra-preemption-lost`` findings there: preemption the move ends (a warning, no refusal).
     hazards: tuple[Finding, ...] = ()
+    #: Where the target deploys gpu-operator's GPUCluster (its DRA stack), if it does.
+    gpu_clusters: tuple[str, ...] = ()
 
 
 def _is_revision(repo: Path, rev: str) -> bool:
@@ -124,7 +134,10 @@ def _read(tree: Path, *, root: str | None, where: str) -> Target:
     agents = tuple(
         replace(a, where=rel(a.where)) for a in (*_release_agents(model), *_manifest_agents(model))
     )
-    return Target(where + (f" ({root})" if root else ""), errors, drivers, agents, hazards)
+    clusters = tuple(rel(f"{x.source.path}:{x.source.line}") for x in gpu_clusters(model))
+    return Target(
+        where + (f" ({root})" if root else ""), errors, drivers, agents, hazards, clusters
+    )
 
 
 #: Which allocator each chart's agent serves, and whether the release deploys it.
@@ -132,10 +145,14 @@ _CHART_AGENTS: tuple[tuple[ChartId, str], ...] = (
     ("dra-driver-nvidia-gpu", "dra"),
     ("nvidia-device-plugin", "device-plugin"),
     ("gpu-operator", "device-plugin"),
+    ("gpu-operator", "dra"),
 )
 
 
-def _deploys_agent(hr: HelmRelease) -> bool:
+def _deploys_agent(hr: HelmRelease, allocator: str) -> bool:
+    if hr.chart == "gpu-operator" and allocator == "dra":
+        # The GPUCluster's kubelet plugin, with the operator's daemonsets.tolerations.
+        return truthy(hr.value("gpuCluster", "deployCR"), default=False)
     if hr.chart == "dra-driver-nvidia-gpu":
         # templates/kubeletplugin.yaml: rendered with either resource enabled.
         return bool(
@@ -157,7 +174,7 @@ def _release_agents(model: Repo) -> list[Agent]:
     for chart, allocator in _CHART_AGENTS:
         known = AGENT_TOLERATIONS[chart]
         for hr in model.releases(chart):
-            if not _deploys_agent(hr):
+            if not _deploys_agent(hr, allocator):
                 continue
             given = hr.is_set(*known.path)
             raw = hr.user_value(*known.path) if given else None

@@ -33,6 +33,8 @@ KINDS: dict[str, ResourceRef] = {
         ("helm.toolkit.fluxcd.io/v2", "HelmRelease"),
         ("inference.llmkube.dev/v1alpha1", "InferenceService"),
         ("inference.llmkube.dev/v1alpha1", "Model"),
+        ("nvidia.com/v1", "ClusterPolicy"),
+        ("nvidia.com/v1alpha1", "GPUCluster"),
     )
 }
 KINDS["Job"] = ResourceRef("batch", "v1", "Job", "jobs", True)

@@ -104,7 +104,9 @@ def _gates(values: Mapping[str, Any]) -> str:
     )
 
 
-def _kubelet_plugin(*, namespace: str, values: Mapping[str, Any]) -> Obj:
+def kubelet_plugin(*, namespace: str, values: Mapping[str, Any]) -> Obj:
+    """templates/kubeletplugin.yaml: the ``<name>-kubelet-plugin`` DaemonSet (gpu-operator's
+    GPUCluster runs the same one)."""
     name = _name(values)
     plugin = d(values.get("kubeletPlugin"))
     root = str(values.get("nvidiaDriverRoot") or "/")
@@ -238,6 +240,6 @@ def render(*, release: str, namespace: str, values: Mapping[str, Any]) -> Render
     if gpus:
         objects += [dict(c) for c in nvidia_device_classes(api_version="resource.k8s.io/v1")]
     if gpus or domains:
-        objects.append(_kubelet_plugin(namespace=namespace, values=values))
+        objects.append(kubelet_plugin(namespace=namespace, values=values))
     del release  # the chart names its objects after the chart, not the release
     return Rendered(objects)

@@ -10,8 +10,10 @@ from typing import Any
 
 from gpushift._obj import Obj
 from gpushift._obj import as_dict as d
+from gpushift.engine import nvidia_device_classes
 from gpushift.gitops import GPU_OPERATOR_POLICY_KEYS
 from gpushift.twin.charts._common import (
+    ChartError,
     Rendered,
     daemonset,
     env_list,
@@ -21,6 +23,7 @@ from gpushift.twin.charts._common import (
     operand_tolerations,
 )
 from gpushift.twin.charts._device_plugin import PLUGIN_IMAGE, VALIDATOR_IMAGE, operand_daemonset
+from gpushift.twin.charts._dra import kubelet_plugin
 
 OPERATOR_IMAGE = "nvcr.io/nvidia/gpu-operator:v25.10.1"
 DCGM_EXPORTER_IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter:4.4.1-4.6.0-ubuntu22.04"
@@ -31,6 +34,20 @@ DEVICE_PLUGIN = "nvidia-device-plugin-daemonset"
 GFD = "gpu-feature-discovery"
 DCGM_EXPORTER = "nvidia-dcgm-exporter"
 VALIDATOR = "nvidia-operator-validator"
+#: NVIDIA/gpu-operator v26.7.0 (nvidia.md §6.4): the GPUCluster singleton and its operands.
+GPU_CLUSTER_NAME = "gpu-cluster"
+GPU_CLUSTER_FINALIZER = "nvidia.com/gpu-cluster"
+DRA_KUBELET_PLUGIN = "nvidia-dra-driver-kubelet-plugin"
+DCGM_EXPORTER_DRA = "nvidia-dcgm-exporter-dra"
+DCGM_EXPORTER_DRA_ROLE = "nvidia-dcgm-exporter-dra-read-pods"
+DRA_DRIVER_IMAGE = "nvcr.io/nvidia/dra-driver-nvidia-gpu:v0.5.0"
+#: The chart values the GPUCluster spec carries (the DRA stack's operands).
+GPU_CLUSTER_KEYS = ("operator", "daemonsets", "validator", "dcgm", "dcgmExporter", "draDriver")
+#: controllers: the DRA stack's node deploy labels (nvidia.md §6.4).
+GPU_CLUSTER_DEPLOY_LABELS = (
+    "nvidia.com/gpu.deploy.dra-driver",
+    "nvidia.com/gpu.deploy.dcgm-exporter-dra",
+)
 
 
 def render(*, release: str, namespace: str, values: Mapping[str, Any]) -> Rendered:
@@ -80,7 +97,37 @@ def render(*, release: str, namespace: str, values: Mapping[str, Any]) -> Render
                 "spec": spec,
             }
         )
+    if get(values, "gpuCluster", "deployCR", default=False) is True:
+        _validate_gpu_cluster(values)
+        objects.append(
+            {
+                "apiVersion": "nvidia.com/v1alpha1",
+                "kind": "GPUCluster",
+                "metadata": {"name": GPU_CLUSTER_NAME, "labels": labels},
+                "spec": {
+                    k: values[k] for k in GPU_CLUSTER_KEYS if isinstance(values.get(k), Mapping)
+                },
+            }
+        )
     return Rendered(objects)
+
+
+def _validate_gpu_cluster(values: Mapping[str, Any]) -> None:
+    """templates/validations.yaml (v26.7.0) for a GPUCluster: not beside a ClusterPolicy, and
+    an operator-installed driver only through an NVIDIADriver CR (nvidia.md §6.1)."""
+    if get(values, "clusterPolicy", "deployCR", default=True) is not False:
+        raise ChartError(
+            "execution error at (gpu-operator/templates/validations.yaml): clusterPolicy.deployCR "
+            "and gpuCluster.deployCR cannot both be true: a cluster has either a ClusterPolicy "
+            "or a GPUCluster"
+        )
+    if get(values, "driver", "enabled", default=True) is not False and (
+        get(values, "driver", "nvidiaDriverCRD", "enabled", default=False) is not True
+    ):
+        raise ChartError(
+            "execution error at (gpu-operator/templates/validations.yaml): a GPUCluster with "
+            "driver.enabled needs driver.nvidiaDriverCRD.enabled"
+        )
 
 
 def _config_maps(*, namespace: str, values: Mapping[str, Any], labels: Obj) -> list[Obj]:
@@ -286,3 +333,84 @@ def operands(
     else:
         gone += [("DaemonSet", DCGM_EXPORTER), ("Service", DCGM_EXPORTER)]
     return want, gone
+
+
+def gpu_cluster_operands(*, namespace: str, spec: Mapping[str, Any]) -> list[Obj]:
+    """What the operator deploys for a GPUCluster ``spec``: the DRA driver's DeviceClasses
+    (``gpu.nvidia.com`` without ``extendedResourceName``), its kubelet plugin and a
+    dcgm-exporter that attributes metrics through ResourceSlices. No device plugin, GFD or
+    toolkit (nvidia.md §6.4, field-2026.md §3)."""
+    dra = d(spec.get("draDriver"))
+    classes: list[Obj] = []
+    for cls in nvidia_device_classes(api_version="resource.k8s.io/v1"):
+        obj = dict(cls)
+        obj["spec"] = {k: v for k, v in d(obj.get("spec")).items() if k != "extendedResourceName"}
+        classes.append(obj)
+    # The standalone chart's kubelet plugin, with the values the operator passes it: the
+    # driver root the validator assumes, the GPUCluster's gates and env, its own node label.
+    values: Obj = {
+        "nameOverride": DRA_KUBELET_PLUGIN.removesuffix("-kubelet-plugin"),
+        "nvidiaDriverRoot": "/",
+        "featureGates": d(dra.get("featureGates")),
+        "kubeletPlugin": {
+            "nodeSelector": {GPU_CLUSTER_DEPLOY_LABELS[0]: "true"},
+            "tolerations": operand_tolerations(spec),
+            "containers": {"gpus": {"env": get(dra, "gpus", "kubeletPlugin", "env", default=[])}},
+        },
+    }
+    plugin = kubelet_plugin(namespace=namespace, values=values)
+    plugin["metadata"]["labels"] = {"app": DRA_KUBELET_PLUGIN}
+    pod = plugin["spec"]["template"]["spec"]
+    pod["serviceAccountName"] = DRA_KUBELET_PLUGIN
+    for c in [*pod.get("initContainers", []), *pod["containers"]]:
+        c["image"] = str(dra.get("image") or DRA_DRIVER_IMAGE)
+        for e in c.get("env") or []:
+            if e.get("name") == "IMAGE_NAME":
+                e["value"] = c["image"]
+    exporter = _dcgm_exporter(namespace=namespace, spec=spec, runtime_class=None)
+    exporter["metadata"]["name"] = DCGM_EXPORTER_DRA
+    exporter["metadata"]["labels"] = {"app": DCGM_EXPORTER_DRA}
+    exporter["spec"]["selector"] = {"matchLabels": {"app": DCGM_EXPORTER_DRA}}
+    epod = exporter["spec"]["template"]
+    epod["metadata"]["labels"] = {"app": DCGM_EXPORTER_DRA}
+    epod["spec"]["nodeSelector"] = {GPU_CLUSTER_DEPLOY_LABELS[1]: "true"}
+    epod["spec"]["serviceAccountName"] = DCGM_EXPORTER_DRA
+    # internal/state/testdata/golden/gpucluster-dcgm-exporter-*.yaml (nvidia.md §6.5).
+    epod["spec"]["containers"][0]["env"].append({"name": "KUBERNETES_ENABLE_DRA", "value": "true"})
+    # The ClusterRole of internal/state's GPUCluster dcgm-exporter assets (nvidia.md §6.5).
+    role: Obj = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": DCGM_EXPORTER_DRA_ROLE},
+        "rules": [
+            {
+                "apiGroups": ["", "resource.k8s.io"],
+                "resources": ["pods", "resourceslices"],
+                "verbs": ["get", "list", "watch"],
+            }
+        ],
+    }
+    binding: Obj = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": DCGM_EXPORTER_DRA_ROLE},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": DCGM_EXPORTER_DRA_ROLE,
+        },
+        "subjects": [{"kind": "ServiceAccount", "name": DCGM_EXPORTER_DRA, "namespace": namespace}],
+    }
+    return [*classes, plugin, exporter, role, binding]
+
+
+def gpu_cluster_operand_names() -> list[tuple[str, str, bool]]:
+    """``(kind, name, namespaced)`` of what :func:`gpu_cluster_operands` deploys: what the
+    GPUCluster's finalizer waits to see gone."""
+    return [
+        ("DaemonSet", DRA_KUBELET_PLUGIN, True),
+        ("DaemonSet", DCGM_EXPORTER_DRA, True),
+        *[("DeviceClass", str(c["metadata"]["name"]), False) for c in nvidia_device_classes()],
+        ("ClusterRole", DCGM_EXPORTER_DRA_ROLE, False),
+        ("ClusterRoleBinding", DCGM_EXPORTER_DRA_ROLE, False),
+    ]

@@ -23,6 +23,8 @@ from gpushift.twin.charts._writes import apply, delete, served
 
 log = logging.getLogger("gpushift.twin.charts")
 _GPU_PRESENT = "nvidia.com/gpu.present"
+_POLICY = ("nvidia.com/v1", "ClusterPolicy")
+_GPU_CLUSTER = ("nvidia.com/v1alpha1", "GPUCluster")
 #: controllers/state_manager.go gpuStateLabels (the operands modelled here).
 _DEPLOY_LABELS = (
     "nvidia.com/gpu.deploy.device-plugin",
@@ -45,20 +47,21 @@ class Operators:
 
     def sync(self) -> float | None:
         """One pass; returns the virtual time the operator wants to look again, if any."""
-        due = self._cluster_policies()
+        dues = [self._cluster_policies(), self._gpu_clusters()]
         self._inference_services()
-        return due
+        found = [x for x in dues if x is not None]
+        return min(found) if found else None
 
     # -- gpu-operator --
 
-    def _label_nodes(self) -> None:
+    def _label_nodes(self, deploy: tuple[str, ...] = _DEPLOY_LABELS) -> None:
         node_kind = by_kind("Node")
         for node in self.store.list(node_kind).objects:
             labels = d(node["metadata"].get("labels"))
             if labels.get(_GPU_PRESENT) != "true":
                 continue
             # addGPUStateLabels honours a value an admin set (e.g. "false" on one node).
-            missing = {k: "true" for k in _DEPLOY_LABELS if not labels.get(k)}
+            missing = {k: "true" for k in deploy if not labels.get(k)}
             if not missing:
                 continue
 
@@ -99,6 +102,18 @@ class Operators:
     def _reconcile_policy(self, policy: Obj) -> None:
         meta = policy["metadata"]
         ns = str(d(meta.get("annotations")).get("meta.helm.sh/release-namespace") or "gpu-operator")
+        clusters = [
+            c
+            for c in self._live(_GPU_CLUSTER)
+            if _gpu_operator.GPU_CLUSTER_FINALIZER in (c["metadata"].get("finalizers") or [])
+        ]
+        if clusters:
+            # One of the two CRs: the ClusterPolicy waits while a GPUCluster the operator took
+            # on (its finalizer set) exists, deleting ones included, so until its operands are
+            # gone. A GPUCluster refused beside this ClusterPolicy has no finalizer.
+            self._set_state(policy, "notReady", namespace=ns)
+            self._policy_seen[meta["uid"]] = (int(meta.get("generation", 1)), self.now() + 5.0)
+            return
         self._label_nodes()
         monitors = lookup("monitoring.coreos.com/v1", "ServiceMonitor")
         want, gone = _gpu_operator.operands(
@@ -160,6 +175,160 @@ class Operators:
             self.store.update(
                 kind,
                 name=policy["metadata"]["name"],
+                mutate=put,
+                subresource="status",
+                manager="gpu-operator",
+            )
+
+    # -- gpu-operator: GPUCluster --
+
+    def _live(self, gvk: tuple[str, str], *, deleting: bool = True) -> list[Obj]:
+        """The objects of a kind, if served; those being deleted only with ``deleting``."""
+        kind = lookup(*gvk)
+        if kind is None or not served(self.store, kind):
+            return []
+        return [
+            o
+            for o in self.store.list(kind).objects
+            if deleting or not o["metadata"].get("deletionTimestamp")
+        ]
+
+    def _gpu_clusters(self) -> float | None:
+        kind = lookup(*_GPU_CLUSTER)
+        if kind is None or not served(self.store, kind):
+            return None
+        due: float | None = None
+        now = self.now()
+        for cluster in self.store.list(kind).objects:
+            meta = cluster["metadata"]
+            gen = int(meta.get("generation", 1))
+            seen = self._policy_seen.get(meta["uid"])
+            if seen is None or seen[0] != gen:
+                seen = (gen, now + self.delay)
+                self._policy_seen[meta["uid"]] = seen
+            if seen[1] > now:
+                due = seen[1] if due is None else min(due, seen[1])
+                continue
+            try:
+                again = self._reconcile_gpu_cluster(cluster)
+            except ApiError as err:
+                log.debug("GPUCluster %s: %s", meta["name"], err)
+                again = self.delay
+            self._policy_seen[meta["uid"]] = (gen, self.now() + again)
+            due = self.now() + again if due is None else min(due, self.now() + again)
+        return due
+
+    def _reconcile_gpu_cluster(self, cluster: Obj) -> float:
+        """One reconcile of a GPUCluster; the virtual seconds until the next."""
+        meta = cluster["metadata"]
+        ns = str(d(meta.get("annotations")).get("meta.helm.sh/release-namespace") or "gpu-operator")
+        if meta.get("deletionTimestamp"):
+            # The finalizer the chart's pre-delete hook waits on: removed once the operands
+            # are gone (field-2026.md §3).
+            if self._teardown(ns):
+                self._finalize(cluster)
+                return 60.0
+            self._set_cluster_status(cluster, "notReady", "Deleting", "removing the DRA stack")
+            return 5.0
+        policies = [p["metadata"]["name"] for p in self._live(_POLICY)]
+        taken = _gpu_operator.GPU_CLUSTER_FINALIZER in (meta.get("finalizers") or [])
+        if policies and not taken:
+            # NVIDIA/gpu-operator#2696: the two CRs exclude each other; the refusal is in status.
+            self._set_cluster_status(
+                cluster,
+                "notReady",
+                "ClusterPolicyExists",
+                f"ClusterPolicy {', '.join(policies)} exists: a cluster has either a ClusterPolicy "
+                "or a GPUCluster, not both",
+            )
+            return 5.0
+        if not taken:
+
+            def add(cur: Obj) -> Obj:
+                fins = list(cur["metadata"].get("finalizers") or [])
+                cur["metadata"]["finalizers"] = [*fins, _gpu_operator.GPU_CLUSTER_FINALIZER]
+                return cur
+
+            self.store.update(
+                by_kind("GPUCluster"), name=meta["name"], mutate=add, manager="gpu-operator"
+            )
+        self._label_nodes(_gpu_operator.GPU_CLUSTER_DEPLOY_LABELS)
+        want = _gpu_operator.gpu_cluster_operands(namespace=ns, spec=d(cluster.get("spec")))
+        owner = {
+            "apiVersion": "nvidia.com/v1alpha1",
+            "kind": "GPUCluster",
+            "name": meta["name"],
+            "uid": meta["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+        for obj in want:
+            obj["metadata"]["ownerReferences"] = [owner]
+            apply(self.store, obj, manager="gpu-operator")
+        ready = all(self._ds_ready(o) for o in want if o["kind"] == "DaemonSet")
+        if ready:
+            self._set_cluster_status(cluster, "ready", "Reconciled", "the DRA stack is ready")
+            return 60.0
+        self._set_cluster_status(cluster, "notReady", "OperandsNotReady", "operands starting")
+        return 5.0
+
+    def _teardown(self, ns: str) -> bool:
+        """Delete the GPUCluster's operands; whether they and their pods are gone."""
+        gone = True
+        for kind_name, name, namespaced in _gpu_operator.gpu_cluster_operand_names():
+            kind = by_kind(kind_name)
+            where = ns if namespaced else None
+            try:
+                self.store.get(kind, name=name, namespace=where)
+            except ApiError:
+                continue
+            gone = False
+            delete(self.store, kind, name=name, namespace=where)
+        names = {n for k, n, _ in _gpu_operator.gpu_cluster_operand_names() if k == "DaemonSet"}
+        for pod in self.store.list(by_kind("Pod"), namespace=ns).objects:
+            owners = pod["metadata"].get("ownerReferences") or []
+            if any(o.get("kind") == "DaemonSet" and o.get("name") in names for o in owners):
+                gone = False
+        return gone
+
+    def _finalize(self, cluster: Obj) -> None:
+        def drop(cur: Obj) -> Obj:
+            fins = [
+                f
+                for f in cur["metadata"].get("finalizers") or []
+                if f != _gpu_operator.GPU_CLUSTER_FINALIZER
+            ]
+            cur["metadata"]["finalizers"] = fins
+            return cur
+
+        with contextlib.suppress(ApiError):
+            self.store.update(
+                by_kind("GPUCluster"),
+                name=cluster["metadata"]["name"],
+                mutate=drop,
+                manager="gpu-operator",
+            )
+
+    def _set_cluster_status(self, cluster: Obj, state: str, reason: str, message: str) -> None:
+        status = d(cluster.get("status"))
+        ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]
+        if status.get("state") == state and ready and ready[0].get("reason") == reason:
+            return
+        condition = {
+            "type": "Ready",
+            "status": "True" if state == "ready" else "False",
+            "reason": reason,
+            "message": message,
+        }
+
+        def put(cur: Obj) -> Obj:
+            cur["status"] = {**d(cur.get("status")), "state": state, "conditions": [condition]}
+            return cur
+
+        with contextlib.suppress(ApiError):
+            self.store.update(
+                by_kind("GPUCluster"),
+                name=cluster["metadata"]["name"],
                 mutate=put,
                 subresource="status",
                 manager="gpu-operator",
