@@ -91,7 +91,7 @@ def test_agreement_exits_0_with_one_comparison_object(capsys: pytest.CaptureFixt
         ["simulate", str(ROOT / "examples" / "cluster"), "--against", "upstream", "-o", "json"]
     )
     doc = json.loads(capsys.readouterr().out)
-    assert code == 0
+    assert code == 0, doc.get("differences")
     assert set(doc) == {"kind", "simulate", "upstream", "differences"}
     assert doc["kind"] == "SimulationComparison"
     assert doc["differences"] == []
