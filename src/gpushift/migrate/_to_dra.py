@@ -44,6 +44,7 @@ from gpushift.migrate._common import (
 from gpushift.migrate._plan import ABSENT, Plan
 from gpushift.rules import (
     DEFAULT_KUBERNETES_VERSION,
+    driver_location,
     parse_kubernetes_version,
     repo_preemption_hazards,
 )
@@ -144,6 +145,7 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
         if operator
         else True,
         source=source,
+        driver_root=_driver_root(repo, old),
     )
 
     consumers = [c for c in summary.consumers if c.request == "extended"]
@@ -220,6 +222,21 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
         "the DRA kubelet plugin advertises its GPUs (gpushift cutover, docs/migrate.md)"
     )
     return b.plan()
+
+
+def _driver_root(repo: Repo, old: HelmRelease) -> str:
+    """The DRA driver's nvidiaDriverRoot: where the tree puts the driver (docs/migrate.md).
+
+    Talos puts it under /usr/local (the operator's hostPaths.driverInstallDir is edited to
+    agree); else the operator's driverInstallDir or the standalone plugin's nvidiaDriverRoot as
+    written, /run/nvidia/driver when the operator installs the driver, / for a driver on the host.
+    """
+    where = driver_location(repo)
+    if where is not None:
+        return where.root
+    if old.chart == "gpu-operator" and truthy(old.value("driver", "enabled"), default=True):
+        return OPERATOR_DRIVER_DIR
+    return "/"
 
 
 def bridged_cannot_ask_for_memory(consumers: tuple[Consumer, ...]) -> None:
