@@ -148,3 +148,101 @@ def test_crlf_and_no_final_newline_survive_a_written_migration(tmp_path: Path) -
     assert b"  - ./gpu-claim-templates/ks.yaml" in listed.splitlines()
     assert not load_repo([root]).errors
     assert run_check([root]).exit_code == 0
+
+
+def _ks_docs(root: Path, rel: str) -> dict[str, object]:
+    (doc,) = [d for d in yaml.safe_load_all((root / rel).read_text()) if d]
+    assert isinstance(doc, dict)
+    return doc
+
+
+def test_each_consumer_waits_for_its_namespaces_claim_template(tmp_path: Path) -> None:
+    root = tmp_path / "homelab-repo"
+    shutil.copytree(ROOT / "examples" / "homelab-repo", root)
+    migrate(root, Options(to="dra"), write=True)
+    tmpl = _ks_docs(root, "kubernetes/apps/media/gpu-claim-templates/ks.yaml")
+    meta = tmpl["metadata"]
+    assert isinstance(meta, dict)
+    rct = root / "kubernetes/apps/media/gpu-claim-templates/app/resourceclaimtemplate.yaml"
+    (template,) = [d for d in yaml.safe_load_all(rct.read_text()) if d]
+    for app in ("jellyfin", "plex", "tdarr", "pinchflat", "dispatcharr", "whisper"):
+        hr = _ks_docs(root, f"kubernetes/apps/media/{app}/app/helmrelease.yaml")
+        claims = hr["spec"]["values"]["defaultPodOptions"]["resourceClaims"]  # type: ignore[index]
+        assert {c["resourceClaimTemplateName"] for c in claims} == {template["metadata"]["name"]}
+        ks = _ks_docs(root, f"kubernetes/apps/media/{app}/ks.yaml")
+        deps = ks["spec"]["dependsOn"]  # type: ignore[index]
+        assert {"name": meta["name"]} in deps or {
+            "name": meta["name"],
+            "namespace": meta["namespace"],
+        } in deps
+
+
+def test_a_consumer_that_does_not_wait_for_its_template_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "homelab-repo"
+    shutil.copytree(ROOT / "examples" / "homelab-repo", root)
+    repo, texts, files = read_repository(root)
+    plan = plan_migration(repo, texts, files, Options(to="dra"))
+    changes = apply_plan(plan, texts)
+    ks = "kubernetes/apps/media/plex/ks.yaml"
+    # The dependsOn the plan adds, taken back out: plex's pods could start before the template.
+    changes[ks] = texts[ks]
+    with pytest.raises(InputError) as err:
+        verify(root, repo, plan, changes, Options(to="dra"))
+    assert str(err.value).startswith(f"{ks}:")
+    assert "plex" in str(err.value) and "ResourceClaimTemplate" in str(err.value)
+
+
+SHARED_KS = """\
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: shared-gpu
+  namespace: media
+spec:
+  targetNamespace: media
+  path: ./kubernetes/apps/media/shared-gpu/app
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+    namespace: flux-system
+  interval: 1h
+"""
+SHARED_RCT = """\
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata:
+  name: any-nvidia-gpu
+  namespace: media
+spec:
+  spec:
+    devices:
+      requests:
+        - name: gpu
+          exactly:
+            deviceClassName: gpu.nvidia.com
+"""
+
+
+def test_consumers_wait_for_a_template_the_namespace_already_has(tmp_path: Path) -> None:
+    root = tmp_path / "homelab-repo"
+    shutil.copytree(ROOT / "examples" / "homelab-repo", root)
+    media = root / "kubernetes/apps/media"
+    (media / "shared-gpu/app").mkdir(parents=True)
+    (media / "shared-gpu/ks.yaml").write_text(SHARED_KS)
+    (media / "shared-gpu/app/resourceclaimtemplate.yaml").write_text(SHARED_RCT)
+    (media / "shared-gpu/app/kustomization.yaml").write_text(
+        "---\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        "resources:\n  - ./resourceclaimtemplate.yaml\n"
+    )
+    listing = media / "kustomization.yaml"
+    listing.write_text(listing.read_text() + "  - ./shared-gpu/ks.yaml\n")
+    migrate(root, Options(to="dra"), write=True)
+    assert not (media / "gpu-claim-templates").exists()
+    name = yaml.safe_load(SHARED_KS)["metadata"]["name"]
+    for app in ("jellyfin", "plex", "tdarr", "pinchflat", "dispatcharr", "whisper"):
+        deps = _ks_docs(root, f"kubernetes/apps/media/{app}/ks.yaml")["spec"]["dependsOn"]  # type: ignore[index]
+        assert {"name": name} in deps
+    assert run_check([root]).exit_code == 0

@@ -19,7 +19,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import ReusedAnchorWarning, YAMLError
 
 from gpushift._errors import InputError
-from gpushift.gitops import Repo, SharingSummary, Summary, load_repo, summarize
+from gpushift.gitops import KsRef, Repo, SharingSummary, Summary, load_repo, summarize
 from gpushift.migrate._common import Options
 from gpushift.migrate._plan import Plan
 from gpushift.reports import Severity
@@ -71,6 +71,7 @@ def verify(
             "promised; nothing was written",
             path=where,
         )
+    _templates_come_first(before, after)
     # What check would call an error in the migrated tree and not in the tree as it is.
     old = {(f.rule, f.object) for f in check_repo(before) if f.severity is Severity.ERROR}
     for f in check_repo(after):
@@ -80,6 +81,53 @@ def verify(
                 "written",
                 path=f.path,
                 line=f.line,
+            )
+
+
+def _templates_come_first(before: Repo, after: Repo) -> None:
+    """Each pod's claim template is applied by its own Kustomization or one it waits for
+    (dependsOn, transitively): a pod created first fails until the template exists."""
+    had = {
+        (w.namespace, w.name, pc.template)
+        for w in before.workloads
+        for pc in w.pod.resource_claims
+        if pc.template
+    }
+    by_ref = {k.ref: k for k in after.kustomizations}
+
+    def waits_for(start: KsRef, goal: KsRef) -> bool:
+        seen: set[KsRef] = set()
+        todo = [start]
+        while todo:
+            ref = todo.pop()
+            if ref == goal:
+                return True
+            if ref in seen or ref not in by_ref:
+                continue
+            seen.add(ref)
+            todo += [KsRef(d.namespace, d.name) for d in by_ref[ref].depends_on]
+        return False
+
+    for w in after.workloads:
+        if not w.active or w.origin.kustomization is None:
+            continue
+        for pc in w.pod.resource_claims:
+            if not pc.template or (w.namespace, w.name, pc.template) in had:
+                continue
+            homes = [
+                c.obj.kustomization
+                for c in after.claims
+                if c.template and c.active and c.name == pc.template and c.namespace == w.namespace
+            ]
+            if any(h is not None and waits_for(w.origin.kustomization, h) for h in homes):
+                continue
+            ks = by_ref.get(w.origin.kustomization)
+            raise InputError(
+                f"{w.kind} {w.namespace}/{w.name} would use ResourceClaimTemplate {pc.template}, "
+                "but its Kustomization does not wait for the one that creates it in "
+                f"{w.namespace}; nothing was written",
+                path=ks.source.path if ks is not None else w.origin.source.path,
+                line=ks.source.line if ks is not None else w.origin.source.line,
             )
 
 
