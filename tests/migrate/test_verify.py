@@ -246,3 +246,16 @@ def test_consumers_wait_for_a_template_the_namespace_already_has(tmp_path: Path)
         deps = _ks_docs(root, f"kubernetes/apps/media/{app}/ks.yaml")["spec"]["dependsOn"]  # type: ignore[index]
         assert {"name": name} in deps
     assert run_check([root]).exit_code == 0
+
+
+@pytest.mark.parametrize(("sharing", "want"), [(3, "consumableShares: 3"), (1, None)])
+def test_sharing_asked_for_is_the_promise(tmp_path: Path, sharing: int, want: str | None) -> None:
+    root = tmp_path / "homelab-repo"
+    shutil.copytree(ROOT / "examples" / "homelab-repo", root)
+    migrate(root, Options(to="dra", sharing=sharing), write=True)
+    values = yaml.safe_load((root / DRA).read_text())["spec"]["values"]
+    if want is None:
+        assert values.get("consumableShares") in (None, 1, "1", "disabled")
+    else:
+        assert f"consumableShares: {values['consumableShares']}" == want
+    assert run_check([root]).exit_code == 0

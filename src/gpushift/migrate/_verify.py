@@ -165,7 +165,8 @@ def _load_after(root: Path, changes: Mapping[str, str | None]) -> Repo:
 def capacity(sharing: SharingSummary) -> Capacity:
     """How many pods one card serves, as the summary says."""
     if sharing.mode in ("time-slicing", "consumable-shares") and sharing.replicas:
-        return ("shares", sharing.replicas)
+        # One share per card is one pod per card: exclusive, as the device plugin would be.
+        return ("shares", sharing.replicas) if sharing.replicas > 1 else ("exclusive", None)
     return (str(sharing.mode), None)
 
 
