@@ -35,8 +35,8 @@ Reads the repository with the GitOps model, plans every edit (file, path in the 
 value, new value, reason) and applies them with ruamel.yaml round trips: comments, quotes, key
 order, flow style, anchors and document markers are kept, and only the changed lines differ.
 Without --write it prints the unified diff (git apply takes it) and a summary of what changed
-and what needs a person. --write first reads the result back (every file must parse; one
-allocator, the same consumers, the promised capacity per card, no new check error) and then
+and what needs a person. Either way the result is read back first (every file must parse; one
+allocator, the same consumers, the promised capacity per card, no new check error); --write then
 applies every file or none. See docs/migrate.md.
 """
 

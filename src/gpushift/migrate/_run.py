@@ -97,15 +97,17 @@ def migrate(path: str | Path, options: Options, *, write: bool = False) -> Resul
     """Plan the migration of the repository at ``path``; with ``write``, apply it.
 
     Everything is planned and applied in memory first, so a refusal (InputError) leaves every
-    file as it was; the write itself is all files or none. Before a write, the result is read
-    back (``verify``): every new text must parse and the migrated tree must run one allocator,
-    the one asked for, with the same consumers and the promised capacity per card.
+    file as it was; the write itself is all files or none. Before a diff or a write, the
+    result is read back (``verify``): every new text must parse and the migrated tree must run
+    one allocator, the one asked for, with the same consumers and the promised capacity per
+    card.
     """
     root = Path(path)
     repo, texts, files = read_repository(root)
     plan = plan_migration(repo, texts, files, options)
     changes = apply_plan(plan, texts)
-    if write and not plan.empty:
+    if not plan.empty:
+        # The diff shown is the diff --write would write: both refuse a broken result.
         verify(root, repo, plan, changes, options)
     before = {p: texts[p] for p in changes if p in texts}
     after = {p: t for p, t in changes.items() if t is not None}
