@@ -75,6 +75,49 @@ def test_no_talos_no_driver_root_rule(check: Any, kit: Any) -> None:
     assert "driver-root-mismatch" not in kit.ids(found)
 
 
+def _dra(root: str | None) -> str:
+    line = f"nvidiaDriverRoot: {root}\n" if root is not None else ""
+    return "gpuResourcesEnabledOverride: true\n" + line
+
+
+def _line_of(text: str, needle: str) -> int:
+    return next(i for i, x in enumerate(text.splitlines(), 1) if needle in x)
+
+
+def test_off_talos_the_operator_install_dir_is_where_the_driver_is(check: Any, kit: Any) -> None:
+    op = kit.helm_release(
+        "gpu-operator",
+        "gpu-operator",
+        QUIET_OFF + "driver:\n  enabled: false\nhostPaths:\n  driverInstallDir: /opt/nvidia\n",
+    )
+    dra = kit.helm_release("dra", "dra-driver-nvidia-gpu", _dra("/"))
+    found = check({"op.yaml": op, "dra.yaml": dra})
+    (f,) = (f for f in found if f.rule == "driver-root-mismatch")
+    assert (f.path, f.line) == ("dra.yaml", _line_of(dra, "nvidiaDriverRoot"))
+    assert "/opt/nvidia" in f.message and "op.yaml" in f.message
+    # The same root on both sides: nothing to say.
+    dra = kit.helm_release("dra", "dra-driver-nvidia-gpu", _dra("/opt/nvidia/"))
+    assert "driver-root-mismatch" not in kit.ids(check({"op.yaml": op, "dra.yaml": dra}))
+
+
+def test_off_talos_chart_defaults_say_nothing(check: Any, kit: Any) -> None:
+    # No install dir, no plugin root, no Talos: the tree does not say where the driver is.
+    op = kit.helm_release("gpu-operator", "gpu-operator", QUIET_OFF)
+    dra = kit.helm_release("dra", "dra-driver-nvidia-gpu", _dra("/opt/elsewhere"))
+    assert "driver-root-mismatch" not in kit.ids(check({"op.yaml": op, "dra.yaml": dra}))
+
+
+def test_off_talos_the_standalone_plugin_root_is_where_the_driver_is(check: Any, kit: Any) -> None:
+    plugin = kit.helm_release(
+        "nvdp", "nvidia-device-plugin", "nvidiaDriverRoot: /run/nvidia/driver\n"
+    )
+    dra = kit.helm_release("dra", "dra-driver-nvidia-gpu", _dra("/"))
+    found = check({"nvdp.yaml": plugin, "dra.yaml": dra})
+    assert kit.only(found, "driver-root-mismatch") == [
+        ("dra.yaml", _line_of(dra, "nvidiaDriverRoot"))
+    ]
+
+
 RUNTIME_POD = """
 runtimeClassName: nvidia
 containers:

@@ -35,12 +35,15 @@ Reads the repository with the GitOps model, plans every edit (file, path in the 
 value, new value, reason) and applies them with ruamel.yaml round trips: comments, quotes, key
 order, flow style, anchors and document markers are kept, and only the changed lines differ.
 Without --write it prints the unified diff (git apply takes it) and a summary of what changed
-and what needs a person. --write applies every file or none. See docs/migrate.md.
+and what needs a person. Either way the result is read back first (every file must parse; one
+allocator, the same consumers, the promised capacity per card, no new check error); --write then
+applies every file or none. See docs/migrate.md.
 """
 
 _EPILOG = (
     "Exit codes: 0 nothing to do, or written; 1 a diff was shown; 2 bad input, or a structure "
-    "gpushift will not edit (named by file and line; nothing is written)."
+    "gpushift will not edit, or a result that breaks the plan's promise (named by file and line; "
+    "nothing is written)."
 )
 
 

@@ -15,6 +15,7 @@ from gpushift.migrate._plan import Plan
 from gpushift.migrate._to_device_plugin import plan_to_device_plugin
 from gpushift.migrate._to_dra import plan_to_dra
 from gpushift.migrate._to_gpucluster import plan_to_gpucluster
+from gpushift.migrate._verify import verify
 from gpushift.migrate._writer import apply_plan, write_files
 from gpushift.render import diff_trees
 
@@ -74,7 +75,8 @@ def read_repository(path: str | Path) -> tuple[Repo, dict[str, str], frozenset[s
             files.add(rel)
             if name.endswith(_YAML_SUFFIXES):
                 try:
-                    texts[rel] = full.read_text(encoding="utf-8")
+                    # Bytes, not read_text: universal newlines would turn CRLF into LF.
+                    texts[rel] = full.read_bytes().decode("utf-8")
                 except (OSError, UnicodeDecodeError) as err:
                     raise InputError(f"cannot read: {err}", path=rel) from None
     return load_repo([root]), texts, frozenset(files)
@@ -95,12 +97,18 @@ def migrate(path: str | Path, options: Options, *, write: bool = False) -> Resul
     """Plan the migration of the repository at ``path``; with ``write``, apply it.
 
     Everything is planned and applied in memory first, so a refusal (InputError) leaves every
-    file as it was; the write itself is all files or none.
+    file as it was; the write itself is all files or none. Before a diff or a write, the
+    result is read back (``verify``): every new text must parse and the migrated tree must run
+    one allocator, the one asked for, with the same consumers and the promised capacity per
+    card.
     """
     root = Path(path)
     repo, texts, files = read_repository(root)
     plan = plan_migration(repo, texts, files, options)
     changes = apply_plan(plan, texts)
+    if not plan.empty:
+        # The diff shown is the diff --write would write: both refuse a broken result.
+        verify(root, repo, plan, changes, options)
     before = {p: texts[p] for p in changes if p in texts}
     after = {p: t for p, t in changes.items() if t is not None}
     diff = diff_trees(before, after)

@@ -58,6 +58,8 @@ class Layout:
     talos: bool
     preinstalled_driver: bool
     source: tuple[str, str, str]
+    #: Where the driver is on the nodes, as the tree says (None: the platform's default).
+    driver_root: str | None = None
 
 
 def _config(
@@ -73,6 +75,7 @@ def _config(
         {
             "talos": layout.talos,
             "preinstalledDriver": layout.preinstalled_driver,
+            "driverRoot": layout.driver_root,
             "gpuNamespace": layout.gpu_namespace,
             "appsPath": "./" + layout.apps,
             "source": {"kind": kind, "name": name, "namespace": ns},

@@ -44,6 +44,7 @@ from gpushift.migrate._common import (
 from gpushift.migrate._plan import ABSENT, Plan
 from gpushift.rules import (
     DEFAULT_KUBERNETES_VERSION,
+    driver_location,
     parse_kubernetes_version,
     repo_preemption_hazards,
 )
@@ -144,6 +145,7 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
         if operator
         else True,
         source=source,
+        driver_root=_driver_root(repo, old),
     )
 
     consumers = [c for c in summary.consumers if c.request == "extended"]
@@ -199,6 +201,8 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
     else:
         _standalone(b, repo, old, ks, options=options)
 
+    for ns in sorted(set(converted) - set(namespaces)):
+        _wait_for_template(b, repo, ns, converted[ns], template=options.template)
     for ns in namespaces:
         claim_templates(
             b,
@@ -220,6 +224,21 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
         "the DRA kubelet plugin advertises its GPUs (gpushift cutover, docs/migrate.md)"
     )
     return b.plan()
+
+
+def _driver_root(repo: Repo, old: HelmRelease) -> str:
+    """The DRA driver's nvidiaDriverRoot: where the tree puts the driver (docs/migrate.md).
+
+    Talos puts it under /usr/local (the operator's hostPaths.driverInstallDir is edited to
+    agree); else the operator's driverInstallDir or the standalone plugin's nvidiaDriverRoot as
+    written, /run/nvidia/driver when the operator installs the driver, / for a driver on the host.
+    """
+    where = driver_location(repo)
+    if where is not None:
+        return where.root
+    if old.chart == "gpu-operator" and truthy(old.value("driver", "enabled"), default=True):
+        return OPERATOR_DRIVER_DIR
+    return "/"
 
 
 def bridged_cannot_ask_for_memory(consumers: tuple[Consumer, ...]) -> None:
@@ -676,6 +695,42 @@ def dcgm_chart(b: Builder, w: Workload) -> None:
 
 
 # -- claim templates -------------------------------------------------------------------------------
+
+
+def _wait_for_template(
+    b: Builder, repo: Repo, ns: str, workloads: list[Workload], *, template: str
+) -> None:
+    """The namespace already has the claim template: its consumers' Kustomizations wait for the
+    one that applies it, as they would for a new one."""
+    home = next(
+        (
+            cl.obj.kustomization
+            for cl in repo.claims
+            if cl.template and cl.name == template and cl.namespace == ns
+        ),
+        None,
+    )
+    if home is None:
+        return
+    seen: set[str] = set()
+    for w in workloads:
+        cks = repo.kustomization(w.origin.kustomization)
+        if cks is None or cks.ref == home or cks.source.path in seen:
+            continue
+        seen.add(cks.source.path)
+        if any(d.name == home.name and d.namespace == home.namespace for d in cks.depends_on):
+            continue
+        entry = {"name": home.name}
+        if cks.namespace != home.namespace:
+            entry["namespace"] = home.namespace
+        b.edit(
+            cks.source.path,
+            cks.source.doc,
+            ("spec", "dependsOn"),
+            "append",
+            new=entry,
+            reason=f"its pods' claim template {template} must exist before they are created",
+        )
 
 
 def claim_templates(

@@ -66,7 +66,28 @@ def apply_plan(plan: Plan, texts: Mapping[str, str]) -> dict[str, str | None]:
 
 
 def edit_text(text: str, edits: Iterable[Edit], *, display: str) -> str:
-    """``text`` with ``edits`` applied; lines no edit changes stay byte for byte."""
+    """``text`` with ``edits`` applied; lines no edit changes stay byte for byte.
+
+    The file's line ends (LF or CRLF) and whether its last line ends in one are kept: the edit is
+    made on LF text that ends in a newline, and the result is given the file's own ends back. A
+    file that mixes LF and CRLF is refused.
+    """
+    crlf = "\r\n" in text
+    if crlf and text.replace("\r\n", "").count("\n"):
+        raise InputError(
+            "the file mixes LF and CRLF line ends; make them one kind first", path=display
+        )
+    plain = text.replace("\r\n", "\n") if crlf else text
+    final_newline = plain.endswith("\n") or not plain
+    if not final_newline:
+        plain += "\n"
+    out = _edit_lf(plain, edits, display=display)
+    if not final_newline and out.endswith("\n"):
+        out = out[:-1]
+    return out.replace("\n", "\r\n") if crlf else out
+
+
+def _edit_lf(text: str, edits: Iterable[Edit], *, display: str) -> str:
     yaml = _yaml()
     try:
         with warnings.catch_warnings():
@@ -82,12 +103,24 @@ def edit_text(text: str, edits: Iterable[Edit], *, display: str) -> str:
         line = mark.line + 1 if mark is not None else None
         raise InputError(f"cannot edit this YAML: {err}", path=display, line=line) from None
     merged = _merge(text.splitlines(keepends=True), base, new)
-    if merged is None:
+    if merged is None or not _reads_as(yaml, "".join(merged), docs):
         raise InputError(
             "cannot make this edit without reformatting lines around it; edit it by hand",
             path=display,
         )
     return "".join(merged)
+
+
+def _reads_as(yaml: YAML, text: str, docs: list[Any]) -> bool:
+    """Whether ``text`` parses to the edited documents (the line merge can misplace a line that
+    ruamel indents differently from the file)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ReusedAnchorWarning)
+            again = list(yaml.load_all(text))
+    except YAMLError:
+        return False
+    return bool(_plain(again) == _plain(docs))
 
 
 def _dump(yaml: YAML, docs: list[Any], text: str) -> list[str]:

@@ -10,6 +10,7 @@ cutover's preflight and the verdict too).
 
 from __future__ import annotations
 
+from gpushift.rules._platform import DriverLocation, driver_location
 from gpushift.rules._preemption import (
     DEFAULT_KUBERNETES_VERSION,
     PreemptionHazard,
@@ -27,12 +28,14 @@ __all__ = [
     "DOCS_PATH",
     "FAMILIES",
     "RULES",
+    "DriverLocation",
     "PreemptionHazard",
     "Ranked",
     "Report",
     "Reports",
     "Rule",
     "check_repo",
+    "driver_location",
     "lacks_dra_preemption",
     "parse_kubernetes_version",
     "preemption_hazards",

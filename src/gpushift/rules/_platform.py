@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
-from gpushift.gitops import FluxKustomization, HelmRelease, truthy
+from gpushift.gitops import FluxKustomization, HelmRelease, Repo, truthy
 from gpushift.reports import Finding, Severity
 from gpushift.rules._context import (
     DRA_DRIVER_ROOT_DEFAULT,
@@ -25,6 +26,51 @@ def _norm(path: object) -> str:
     return text.rstrip("/") or "/"
 
 
+@dataclass(frozen=True, slots=True)
+class DriverLocation:
+    """Where the tree says the NVIDIA driver is on the nodes, and what says so."""
+
+    root: str
+    why: str
+    talos: bool = False
+
+
+def driver_location(repo: Repo) -> DriverLocation | None:
+    """Where the NVIDIA driver is, read from the tree; None when the tree does not say.
+
+    In order: Talos (its extension puts the driver under /usr/local), a deployed gpu-operator's
+    ``hostPaths.driverInstallDir`` (or a top-level ``driverInstallDir``) as written, then a
+    standalone device plugin's ``nvidiaDriverRoot`` as written. Chart defaults are not evidence.
+    """
+    if repo.talos:
+        evidence = repo.talos[0]
+        return DriverLocation(
+            TALOS_DRIVER_ROOT,
+            f"Talos detected ({evidence.reason}, {evidence.source.path})",
+            talos=True,
+        )
+    operators = repo.releases("gpu-operator")
+    for op in operators:
+        for keys in (("hostPaths", "driverInstallDir"), ("driverInstallDir",)):
+            if op.is_set(*keys):
+                return DriverLocation(
+                    _norm(op.user_value(*keys)),
+                    f"gpu-operator's {'.'.join(keys)} "
+                    f"({op.values_source.path}:{op.line_of(*keys)})",
+                )
+    plugins = sorted(
+        repo.releases("nvidia-device-plugin", active=False), key=lambda h: not h.active
+    )
+    for hr in plugins:
+        if hr.is_set("nvidiaDriverRoot"):
+            return DriverLocation(
+                _norm(hr.user_value("nvidiaDriverRoot")),
+                f"the device plugin's nvidiaDriverRoot "
+                f"({hr.values_source.path}:{hr.line_of('nvidiaDriverRoot')})",
+            )
+    return None
+
+
 def check(*, ctx: Context) -> Iterator[Finding]:
     """driver-root-mismatch, runtimeclass-missing and dependency-order."""
     yield from _driver_root(ctx)
@@ -34,6 +80,7 @@ def check(*, ctx: Context) -> Iterator[Finding]:
 
 def _driver_root(ctx: Context) -> Iterator[Finding]:
     if not ctx.repo.talos:
+        yield from _driver_root_elsewhere(ctx)
         return
     evidence = ctx.repo.talos[0]
     why = f"Talos detected ({evidence.reason}, {evidence.source.path})"
@@ -69,6 +116,26 @@ def _driver_root(ctx: Context) -> Iterator[Finding]:
                     f"{why}: hostPaths.driverInstallDir is {path}, but Talos installs the NVIDIA "
                     f"driver under {TALOS_DRIVER_ROOT} (Talos docs: driver.enabled=false, "
                     f"toolkit.enabled=false, hostPaths.driverInstallDir={TALOS_DRIVER_ROOT})"
+                ),
+            )
+
+
+def _driver_root_elsewhere(ctx: Context) -> Iterator[Finding]:
+    # Off Talos the tree can still say where the driver is: the DRA driver must look there.
+    where = driver_location(ctx.repo)
+    if where is None:
+        return
+    for driver in ctx.drivers:
+        root = _norm(driver.value("nvidiaDriverRoot", default=DRA_DRIVER_ROOT_DEFAULT))
+        if root != where.root:
+            yield ctx.about(
+                "driver-root-mismatch",
+                driver,
+                line=driver.line_of("nvidiaDriverRoot"),
+                msg=(
+                    f"nvidiaDriverRoot is {root}, but the driver is under {where.root} by "
+                    f"{where.why}; the kubelet plugin's prestart waits forever for nvidia-smi "
+                    "and libnvidia-ml.so.1"
                 ),
             )
 

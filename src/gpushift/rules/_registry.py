@@ -85,7 +85,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "driver-root-mismatch",
         _E,
-        "On Talos the NVIDIA driver root must be /usr/local.",
+        "The driver root the DRA driver or gpu-operator uses is not where the tree puts the "
+        "NVIDIA driver (/usr/local on Talos).",
     ),
     Rule(
         "claim-template-missing",
