@@ -51,6 +51,7 @@ from gpushift.flux import (
 from gpushift.gitops import _argocd, _crd_consumers, _modelpool, _pods
 from gpushift.gitops._bodies import HelmReleaseSpec, KustomizationSpec
 from gpushift.gitops._charts import chart_defaults, chart_identity
+from gpushift.gitops._distribution import distribution_evidence
 from gpushift.gitops._model import (
     ChartId,
     Claim,
@@ -247,6 +248,7 @@ def _load(paths: Sequence[str | Path]) -> Repo:
         errors=tuple(state.errors),
         model_pools=model_pools,
         unexpanded_generators=tuple(state.unexpanded),
+        distribution=distribution_evidence(objects, releases),
     )
 
 

@@ -646,6 +646,16 @@ class TalosEvidence:
 
 
 @dataclass(frozen=True, slots=True)
+class DistributionEvidence:
+    """A sign that the cluster runs k3s or RKE2 (``name``: ``k3s``, ``RKE2`` or
+    ``k3s or RKE2``), with what was seen and where."""
+
+    name: str
+    reason: str
+    source: Source
+
+
+@dataclass(frozen=True, slots=True)
 class UnexpandedGenerator:
     """An ApplicationSet generator whose parameters come from outside the repository (an SCM
     provider, pull requests, a cluster decision resource, a plugin): the applications it
@@ -693,6 +703,8 @@ class Repo:
     model_pools: tuple[ModelPool, ...] = ()
     #: ApplicationSet generators that cannot be expanded offline.
     unexpanded_generators: tuple[UnexpandedGenerator, ...] = ()
+    #: Signs of a k3s or RKE2 cluster (see ``gitops._distribution``).
+    distribution: tuple[DistributionEvidence, ...] = ()
 
     def find(self, kind: str, name: str, namespace: str | None = None) -> tuple[Manifest, ...]:
         """Objects of ``kind`` named ``name`` (in ``namespace`` when given)."""
