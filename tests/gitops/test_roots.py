@@ -122,3 +122,17 @@ def test_cluster_root_reading_its_own_repository_under_another_name(tmp_path: Pa
         "jellyfin": ("tv", True),
         "plex": ("media", False),
     }
+
+
+def test_kustomization_syncing_only_its_own_directory_is_no_cluster_root(tmp_path: Path) -> None:
+    # plex's ks.yaml syncs the directory it is written in, which holds no other Kustomization,
+    # and media/kustomization.yaml leaves it out: it stays switched off, not a root.
+    files = {
+        **APPS,
+        "apps/media/kustomization.yaml": kustomization("./jellyfin/ks.yaml"),
+        "apps/media/plex/ks.yaml": ks("plex", "./apps/media/plex"),
+    }
+    repo = load_repo([write(tmp_path, files)])
+    assert not repo.cluster_root
+    assert {w.name: w.active for w in repo.workloads} == {"jellyfin": True, "plex": False}
+    assert [o.name for o in repo.taken_roots] == ["jellyfin"]

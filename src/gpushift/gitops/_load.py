@@ -524,7 +524,11 @@ def _self_sync(state: _State, d: Doc) -> bool:
     directory = _resolve_path(state, str(_dict(d.data.get("spec")).get("path") or "."))
     if directory is None or directory == "." or not _under(d.rel, directory):
         return False
-    return any(_is_flux_ks(i.data) and i.doc is not d for i in state.builder.build(directory))
+    own = (d.rel, d.index, d.keys)
+    return any(
+        _is_flux_ks(i.data) and (i.doc.rel, i.doc.index, i.doc.keys) != own
+        for i in state.builder.build(directory)
+    )
 
 
 def _is_root_kind(body: Mapping[str, Any]) -> bool:
@@ -537,7 +541,9 @@ def _is_root_kind(body: Mapping[str, Any]) -> bool:
     )
 
 
-def _has_cluster_root(state: _State, ks_paths: Mapping[str, object]) -> bool:
+def _has_cluster_root(
+    state: _State, ks_paths: Mapping[str, list[tuple[Doc, dict[str, Any]]]]
+) -> bool:
     """Whether the tree holds what a whole cluster is synced from: the Kustomization
     ``flux bootstrap`` creates (flux-system), flux-operator's FluxInstance, or a Flux
     Kustomization whose path deploys other Flux Kustomizations (``cluster-apps``). Argo CD
@@ -548,9 +554,12 @@ def _has_cluster_root(state: _State, ks_paths: Mapping[str, object]) -> bool:
                 return True
             if _is_flux_ks(d.data) and _dict(d.data.get("metadata")).get("name") == "flux-system":
                 return True
-    return any(
-        _is_flux_ks(i.data) for directory in ks_paths for i in state.builder.build(directory)
-    )
+    for directory, readers in ks_paths.items():
+        own = {(d.rel, d.index, d.keys) for d, _ in readers}
+        for i in state.builder.build(directory):
+            if _is_flux_ks(i.data) and (i.doc.rel, i.doc.index, i.doc.keys) not in own:
+                return True
+    return False
 
 
 def _chart_template(tree: Tree, rel: str) -> bool:
