@@ -11,7 +11,7 @@ from pathlib import Path
 from tests.gitops.test_repo import POD, ks, kustomization, write
 
 from gpushift.gitops import load_repo, summarize
-from gpushift.rules._summary_text import format_summary
+from gpushift.rules import run_check
 
 GIT_REPOSITORY = """
 apiVersion: source.toolkit.fluxcd.io/v1
@@ -40,11 +40,10 @@ def test_partial_tree_takes_unreferenced_kustomizations_as_roots(tmp_path: Path)
         ("Kustomization", "plex"),
     ]
     assert {w.name: w.active for w in repo.workloads} == {"jellyfin": True, "plex": True}
-    summary = summarize(repo)
-    assert {c.name for c in summary.consumers} == {"jellyfin", "plex"}
+    assert {c.name for c in summarize(repo).consumers} == {"jellyfin", "plex"}
     assert (
         "roots: 2 unreferenced Kustomizations taken as roots (no cluster root in the tree)"
-        in format_summary(summary)
+        in run_check([tmp_path]).to_text()
     )
 
 
@@ -68,7 +67,7 @@ def test_cluster_root_is_not_a_partial_tree(tmp_path: Path) -> None:
     summary = summarize(repo)
     assert summary.taken_roots == ()
     assert summary.to_dict()["roots"] == {"cluster_root": True, "taken": []}
-    assert "roots:" not in format_summary(summary)
+    assert "roots:" not in run_check([tmp_path]).to_text()
     assert {w.name: w.active for w in repo.workloads} == {"jellyfin": True, "plex": True}
 
 
@@ -88,7 +87,7 @@ def test_loose_helm_release_taken_as_a_root(tmp_path: Path) -> None:
     repo = load_repo([write(tmp_path, {"helmrelease.yaml": release})])
     assert not repo.cluster_root
     assert "roots: 1 unreferenced HelmRelease taken as a root (no cluster root in the tree)" in (
-        format_summary(summarize(repo))
+        run_check([tmp_path]).to_text()
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpushift.gitops import load_repo, summarize
 from gpushift.rules import run_check
 
 KUSTOMIZATION = (
@@ -94,8 +95,6 @@ def test_helm_chart_templates_are_not_manifests(check: Any, kit: Any) -> None:
 
 
 def test_chart_template_is_no_consumer(tmp_path: Any) -> None:
-    from gpushift.gitops import load_repo, summarize
-
     (tmp_path / "charts/local/templates").mkdir(parents=True)
     (tmp_path / "charts/local/Chart.yaml").write_text(CHART)
     (tmp_path / "charts/local/templates/pod.yaml").write_text(GPU_TEMPLATE)
