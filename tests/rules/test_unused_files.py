@@ -168,3 +168,29 @@ def test_loose_file_in_a_partial_tree_is_an_error(check: Any, kit: Any) -> None:
     assert [(f.rule, f.path, f.severity.value) for f in found] == [
         ("yaml-error", "x.yaml", "error")
     ]
+
+
+def _application(path: str) -> str:
+    return (
+        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n"
+        "  name: apps\n  namespace: argocd\nspec:\n  project: default\n  source:\n"
+        f"    repoURL: https://example.org/repo.git\n    path: {path}\n"
+        "  destination:\n    server: https://kubernetes.default.svc\n    namespace: apps\n"
+    )
+
+
+def test_argo_file_no_application_reaches_is_unused(check: Any, kit: Any) -> None:
+    found = check(
+        {"root.yaml": _application("apps"), "apps/app.yaml": APP, "scratch/old.yaml": BROKEN}
+    )
+    assert [(f.rule, f.path, f.severity.value) for f in found] == [
+        ("unused-file", "scratch/old.yaml", "warning")
+    ]
+    assert "no Argo CD Application's path reaches it" in found[0].message
+
+
+def test_argo_file_an_application_applies_is_an_error(check: Any, kit: Any) -> None:
+    found = check({"root.yaml": _application("apps"), "apps/broken.yaml": BROKEN})
+    assert [(f.rule, f.path, f.severity.value) for f in found] == [
+        ("yaml-error", "apps/broken.yaml", "error")
+    ]

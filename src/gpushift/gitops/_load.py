@@ -149,6 +149,8 @@ class _State:
     unexpanded: list[UnexpandedGenerator] = field(default_factory=list)
     #: The sources of other repositories the tree defines (see ``_foreign_sources``).
     foreign: frozenset[tuple[str, str]] = frozenset()
+    #: Directories Argo CD Applications point at (``_argo_directories``).
+    argo_paths: frozenset[str] = frozenset()
     #: Whether the tree holds a cluster root (see ``_has_cluster_root``).
     cluster_root: bool = True
     #: Flux Kustomizations, HelmReleases and Argo CD Applications nothing in the tree deploys,
@@ -410,6 +412,7 @@ def _walk_units(state: _State) -> None:
         _is_flux_ks(d.data) for docs in tree.docs.values() for d in docs
     )
     argo_dirs = _argo_directories(state)
+    state.argo_paths = frozenset(argo_dirs)
     # Argo CD applies only what its Applications point at: without Flux, a root that holds no
     # Application or ApplicationSet (the one bootstrapped by hand) is not deployed.
     argo_only = not has_flux and _has_argo(tree)
@@ -710,7 +713,6 @@ def _classify_errors(state: _State) -> list[YamlError]:
         listed.update(builder.references(directory))
         data.update(builder.data_references(directory))
     manifests = {ref for d in tree.kustomizations for ref in builder.manifest_references(d)}
-    # Argo CD directories apply files by their own globs: only Flux trees are judged by path.
     flux_rooted = state.cluster_root and not state.argo_apps
     out = []
     for err in errors:
@@ -735,6 +737,17 @@ def _classify_errors(state: _State) -> list[YamlError]:
         ]
         if flux_rooted and not covering and err.path not in listed:
             why = "no Flux Kustomization's path in the tree reaches it"
+            out.append(replace(err, unused=True, why=why))
+            continue
+        if (
+            state.argo_apps
+            and not covering
+            and err.path not in listed
+            and not any(_under(err.path, d) for d in state.argo_paths)
+        ):
+            # Argo CD applies only what its Applications point at (a directory's files, or
+            # its tree with recurse): a file below none of them is not applied.
+            why = "no Argo CD Application's path reaches it"
             out.append(replace(err, unused=True, why=why))
             continue
         # The Kustomization with the deepest path is the one that applies the file (an app's
