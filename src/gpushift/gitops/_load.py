@@ -5,7 +5,10 @@ and the kustomize files there. A root is a Flux Kustomization (or a kustomize di
 loose manifest) that nothing in the tree includes, unless a kustomization file next to it or
 in its parent directory leaves it out: that is how an app is switched off (its ``ks.yaml``
 removed or commented out of the parent ``kustomization.yaml``). A tree without any Flux
-Kustomization is one cluster: everything in it is deployed.
+Kustomization is one cluster: everything in it is deployed. Whether the tree holds a cluster
+root (flux-system, a FluxInstance, a Kustomization deploying others, Argo CD Applications) is
+recorded: without one, the summary lists what was taken as roots; with one, a file that no
+Kustomization's path reaches is not applied (its parse error is only ``unused-file``).
 
 Partial trees lack whatever sets some namespaces (the cluster root's patches, a shared
 ``transformers`` directory). A namespaced object without one takes the namespace of the
@@ -415,9 +418,10 @@ def _walk_units(state: _State) -> None:
     state.argo_paths = frozenset(argo_dirs)
     # Argo CD applies only what its Applications point at: without Flux, a root that holds no
     # Application or ApplicationSet (the one bootstrapped by hand) is not deployed.
-    argo_only = not has_flux and _has_argo(tree)
+    has_argo = _has_argo(tree)
+    argo_only = not has_flux and has_argo
     has_flux = has_flux or argo_only
-    state.cluster_root = _has_argo(tree) or _has_cluster_root(state, ks_paths)
+    state.cluster_root = has_argo or _has_cluster_root(state, ks_paths)
     referenced: set[str] = set()
     for directory in tree.kustomizations:
         referenced.update(builder.references(directory))
@@ -701,9 +705,9 @@ def _under(rel: str, directory: str) -> bool:
 def _classify_errors(state: _State) -> list[YamlError]:
     """``state.errors`` without the files that are not manifests (Helm chart templates, and
     generator data, read as text, never as YAML), with ``unused`` set for files nothing applies
-    (left out of their directory's kustomization, or, in a tree whose cluster root is a Flux
-    Kustomization, under no Kustomization's path) and ``breaks`` cleared for files only
-    undeployed Kustomizations apply."""
+    (left out of their directory's kustomization; in a tree with a Flux cluster root, under no
+    Kustomization's path; in an Argo CD tree, under no Application's path) and ``breaks``
+    cleared for files only undeployed Kustomizations apply."""
     tree, builder, errors = state.tree, state.builder, state.errors
     if not errors:
         return errors
