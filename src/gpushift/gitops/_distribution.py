@@ -17,7 +17,7 @@ What counts, in the order reported:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from gpushift.gitops._model import DistributionEvidence, HelmRelease, Manifest
@@ -76,8 +76,23 @@ def _from_plans(objects: Iterable[Manifest]) -> Iterator[DistributionEvidence]:
             )
 
 
-def _from_values(releases: Iterable[HelmRelease]) -> Iterator[DistributionEvidence]:
+def _may_name_paths(hr: HelmRelease, texts: Mapping[str, str]) -> bool:
+    """Whether a file the release's values come from mentions k3s or rke2 at all: walking
+    every value of thousands of releases costs more than looking at their files."""
+    paths = {hr.obj.source.path, *(layer.source.path for layer in hr.layers)}
+    for path in paths:
+        text = texts.get(path)
+        if text is None or "k3s" in text or "rke2" in text:
+            return True
+    return False
+
+
+def _from_values(
+    releases: Iterable[HelmRelease], texts: Mapping[str, str]
+) -> Iterator[DistributionEvidence]:
     for hr in releases:
+        if not _may_name_paths(hr, texts):
+            continue
         for keys, text in _strings(hr.user_values):
             for marker, name in _PATHS:
                 if marker in text:
@@ -98,12 +113,14 @@ def _from_helm_controller(objects: Iterable[Manifest]) -> Iterator[DistributionE
 
 
 def distribution_evidence(
-    objects: Sequence[Manifest], releases: Sequence[HelmRelease]
+    objects: Sequence[Manifest], releases: Sequence[HelmRelease], texts: Mapping[str, str]
 ) -> tuple[DistributionEvidence, ...]:
-    """Signs of k3s or RKE2 among the deployed ``objects`` and ``releases``, strongest first."""
+    """Signs of k3s or RKE2 among the deployed ``objects`` and ``releases``, strongest first.
+    ``texts`` are the files' texts by path (a release whose files do not mention k3s or rke2
+    is not walked)."""
     active = [o for o in objects if o.active]
     return (
         *_from_plans(active),
-        *_from_values(hr for hr in releases if hr.active),
+        *_from_values((hr for hr in releases if hr.active), texts),
         *_from_helm_controller(active),
     )

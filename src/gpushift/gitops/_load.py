@@ -261,7 +261,7 @@ def _load(paths: Sequence[str | Path]) -> Repo:
         errors=tuple(state.errors),
         model_pools=model_pools,
         unexpanded_generators=tuple(state.unexpanded),
-        distribution=distribution_evidence(objects, releases),
+        distribution=distribution_evidence(objects, releases, tree.texts),
         cluster_root=state.cluster_root,
         taken_roots=tuple(state.taken_roots),
     )
