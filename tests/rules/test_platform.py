@@ -217,3 +217,110 @@ def test_dependency_with_health_check(check: Any, kit: Any) -> None:
 def test_wait_true_counts_as_health_check(check: Any, kit: Any) -> None:
     found = check(stack(kit, dra_extra=DEPENDS, op_extra="  wait: true\n"))
     assert "dependency-order" not in kit.ids(found)
+
+
+def _plan(image: str) -> str:
+    """A system-upgrade-controller Plan upgrading with ``image`` (the image on line 8)."""
+    return (
+        "apiVersion: upgrade.cattle.io/v1\n"
+        "kind: Plan\n"
+        "metadata:\n"
+        "  name: server\n"
+        "spec:\n"
+        "  version: v1.33.1+k3s1\n"
+        "  upgrade:\n"
+        f"    image: {image}\n"
+    )
+
+
+def _rc_findings(check: Any, kit: Any, extra: dict[str, str]) -> list[Any]:
+    files = {
+        "dp.yaml": kit.helm_release("ndp", "nvidia-device-plugin", "migStrategy: none"),
+        "app.yaml": kit.deployment("app", RUNTIME_POD),
+        **extra,
+    }
+    return [f for f in check(files) if f.rule == "runtimeclass-missing"]
+
+
+def test_k3s_upgrade_plan_lowers_runtime_class_missing_to_info(check: Any, kit: Any) -> None:
+    found = _rc_findings(check, kit, {"upgrade/plan.yaml": _plan("rancher/k3s-upgrade")})
+    assert [(f.path, f.line, f.severity.value) for f in found] == [("app.yaml", 11, "info")]
+    # The evidence is named with its file and line (the image is on line 8 of the Plan).
+    assert "k3s detected" in found[0].message
+    assert "rancher/k3s-upgrade, upgrade/plan.yaml:8" in found[0].message
+    assert "k3s-io/k3s#8700" in found[0].message
+    assert "rejected at admission" not in found[0].message
+
+
+def test_rke2_upgrade_plan_with_registry_and_tag(check: Any, kit: Any) -> None:
+    plan = _plan("docker.io/rancher/rke2-upgrade:v1.33.1-rke2r1")
+    found = _rc_findings(check, kit, {"upgrade/plan.yaml": plan})
+    assert [f.severity.value for f in found] == ["info"]
+    assert "RKE2 detected" in found[0].message
+
+
+def test_k3s_containerd_path_in_values_is_evidence(check: Any, kit: Any) -> None:
+    # A toolkit env pointed at k3s's containerd socket, as gpu-operator's is in
+    # gelato/homecluster (here in another chart, so that no gpu-operator installs the class).
+    values = """
+    toolkit:
+      env:
+        - name: CONTAINERD_SOCKET
+          value: /run/k3s/containerd/containerd.sock
+    """
+    other = kit.helm_release("tools", "some-chart", values)
+    found = _rc_findings(check, kit, {"tools.yaml": other})
+    assert [f.severity.value for f in found] == ["info"]
+    assert "toolkit.env.0.value to /run/k3s/containerd/containerd.sock" in found[0].message
+    # values start on line 13: toolkit, env, "- name", then value on line 16.
+    assert "tools.yaml:16" in found[0].message
+
+
+def test_helm_controller_kind_says_k3s_or_rke2(check: Any, kit: Any) -> None:
+    config = (
+        "apiVersion: helm.cattle.io/v1\nkind: HelmChartConfig\nmetadata:\n"
+        "  name: traefik\n  namespace: kube-system\nspec:\n  valuesContent: ''\n"
+    )
+    found = _rc_findings(check, kit, {"traefik.yaml": config})
+    assert [f.severity.value for f in found] == ["info"]
+    assert "k3s or RKE2 detected" in found[0].message
+
+
+def test_other_upgrade_image_is_no_evidence(check: Any, kit: Any) -> None:
+    # A Plan that upgrades something else (a Talos or OS image) says nothing about k3s.
+    found = _rc_findings(check, kit, {"upgrade/plan.yaml": _plan("ghcr.io/siderolabs/installer")})
+    assert [f.severity.value for f in found] == ["warning"]
+    assert "rejected at admission" in found[0].message
+
+
+def test_k3s_does_not_vouch_for_other_runtime_class_names(check: Any, kit: Any) -> None:
+    pod = RUNTIME_POD.replace("runtimeClassName: nvidia", "runtimeClassName: nvidia-legacy")
+    files = {
+        "dp.yaml": kit.helm_release("ndp", "nvidia-device-plugin", "migStrategy: none"),
+        "app.yaml": kit.deployment("app", pod),
+        "upgrade/plan.yaml": _plan("rancher/k3s-upgrade"),
+    }
+    found = [f for f in check(files) if f.rule == "runtimeclass-missing"]
+    assert [f.severity.value for f in found] == ["warning"]
+
+
+def test_inactive_plan_is_no_evidence(check: Any, kit: Any) -> None:
+    # A Flux tree whose Plan file is left out of its directory's kustomization.yaml: the Plan
+    # is not deployed, so it says nothing about the cluster.
+    flux_root = (
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n"
+        "  name: apps\n  namespace: flux-system\nspec:\n  path: ./apps\n"
+        "  sourceRef: {kind: GitRepository, name: flux-system}\n"
+    )
+    kustomization = (
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n"
+    )
+    files = {
+        "cluster.yaml": flux_root,
+        "apps/dp.yaml": kit.helm_release("ndp", "nvidia-device-plugin", "migStrategy: none"),
+        "apps/app.yaml": kit.deployment("app", RUNTIME_POD),
+        "upgrade/kustomization.yaml": kustomization,
+        "upgrade/plan.yaml": _plan("rancher/k3s-upgrade"),
+    }
+    found = [f for f in check(files) if f.rule == "runtimeclass-missing"]
+    assert [(f.path, f.severity.value) for f in found] == [("apps/app.yaml", "warning")]

@@ -21,13 +21,18 @@ class YamlError:
 
     ``unused`` is True when nothing applies the file: its directory has a kustomization file
     that does not list it (kustomize reads only what is listed, and Flux and Argo CD build such
-    a directory with kustomize), so the error cannot break a deployment (``unused-file``).
+    a directory with kustomize), or the tree has a cluster root and no Flux Kustomization's
+    path reaches it, so the error cannot break a deployment (``unused-file``). ``breaks`` is
+    False for a file that only Kustomizations not deployed (suspended, left out) apply: the
+    error breaks them once they are. ``why`` says which case it is.
     """
 
     path: str
     line: int | None
     message: str
     unused: bool = False
+    breaks: bool = True
+    why: str = ""
 
 
 def _find_files(root: Path, paths: Sequence[str | Path]) -> Iterator[tuple[str, str]]:

@@ -5,7 +5,10 @@ and the kustomize files there. A root is a Flux Kustomization (or a kustomize di
 loose manifest) that nothing in the tree includes, unless a kustomization file next to it or
 in its parent directory leaves it out: that is how an app is switched off (its ``ks.yaml``
 removed or commented out of the parent ``kustomization.yaml``). A tree without any Flux
-Kustomization is one cluster: everything in it is deployed.
+Kustomization is one cluster: everything in it is deployed. Whether the tree holds a cluster
+root (flux-system, a FluxInstance, a Kustomization deploying others, Argo CD Applications) is
+recorded: without one, the summary lists what was taken as roots; with one, a file that no
+Kustomization's path reaches is not applied (its parse error is only ``unused-file``).
 
 Partial trees lack whatever sets some namespaces (the cluster root's patches, a shared
 ``transformers`` directory). A namespaced object without one takes the namespace of the
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import functools
 import gc
 import re
@@ -51,6 +55,7 @@ from gpushift.flux import (
 from gpushift.gitops import _argocd, _crd_consumers, _modelpool, _pods
 from gpushift.gitops._bodies import HelmReleaseSpec, KustomizationSpec
 from gpushift.gitops._charts import chart_defaults, chart_identity
+from gpushift.gitops._distribution import distribution_evidence
 from gpushift.gitops._model import (
     ChartId,
     Claim,
@@ -113,6 +118,8 @@ class _Unit:
     active: bool
     ks: FluxKustomization | None
     variables: Mapping[str, str] | None  # None: no postBuild, no substitution
+    #: A root of the walk (nothing in the tree deploys it), not a Kustomization's path.
+    root: bool = False
 
 
 @dataclass(slots=True)
@@ -145,6 +152,13 @@ class _State:
     unexpanded: list[UnexpandedGenerator] = field(default_factory=list)
     #: The sources of other repositories the tree defines (see ``_foreign_sources``).
     foreign: frozenset[tuple[str, str]] = frozenset()
+    #: Directories Argo CD Applications point at (``_argo_directories``).
+    argo_paths: frozenset[str] = frozenset()
+    #: Whether the tree holds a cluster root (see ``_has_cluster_root``).
+    cluster_root: bool = True
+    #: Flux Kustomizations, HelmReleases and Argo CD Applications nothing in the tree deploys,
+    #: taken as roots (active ones, in walk order).
+    taken_roots: list[Manifest] = field(default_factory=list)
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -217,7 +231,7 @@ def _load(paths: Sequence[str | Path]) -> Repo:
     state = _State(root, tree, builder, errors, real, foreign=_foreign_sources(tree))
     _index_data_objects(state)
     _walk_units(state)
-    state.errors[:] = _mark_unused(tree, builder, state.errors)
+    state.errors[:] = _classify_errors(state)
     objects = tuple(state.objects)
     for o in objects:
         state.index.setdefault((o.kind, o.name), []).append(o)
@@ -247,6 +261,9 @@ def _load(paths: Sequence[str | Path]) -> Repo:
         errors=tuple(state.errors),
         model_pools=model_pools,
         unexpanded_generators=tuple(state.unexpanded),
+        distribution=distribution_evidence(objects, releases, tree.texts),
+        cluster_root=state.cluster_root,
+        taken_roots=tuple(state.taken_roots),
     )
 
 
@@ -276,8 +293,9 @@ _OWN_SOURCE = "flux-system"
 
 def _foreign_sources(tree: Tree) -> frozenset[tuple[str, str]]:
     """(kind, name) of the Flux sources the tree defines for other repositories: every
-    GitRepository, OCIRepository or Bucket but ``flux-system``."""
-    return frozenset(
+    GitRepository, OCIRepository or Bucket but ``flux-system``, and but a source that is
+    the tree's own (see ``_syncs_itself``)."""
+    defined = frozenset(
         (str(d.data.get("kind")), str(_dict(d.data.get("metadata")).get("name")))
         for docs in tree.docs.values()
         for d in docs
@@ -287,6 +305,51 @@ def _foreign_sources(tree: Tree) -> frozenset[tuple[str, str]]:
         and str(d.data.get("apiVersion", "")).startswith("source.toolkit.fluxcd.io/")
         and _dict(d.data.get("metadata")).get("name") != _OWN_SOURCE
     )
+    if not defined:
+        return defined
+    return frozenset(s for s in defined if not _syncs_itself(tree, s))
+
+
+def _plain_resolve(tree: Tree, path: str) -> str | None:
+    """``_resolve_path`` without the state: leading components dropped until found."""
+    parts = norm(".", path).split("/")
+    for i in range(len(parts)):
+        cand = "/".join(parts[i:]) or "."
+        if cand in tree.dirs or cand in tree.kustomizations:
+            return cand
+    return None
+
+
+def _syncs_itself(tree: Tree, source: tuple[str, str]) -> bool:
+    """Whether ``source`` is the tree's own repository under another name than flux-system
+    (the older cluster templates' ``home-kubernetes``): a Kustomization reading it has a path
+    that holds another Kustomization reading it, as a cluster root holds ``cluster-apps``.
+    A fleet repository's Kustomization (``path: ./kubernetes`` of the other repository)
+    holds at most itself."""
+    readers: list[tuple[str, str]] = []  # (file, resolved directory)
+    for docs in tree.docs.values():
+        for d in docs:
+            if not _is_flux_ks(d.data):
+                continue
+            spec = _dict(d.data.get("spec"))
+            ref = _dict(spec.get("sourceRef"))
+            if (str(ref.get("kind", "GitRepository")), str(ref.get("name"))) != source:
+                continue
+            directory = _plain_resolve(tree, str(spec.get("path") or "."))
+            readers.append((f"{d.rel}#{d.index}", directory or ""))
+    if len(readers) < 2:
+        return False
+    files = sorted(f for f, _ in readers)
+    for own, directory in readers:
+        if not directory:
+            continue
+        prefix = "" if directory == "." else directory + "/"
+        i = bisect.bisect_left(files, prefix)
+        while i < len(files) and files[i].startswith(prefix):
+            if files[i] != own:
+                return True
+            i += 1
+    return False
 
 
 def _reads_foreign_source(data: Mapping[str, Any], foreign: frozenset[tuple[str, str]]) -> bool:
@@ -352,10 +415,13 @@ def _walk_units(state: _State) -> None:
         _is_flux_ks(d.data) for docs in tree.docs.values() for d in docs
     )
     argo_dirs = _argo_directories(state)
+    state.argo_paths = frozenset(argo_dirs)
     # Argo CD applies only what its Applications point at: without Flux, a root that holds no
     # Application or ApplicationSet (the one bootstrapped by hand) is not deployed.
-    argo_only = not has_flux and _has_argo(tree)
+    has_argo = _has_argo(tree)
+    argo_only = not has_flux and has_argo
     has_flux = has_flux or argo_only
+    state.cluster_root = has_argo or _has_cluster_root(state, ks_paths)
     referenced: set[str] = set()
     for directory in tree.kustomizations:
         referenced.update(builder.references(directory))
@@ -387,7 +453,7 @@ def _walk_units(state: _State) -> None:
             active = False
         roots.append((built, active))
     for rel, docs in sorted(tree.docs.items()):
-        if rel in covered_files or rel in referenced or not docs:
+        if rel in covered_files or rel in referenced or not docs or _chart_template(tree, rel):
             continue
         active = not has_flux or not _left_out(tree, rel, is_dir=False)
         if argo_only and not any(_argocd.is_argo(d.data) for d in docs):
@@ -395,12 +461,14 @@ def _walk_units(state: _State) -> None:
         roots.append(([Item(d, d.data) for d in docs], active))
 
     # Bootstrap roots sit inside the tree they sync, so nothing above includes them: the
-    # Kustomization that `flux bootstrap` creates (flux-system) and flux-operator's FluxInstance.
+    # Kustomization that `flux bootstrap` creates (flux-system), one that syncs the directory
+    # it is written in together with other Kustomizations (the older cluster templates'
+    # `cluster`), and flux-operator's FluxInstance.
     for rel, docs in sorted(tree.docs.items()):
         covered = rel in covered_files or rel in referenced
         for d in docs:
             name = _dict(d.data.get("metadata")).get("name")
-            if covered and _is_flux_ks(d.data) and name == "flux-system":
+            if covered and _is_flux_ks(d.data) and (name == "flux-system" or _self_sync(state, d)):
                 roots.append(([Item(d, d.data)], True))
             elif d.data.get("kind") == "FluxInstance":
                 path = _dict(_dict(d.data.get("spec")).get("sync")).get("path")
@@ -408,12 +476,14 @@ def _walk_units(state: _State) -> None:
                 if synced is not None:
                     roots.append((builder.build(synced), True))
     # Active units first, so an object reached both ways is recorded as active.
-    queue: deque[_Unit] = deque(_Unit(i, True, None, None) for i, active in roots if active)
-    pending_inactive = [_Unit(i, False, None, None) for i, active in roots if not active]
+    queue: deque[_Unit] = deque(_Unit(i, True, None, None, True) for i, active in roots if active)
+    pending_inactive = [_Unit(i, False, None, None, True) for i, active in roots if not active]
     done_ks: set[tuple[str, int, tuple[str | int, ...], str]] = set()
     while queue or pending_inactive:
         unit = queue.popleft() if queue else pending_inactive.pop(0)
         for obj in _unit_objects(state, unit):
+            if unit.root and obj.active and _is_root_kind(obj.body):
+                state.taken_roots.append(obj)
             if _argocd.is_argo(obj.body):
                 for child in _argo_units(state, obj):
                     (queue if child.active else pending_inactive).append(child)
@@ -440,7 +510,9 @@ def _walk_units(state: _State) -> None:
             (queue if child.active else pending_inactive).append(child)
 
     # Whatever no unit reached: files listed nowhere and directories no Kustomization uses.
-    for _rel, docs in sorted(tree.docs.items()):
+    for rel, docs in sorted(tree.docs.items()):
+        if _chart_template(tree, rel):
+            continue
         for d in docs:
             if (d.rel, d.index, d.keys) not in state.seen:
                 state.seen.add((d.rel, d.index, d.keys))
@@ -449,6 +521,66 @@ def _walk_units(state: _State) -> None:
                     state.objects.append(
                         _make_obj(state, Item(d, d.data), ks=None, active=False, variables=None)
                     )
+
+
+def _self_sync(state: _State, d: Doc) -> bool:
+    """Whether the Flux Kustomization ``d`` syncs a directory of this tree that holds its own
+    file and another Flux Kustomization: a cluster root that nothing above can include."""
+    if _reads_foreign_source(d.data, state.foreign):
+        return False
+    directory = _resolve_path(state, str(_dict(d.data.get("spec")).get("path") or "."))
+    if directory is None or directory == "." or not _under(d.rel, directory):
+        return False
+    own = (d.rel, d.index, d.keys)
+    return any(
+        _is_flux_ks(i.data) and (i.doc.rel, i.doc.index, i.doc.keys) != own
+        for i in state.builder.build(directory)
+    )
+
+
+def _is_root_kind(body: Mapping[str, Any]) -> bool:
+    """A Flux Kustomization, a HelmRelease or an Argo CD Application(Set): what a cluster
+    root deploys, and what is taken as a root when the tree has none."""
+    return (
+        _is_flux_ks(body)
+        or (body.get("kind") == "HelmRelease" and str(body.get("apiVersion", "")).startswith(_HELM))
+        or _argocd.is_argo(body)
+    )
+
+
+def _has_cluster_root(
+    state: _State, ks_paths: Mapping[str, list[tuple[Doc, dict[str, Any]]]]
+) -> bool:
+    """Whether the tree holds what a whole cluster is synced from: the Kustomization
+    ``flux bootstrap`` creates (flux-system), flux-operator's FluxInstance, or a Flux
+    Kustomization whose path deploys other Flux Kustomizations (``cluster-apps``). Argo CD
+    Applications are roots themselves (checked apart)."""
+    for docs in state.tree.docs.values():
+        for d in docs:
+            if d.data.get("kind") == "FluxInstance":
+                return True
+            if _is_flux_ks(d.data) and _dict(d.data.get("metadata")).get("name") == "flux-system":
+                return True
+    for directory, readers in ks_paths.items():
+        own = {(d.rel, d.index, d.keys) for d, _ in readers}
+        for i in state.builder.build(directory):
+            if _is_flux_ks(i.data) and (i.doc.rel, i.doc.index, i.doc.keys) not in own:
+                return True
+    return False
+
+
+def _chart_template(tree: Tree, rel: str) -> bool:
+    """Whether ``rel`` is under a Helm chart's ``templates/`` (a ``Chart.yaml`` beside that
+    directory): Helm renders it with the chart's values, so it is no manifest of its own."""
+    if "templates/" not in rel:
+        return False
+    parts = rel.split("/")
+    for i, part in enumerate(parts[:-1]):
+        if part == "templates":
+            chart = "/".join(parts[:i])
+            if (f"{chart}/Chart.yaml" if chart else "Chart.yaml") in tree.texts:
+                return True
+    return False
 
 
 def _has_argo(tree: Tree) -> bool:
@@ -566,9 +698,17 @@ def _chart_release(c: _argocd.ChartSource) -> HelmRelease:
     )
 
 
-def _mark_unused(tree: Tree, builder: KustomizeBuilder, errors: list[YamlError]) -> list[YamlError]:
-    """``errors`` with ``unused`` set for files their directory's kustomization leaves out,
-    and without the files that are only generator data (read as text, never as YAML)."""
+def _under(rel: str, directory: str) -> bool:
+    return directory == "." or rel.startswith(directory + "/")
+
+
+def _classify_errors(state: _State) -> list[YamlError]:
+    """``state.errors`` without the files that are not manifests (Helm chart templates, and
+    generator data, read as text, never as YAML), with ``unused`` set for files nothing applies
+    (left out of their directory's kustomization; in a tree with a Flux cluster root, under no
+    Kustomization's path; in an Argo CD tree, under no Application's path) and ``breaks``
+    cleared for files only undeployed Kustomizations apply."""
+    tree, builder, errors = state.tree, state.builder, state.errors
     if not errors:
         return errors
     listed: set[str] = set()
@@ -577,18 +717,53 @@ def _mark_unused(tree: Tree, builder: KustomizeBuilder, errors: list[YamlError])
         listed.update(builder.references(directory))
         data.update(builder.data_references(directory))
     manifests = {ref for d in tree.kustomizations for ref in builder.manifest_references(d)}
+    flux_rooted = state.cluster_root and not state.argo_apps
     out = []
     for err in errors:
+        if _chart_template(tree, err.path):
+            continue
         if err.path in data and err.path not in manifests:
             continue
         here = parent(err.path)
         name = err.path.rsplit("/", 1)[-1]
-        unused = (
+        if (
             here in tree.kustomizations
             and name not in KUSTOMIZATION_FILES
             and err.path not in listed
-        )
-        out.append(replace(err, unused=True) if unused else err)
+        ):
+            why = "its kustomization.yaml does not list it"
+            out.append(replace(err, unused=True, why=why))
+            continue
+        covering = [
+            k
+            for k in state.kustomizations
+            if k.directory is not None and _under(err.path, k.directory)
+        ]
+        if flux_rooted and not covering and err.path not in listed:
+            why = "no Flux Kustomization's path in the tree reaches it"
+            out.append(replace(err, unused=True, why=why))
+            continue
+        if (
+            state.argo_apps
+            and not covering
+            and err.path not in listed
+            and not any(_under(err.path, d) for d in state.argo_paths)
+        ):
+            # Argo CD applies only what its Applications point at (a directory's files, or
+            # its tree with recurse): a file below none of them is not applied.
+            why = "no Argo CD Application's path reaches it"
+            out.append(replace(err, unused=True, why=why))
+            continue
+        # The Kustomization with the deepest path is the one that applies the file (an app's
+        # ks.yaml); the ones above reach it only through their kustomization files.
+        deepest = max((len(k.directory or "") for k in covering), default=0)
+        covering = [k for k in covering if len(k.directory or "") == deepest]
+        if covering and not any(k.active and not k.suspend for k in covering):
+            names = ", ".join(sorted({f"{k.namespace}/{k.name}" for k in covering}))
+            why = f"only Kustomization {names} applies it, and it is suspended or not deployed"
+            out.append(replace(err, breaks=False, why=why))
+            continue
+        out.append(err)
     return out
 
 

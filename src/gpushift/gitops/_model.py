@@ -646,6 +646,16 @@ class TalosEvidence:
 
 
 @dataclass(frozen=True, slots=True)
+class DistributionEvidence:
+    """A sign that the cluster runs k3s or RKE2 (``name``: ``k3s``, ``RKE2`` or
+    ``k3s or RKE2``), with what was seen and where."""
+
+    name: str
+    reason: str
+    source: Source
+
+
+@dataclass(frozen=True, slots=True)
 class UnexpandedGenerator:
     """An ApplicationSet generator whose parameters come from outside the repository (an SCM
     provider, pull requests, a cluster decision resource, a plugin): the applications it
@@ -693,6 +703,14 @@ class Repo:
     model_pools: tuple[ModelPool, ...] = ()
     #: ApplicationSet generators that cannot be expanded offline.
     unexpanded_generators: tuple[UnexpandedGenerator, ...] = ()
+    #: Signs of a k3s or RKE2 cluster (see ``gitops._distribution``).
+    distribution: tuple[DistributionEvidence, ...] = ()
+    #: Whether the tree holds a cluster root: the flux-system Kustomization, a FluxInstance,
+    #: a Flux Kustomization that deploys others, or Argo CD Applications.
+    cluster_root: bool = True
+    #: Deployed Flux Kustomizations, HelmReleases and Argo CD Applications that nothing in the
+    #: tree deploys: the roots the walk started from.
+    taken_roots: tuple[Manifest, ...] = ()
 
     def find(self, kind: str, name: str, namespace: str | None = None) -> tuple[Manifest, ...]:
         """Objects of ``kind`` named ``name`` (in ``namespace`` when given)."""
@@ -773,6 +791,11 @@ class Summary:
     gpu_nodes: tuple[str, ...] = ()
     #: Which DRA stack is active (None without DRA).
     dra_stack: DraStack | None = None
+    #: Whether the tree holds a cluster root (``Repo.cluster_root``).
+    cluster_root: bool = True
+    #: (kind, namespace, name) of what nothing in the tree deploys, taken as roots because
+    #: the tree holds no cluster root; empty when it does.
+    taken_roots: tuple[tuple[str, str | None, str], ...] = ()
 
     @property
     def gpu_stack(self) -> bool:
@@ -794,6 +817,10 @@ class Summary:
             "gpu_nodes": list(self.gpu_nodes),
             "device_classes": list(self.device_classes),
             "claim_templates": list(self.claim_templates),
+            "roots": {
+                "cluster_root": self.cluster_root,
+                "taken": [{"kind": k, "namespace": ns, "name": n} for k, ns, n in self.taken_roots],
+            },
         }
 
 

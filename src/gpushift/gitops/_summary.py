@@ -276,4 +276,10 @@ def summarize(repo: Repo) -> Summary:
         parked=tuple(parked),
         gpu_nodes=tuple(sorted(nodes)),
         dra_stack=stack,
+        cluster_root=repo.cluster_root,
+        taken_roots=(
+            ()
+            if repo.cluster_root
+            else tuple((o.kind, o.namespace, o.name) for o in repo.taken_roots)
+        ),
     )

@@ -19,6 +19,10 @@ from gpushift.rules._context import (
 TALOS_DRIVER_ROOT = "/usr/local"
 #: gpu-operator's ``operator.runtimeClass`` default: the RuntimeClass it installs.
 OPERATOR_RUNTIME_CLASS = "nvidia"
+#: The NVIDIA RuntimeClass k3s and RKE2 create when they find the NVIDIA container runtime
+#: (k3s-io/k3s#8700; they also create ``nvidia-experimental`` and ``nvidia-cdi``, but
+#: only ``nvidia`` is taken as known here).
+K3S_RUNTIME_CLASS = "nvidia"
 
 
 def _norm(path: object) -> str:
@@ -145,20 +149,40 @@ def _runtime_class(ctx: Context) -> Iterator[Finding]:
     for op in ctx.operators:
         # gpu-operator creates the RuntimeClass named by operator.runtimeClass.
         defined.add(str(op.value("operator", "runtimeClass", default=OPERATOR_RUNTIME_CLASS)))
+    evidence = ctx.repo.distribution[0] if ctx.repo.distribution else None
     for w in ctx.workloads:
         name = w.pod.runtime_class_name
         if name is None or not name.startswith("nvidia") or name in defined:
             continue
         src, line = option_line(w.pod, "runtimeClassName")
+        head = (
+            f"{w.kind} {w.name} uses runtimeClassName: {name}, but no RuntimeClass {name} is "
+            "defined and no gpu-operator installs one"
+        )
+        if evidence is not None and name == K3S_RUNTIME_CLASS:
+            # k3s and RKE2 create it on their own once a node has the NVIDIA container
+            # runtime: whether it exists depends on the nodes, which the tree does not show.
+            yield ctx.in_workload(
+                "runtimeclass-missing",
+                w,
+                source=src,
+                line=line,
+                severity=Severity.INFO,
+                msg=(
+                    f"{head}; {evidence.name} detected ({evidence.reason}, "
+                    f"{evidence.source.path}:{evidence.source.line_of()}), which creates "
+                    f"RuntimeClass {name} itself when it finds the NVIDIA container runtime on "
+                    "a node (k3s-io/k3s#8700): the pod is admitted only if that runtime is "
+                    f"installed on the node when {evidence.name} starts"
+                ),
+            )
+            continue
         yield ctx.in_workload(
             "runtimeclass-missing",
             w,
             source=src,
             line=line,
-            msg=(
-                f"{w.kind} {w.name} uses runtimeClassName: {name}, but no RuntimeClass {name} is "
-                "defined and no gpu-operator installs one; the pod is rejected at admission"
-            ),
+            msg=f"{head}; the pod is rejected at admission",
         )
 
 

@@ -11,6 +11,15 @@ def _who(c: Consumer) -> str:
     return f"{c.kind} {name} ({c.request}{pool})"
 
 
+def _taken(roots: tuple[tuple[str, str | None, str], ...]) -> str:
+    """ "2 unreferenced Kustomizations, 1 unreferenced HelmRelease taken as roots"."""
+    counts: dict[str, int] = {}
+    for kind, _, _ in roots:
+        counts[kind] = counts.get(kind, 0) + 1
+    parts = [f"{n} unreferenced {kind}{'s' if n != 1 else ''}" for kind, n in counts.items()]
+    return ", ".join(parts) + (" taken as roots" if len(roots) != 1 else " taken as a root")
+
+
 def format_summary(summary: Summary) -> str:
     """The text summary: the line "no NVIDIA GPU stack found" when there is none, then
     allocator, sharing, GPU nodes (when the repository names them) and consumers, active and
@@ -29,4 +38,6 @@ def format_summary(summary: Summary) -> str:
     lines.append(f"consumers: {len(summary.consumers)} active, {len(summary.parked)} parked")
     lines.extend(f"  {_who(c)}" for c in summary.consumers)
     lines.extend(f"  parked: {_who(c)}" for c in summary.parked)
+    if summary.taken_roots:
+        lines.append(f"roots: {_taken(summary.taken_roots)} (no cluster root in the tree)")
     return "\n".join(lines) + "\n\n"

@@ -34,8 +34,13 @@ def check(*, ctx: Context) -> Iterator[Finding]:
         if err.unused:
             # Nothing applies the file, so its error cannot break a Kustomization.
             severity: Severity = rule("unused-file").severity
-            msg = f"file is not used (its kustomization.yaml does not list it): {err.message}"
+            msg = f"file is not used ({err.why}): {err.message}"
             yield Finding("unused-file", severity, err.path, err.line, "file", msg)
+            continue
+        if not err.breaks:
+            # Applied only by what is not deployed: it breaks that once it is.
+            msg = f"{err.message} ({err.why}: it fails that Kustomization once it is deployed)"
+            yield Finding("yaml-error", Severity.WARNING, err.path, err.line, "file", msg)
             continue
         severity = rule("yaml-error").severity
         yield Finding("yaml-error", severity, err.path, err.line, "file", err.message)
