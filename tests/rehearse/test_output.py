@@ -108,6 +108,14 @@ def test_json_has_the_contract_shape(stream: Any, origin: datetime) -> None:
     assert back["result"] == "timeout" and back["exitCode"] == 5
     assert doc["ok"] is False  # the way back did not finish
     assert doc["samples"] == 6
+    assert doc["controlPlane"] == "embedded"
+    assert doc["last"] == {
+        "t": 24.0,
+        "gpuPodsRunning": 7,
+        "allocatable": dict.fromkeys(NODES, 5),
+        "slices": dict.fromkeys(NODES, 0),
+        "violationsActive": 0,
+    }
 
 
 def test_exit_code_needs_both_moves_done_and_no_violation(stream: Any, origin: datetime) -> None:

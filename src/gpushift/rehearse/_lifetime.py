@@ -21,9 +21,9 @@ from typing import Any
 
 from gpushift import _children
 
-#: Wall seconds a child gets between SIGTERM and SIGKILL on the way out; a cutover and the
-#: twin stop within 10 s together.
-GRACE = {"cutover": 4.0, "twin": 3.0}
+#: Wall seconds a child gets between SIGTERM and SIGKILL on the way out; a cutover, the fault
+#: proxy (on the upstream control plane) and the twin stop within 10 s together.
+GRACE = {"cutover": 4.0, "proxy": 1.0, "twin": 3.0}
 
 
 class Interrupted(KeyboardInterrupt):
@@ -52,7 +52,7 @@ class Lifetime:
         self, kind: str, argv: Sequence[str], *, death_signal: int, **popen: Any
     ) -> subprocess.Popen[bytes]:
         """Start ``argv`` in a session of its own, with ``death_signal`` when this process
-        dies, and keep it until :meth:`stop`. ``kind`` is ``cutover`` or ``twin``."""
+        dies, and keep it until :meth:`stop`. ``kind`` is ``cutover``, ``proxy`` or ``twin``."""
         with self._held():
             proc: subprocess.Popen[bytes] = subprocess.Popen(
                 list(argv),
