@@ -240,7 +240,7 @@ def start_twin(
     lifetime = lifetime or Lifetime()
     with out.open("wb") as fo, err.open("wb") as fe:
         proc = lifetime.spawn(
-            "twin",
+            "upstream twin" if options.upstream else "twin",
             argv,
             death_signal=signal.SIGKILL,
             stdout=fo,
