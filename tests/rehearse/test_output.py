@@ -193,3 +193,16 @@ def test_report_without_samples_or_cards_still_renders(
     r = _rehearsal(stream, origin)
     page = render_report(Rehearsal(**{**_fields(r), missing: ()}))
     assert page.rstrip().endswith("</html>")
+
+
+def test_on_upstream_text_and_report_say_real_time(stream: Any, origin: datetime) -> None:
+    real = Rehearsal(
+        **{**_fields(_rehearsal(stream, origin)), "time_scale": 1.0, "control_plane": "upstream"}
+    )
+    assert as_json(real)["controlPlane"] == "upstream"
+    text = as_text(real)
+    assert text.startswith("rehearsal on the upstream control plane: example homelab, real time")
+    assert "time-scale" not in text
+    page = render_report(real)
+    assert "in real time on the upstream control plane" in page
+    assert "time-scale" not in page
