@@ -359,11 +359,9 @@ def _rehearse(
 ) -> Rehearsal:
     lifetime, env = run
     target = _target(options, work)
-    where = (
-        "on the upstream control plane, real time"
-        if options.upstream
-        else (f"time-scale {options.scale:g}")
-    )
+    where = f"time-scale {options.scale:g}"
+    if options.upstream:
+        where = "on the upstream control plane, real time"
     progress.phase(f"starting the twin ({options.subject}, {where})")
     twin_options = _twin_options(options, work)
     with running_twin(
