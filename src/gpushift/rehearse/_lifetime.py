@@ -23,9 +23,9 @@ from gpushift import _children
 
 #: Wall seconds a child gets between SIGTERM and SIGKILL on the way out; a cutover, the fault
 #: proxy (on the upstream control plane) and the twin stop within 10 s together. The twin on
-#: the upstream control plane stops etcd, kube-apiserver and its kin and removes their data
-#: directory: 3 s cut that short (the next start removes what is left, but until then it stays
-#: on /dev/shm).
+#: the upstream control plane takes about 10 s to stop etcd, kube-apiserver and its kin and
+#: remove their data directory: after a Ctrl-C it is killed first, and the next upstream
+#: start removes the directory it leaves on /dev/shm.
 GRACE = {"cutover": 4.0, "proxy": 1.0, "twin": 3.0, "upstream twin": 5.0}
 
 

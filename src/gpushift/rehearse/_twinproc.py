@@ -33,6 +33,9 @@ _SERVING = "gpushift twin serving "
 _PROXY_SERVING = "gpushift fault proxy serving "
 _SOURCE = "flux source: "
 
+#: Wall seconds the upstream twin gets to stop when the rehearsal ends without a signal.
+_UPSTREAM_CLEAN_STOP = 60.0
+
 #: The control planes a rehearsal runs on: the twin's own API server, or kube-apiserver,
 #: kube-controller-manager and kube-scheduler as ``make upstream`` built them, with the twin's
 #: node-side agents and Flux acting through it (docs/twin.md, "A real control plane").
@@ -152,6 +155,9 @@ class TwinProcess:
     stderr: Path
     started: float = field(default_factory=time.monotonic)
     lifetime: Lifetime = field(default_factory=Lifetime)
+    #: Seconds between SIGTERM and SIGKILL when the rehearsal ends without a signal (None:
+    #: the lifetime's grace, which bounds the way out of a Ctrl-C).
+    clean_grace: float | None = None
 
     def stop(self, *, grace: float | None = None) -> int | None:
         """SIGTERM, then SIGKILL to its process group after ``grace`` seconds (the lifetime's
@@ -262,7 +268,12 @@ def start_twin(
     for line in err.read_text(encoding="utf-8", errors="replace").splitlines():
         if line.startswith(_SOURCE):
             source = Path(line[len(_SOURCE) :].strip())
-    return TwinProcess(proc, kubeconfig, url, source, out, err, lifetime=lifetime)
+    # The upstream twin stops etcd, kube-apiserver and its kin and removes their data
+    # directory: about 10 s on two cores, longer than a Ctrl-C's way out may take.
+    clean_grace = _UPSTREAM_CLEAN_STOP if options.upstream else None
+    return TwinProcess(
+        proc, kubeconfig, url, source, out, err, lifetime=lifetime, clean_grace=clean_grace
+    )
 
 
 def wait_settled(twin: TwinProcess, *, timeout: float) -> list[str]:
@@ -299,7 +310,7 @@ def running_twin(
                 )
         yield twin
     finally:
-        twin.stop()
+        twin.stop(grace=None if twin.lifetime.interrupted else twin.clean_grace)
 
 
 @contextlib.contextmanager
