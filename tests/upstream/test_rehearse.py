@@ -2,24 +2,27 @@
 verdict, the rollback, a verdict) with the twin's agents and Flux on kube-apiserver,
 kube-controller-manager and kube-scheduler, through the real CLI and its `-o json`.
 
-Each test is one full rehearsal in real time (five to eight minutes on two cores), so each
-checks everything its run shows: both moves done, no violation, every consumer Running again
-on the device plugin's 5 replicas per card, no slice left, and both verdicts healthy (a Flux
-object left suspended would make them degraded: `flux-suspended`).
+The first three are each one full rehearsal in real time (about five and a half minutes on
+two cores), so each checks everything its run shows: both moves done, no violation, every
+consumer Running again on the device plugin's 5 replicas per card, no slice left, and both
+verdicts healthy (a Flux object left suspended would make them degraded: `flux-suspended`).
+The last interrupts one, as tests/rehearse/test_interrupts.py does on the embedded server.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.rehearse.test_interrupts import BOUND, Run, _interrupt, _nothing_left
 
 from gpushift.rehearse import STEPS, gpushift_argv
 
-pytestmark = [pytest.mark.upstream, pytest.mark.slow(seconds=600)]
+pytestmark = [pytest.mark.upstream, pytest.mark.slow(seconds=1200)]
 
 NODES = ("k8s-1", "k8s-2", "k8s-3")
 CONSUMERS = 7  # six media apps and one llmkube model
@@ -101,3 +104,23 @@ def test_both_moves_complete_under_errors_and_dropped_watches(tmp_path: Path) ->
     _both_moves_clean(doc)
     assert doc["faults"] == {"errorRate": 0.1, "dropWatchEvery": 5.0}
     assert any("watch interruptions, each resumed" in n for n in doc["notes"])
+
+
+def test_ctrl_c_stops_the_cutover_the_proxy_and_the_control_plane(tmp_path: Path) -> None:
+    # Every process the run started carries its marker, etcd and kube-apiserver included.
+    r = Run(tmp_path, "--control-plane", "upstream", "--error-rate", "0.1", "--seed", "2")
+    try:
+        r.wait_for("cutover to dra: drained", timeout=600)
+        assert any("twin proxy" in cmd for _, cmd in r.processes())
+        assert any("kube-apiserver" in cmd for _, cmd in r.processes())
+        code, took, line = _interrupt(r, signal.SIGINT)
+        print(f"Ctrl-C on upstream: exit {code} in {took:.1f} s")
+        assert code == 130
+        assert took < BOUND
+        assert line.startswith(
+            "gpushift rehearse: interrupted by Ctrl-C during cutover to dra: drained"
+        )
+        assert "stopped 3 processes" in line  # the cutover, the proxy, the twin
+        _nothing_left(r)
+    finally:
+        r.stop()
