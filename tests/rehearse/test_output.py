@@ -108,6 +108,14 @@ def test_json_has_the_contract_shape(stream: Any, origin: datetime) -> None:
     assert back["result"] == "timeout" and back["exitCode"] == 5
     assert doc["ok"] is False  # the way back did not finish
     assert doc["samples"] == 6
+    assert doc["controlPlane"] == "embedded"
+    assert doc["last"] == {
+        "t": 24.0,
+        "gpuPodsRunning": 7,
+        "allocatable": dict.fromkeys(NODES, 5),
+        "slices": dict.fromkeys(NODES, 0),
+        "violationsActive": 0,
+    }
 
 
 def test_exit_code_needs_both_moves_done_and_no_violation(stream: Any, origin: datetime) -> None:
@@ -185,3 +193,16 @@ def test_report_without_samples_or_cards_still_renders(
     r = _rehearsal(stream, origin)
     page = render_report(Rehearsal(**{**_fields(r), missing: ()}))
     assert page.rstrip().endswith("</html>")
+
+
+def test_on_upstream_text_and_report_say_real_time(stream: Any, origin: datetime) -> None:
+    real = Rehearsal(
+        **{**_fields(_rehearsal(stream, origin)), "time_scale": 1.0, "control_plane": "upstream"}
+    )
+    assert as_json(real)["controlPlane"] == "upstream"
+    text = as_text(real)
+    assert text.startswith("rehearsal on the upstream control plane: example homelab, real time")
+    assert "time-scale" not in text
+    page = render_report(real)
+    assert "in real time on the upstream control plane" in page
+    assert "time-scale" not in page

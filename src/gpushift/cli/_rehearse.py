@@ -24,6 +24,11 @@ and runs it again with --resume; a run where that moment never comes (a step wit
 wait for) says why and exits 1. The fault flags pass through to the twin. --report writes
 one self-contained HTML page: the timeline chart and a per-card map before and after.
 
+--control-plane upstream runs the twin's agents and Flux on kube-apiserver,
+kube-controller-manager and kube-scheduler as `make upstream` built them (docs/twin.md, "A
+real control plane"): real time (--time-scale 1 only), longer timeouts, and the faults served
+by `gpushift twin proxy` in front of the twin.
+
 Ctrl-C or SIGTERM stops every process the rehearsal started (the cutover first, so it
 journals) within 10 s, removes its temporary directory and exits 130; the cutover's journal
 is kept under .gpushift/rehearsals/.
@@ -32,13 +37,18 @@ is kept under .gpushift/rehearsals/.
 _EPILOG = (
     "Exit codes: 0 both moves done and no invariant violation; 1 a violation, a move not "
     "done, or a --kill-at moment that never came; 2 bad input; 3 the twin did not start or "
-    "settle; 130 interrupted."
+    "settle (on upstream: it is not built, run `make upstream`); 130 interrupted."
 )
 
 
 class _Output(StrEnum):
     text = "text"
     json = "json"
+
+
+class _ControlPlane(StrEnum):
+    embedded = "embedded"
+    upstream = "upstream"
 
 
 def register(app: typer.Typer) -> None:
@@ -63,8 +73,12 @@ def register(app: typer.Typer) -> None:
             typer.Option(help="What the merge switches to: a directory or a git revision."),
         ] = None,
         time_scale: Annotated[
-            float, typer.Option(help="Cluster seconds per wall second on the twin.")
-        ] = 100.0,
+            float | None,
+            typer.Option(
+                help="Cluster seconds per wall second on the twin [default: 100; 1, the only "
+                "one, on upstream]."
+            ),
+        ] = None,
         error_rate: Annotated[
             float, typer.Option(help="Fraction of API requests the twin answers with an error.")
         ] = 0.0,
@@ -82,6 +96,13 @@ def register(app: typer.Typer) -> None:
         output: Annotated[_Output, typer.Option("--output", "-o", help="text or json.")] = (
             _Output.text
         ),
+        control_plane: Annotated[
+            _ControlPlane,
+            typer.Option(
+                help="The twin's own API server (embedded), or the upstream control plane "
+                "`make upstream` builds with the twin's agents on it (upstream)."
+            ),
+        ] = _ControlPlane.embedded,
     ) -> None:
         from gpushift import rehearse as r
 
@@ -96,6 +117,7 @@ def register(app: typer.Typer) -> None:
             drop_watch_every=drop_watch_every,
             kill_at=r.KillPoint.parse(kill_at) if kill_at is not None else None,
             seed=seed,
+            control_plane=control_plane.value,
         )
         try:
             result = r.rehearse(options, progress=r.Progress(enabled=True))

@@ -21,9 +21,12 @@ from typing import Any
 
 from gpushift import _children
 
-#: Wall seconds a child gets between SIGTERM and SIGKILL on the way out; a cutover and the
-#: twin stop within 10 s together.
-GRACE = {"cutover": 4.0, "twin": 3.0}
+#: Wall seconds a child gets between SIGTERM and SIGKILL on the way out; a cutover, the fault
+#: proxy (on the upstream control plane) and the twin stop within 10 s together. The twin on
+#: the upstream control plane takes about 10 s to stop etcd, kube-apiserver and its kin and
+#: remove their data directory: after a Ctrl-C it is killed first, and the next upstream
+#: start removes the directory it leaves on /dev/shm.
+GRACE = {"cutover": 4.0, "proxy": 1.0, "twin": 3.0, "upstream twin": 5.0}
 
 
 class Interrupted(KeyboardInterrupt):
@@ -52,7 +55,7 @@ class Lifetime:
         self, kind: str, argv: Sequence[str], *, death_signal: int, **popen: Any
     ) -> subprocess.Popen[bytes]:
         """Start ``argv`` in a session of its own, with ``death_signal`` when this process
-        dies, and keep it until :meth:`stop`. ``kind`` is ``cutover`` or ``twin``."""
+        dies, and keep it until :meth:`stop`. ``kind`` is a key of :data:`GRACE`."""
         with self._held():
             proc: subprocess.Popen[bytes] = subprocess.Popen(
                 list(argv),

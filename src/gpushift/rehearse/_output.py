@@ -5,6 +5,7 @@ from __future__ import annotations
 from gpushift._obj import Obj
 from gpushift.rehearse._events import RunRecord, StepSpan
 from gpushift.rehearse._run import Rehearsal
+from gpushift.rehearse._sampler import Sample
 
 
 def _clock(seconds: float | None) -> str:
@@ -63,6 +64,7 @@ def as_json(rehearsal: Rehearsal) -> Obj:
     return {
         "kind": "Rehearsal",
         "subject": rehearsal.subject,
+        "controlPlane": rehearsal.control_plane,
         "timeScale": rehearsal.time_scale,
         "faults": rehearsal.faults,
         "ok": rehearsal.ok,
@@ -73,17 +75,33 @@ def as_json(rehearsal: Rehearsal) -> Obj:
             for r, v in zip(rehearsal.runs, verdicts, strict=True)
         ],
         "samples": len(rehearsal.samples),
+        "last": None if not rehearsal.samples else sample_json(rehearsal.samples[-1]),
         "notes": list(rehearsal.notes),
+    }
+
+
+def sample_json(sample: Sample) -> Obj:
+    """One sample as ``-o json``'s ``last``: the figures at the rehearsal's end."""
+    return {
+        "t": round(sample.t, 3),
+        "gpuPodsRunning": sample.gpu_pods_running,
+        "allocatable": dict(sample.allocatable),
+        "slices": dict(sample.slices),
+        "violationsActive": sample.violations_active,
     }
 
 
 def as_text(rehearsal: Rehearsal) -> str:
     """The timeline, one line per step (wall and cluster time), then the monitor's result."""
     scale = rehearsal.time_scale
-    lines = [
-        f"rehearsal on the twin: {rehearsal.subject}, time-scale {scale:g} "
-        f"(cluster time = wall time × {scale:g})"
-    ]
+    if rehearsal.control_plane == "upstream":
+        head = f"rehearsal on the upstream control plane: {rehearsal.subject}, real time"
+    else:
+        head = (
+            f"rehearsal on the twin: {rehearsal.subject}, time-scale {scale:g} "
+            f"(cluster time = wall time × {scale:g})"
+        )
+    lines = [head]
     for i, run in enumerate(rehearsal.runs):
         verdict = rehearsal.verdicts[i] if i < len(rehearsal.verdicts) else None
         head = f"\nmove to {run.to}: {run.result}"

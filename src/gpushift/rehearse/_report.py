@@ -249,14 +249,18 @@ def render_report(rehearsal: Rehearsal) -> str:
     maps = "".join(_map_table(title, cards) for title, cards in rehearsal.cards)
     started = rehearsal.wall_origin.strftime("%Y-%m-%d %H:%M:%S UTC")
     faults = ", ".join(f"{k} {v:g}" for k, v in rehearsal.faults.items() if v) or "none"
+    if rehearsal.control_plane == "upstream":
+        clock = "in real time on the upstream control plane (kube-apiserver and its kin)"
+    else:
+        cluster = _fmt(rehearsal.wall_seconds * rehearsal.time_scale)
+        clock = f"at time-scale {rehearsal.time_scale:g} ({cluster} of cluster time)"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>gpushift rehearsal: {html.escape(rehearsal.subject)}</title>
 <style>{_CSS}</style></head>
 <body>
 <h1>gpushift rehearsal: {html.escape(rehearsal.subject)} — {verdict}</h1>
-<p>{runs}. Started {started}, {_fmt(rehearsal.wall_seconds)} wall at time-scale
-{rehearsal.time_scale:g} ({_fmt(rehearsal.wall_seconds * rehearsal.time_scale)} of cluster time).
+<p>{runs}. Started {started}, {_fmt(rehearsal.wall_seconds)} wall {clock}.
 Injected faults: {html.escape(faults)}.</p>
 {f"<ul>{notes}</ul>" if notes else ""}
 <h2>Invariant monitor</h2>

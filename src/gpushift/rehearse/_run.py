@@ -30,9 +30,11 @@ from gpushift.rehearse._lifetime import Interrupted, Lifetime
 from gpushift.rehearse._progress import Progress
 from gpushift.rehearse._sampler import Sample, Sampler
 from gpushift.rehearse._twinproc import (
+    CONTROL_PLANES,
     TwinOptions,
-    TwinProcess,
+    TwinStartError,
     gpushift_argv,
+    running_proxy,
     running_twin,
 )
 
@@ -57,17 +59,56 @@ class RehearseOptions:
     root: str | None = None
     nodes: Path | None = None
     target: str | None = None
-    time_scale: float = 100.0
+    #: None: 100 on the embedded server, 1 (real time, the only one) on upstream.
+    time_scale: float | None = None
     error_rate: float = 0.0
     drop_watch_every: float = 0.0
     kill_at: KillPoint | None = None
     seed: int = 0
-    attempt_timeout: float = 600.0
-    settle_timeout: float = 300.0
+    #: None: 600 s on the embedded server, 1200 s on upstream (real time is slower).
+    attempt_timeout: float | None = None
+    #: None: 300 s on the embedded server, 600 s on upstream.
+    settle_timeout: float | None = None
     step_timeout: str = "10m"
+    control_plane: str = "embedded"
+
+    @property
+    def upstream(self) -> bool:
+        """Whether the rehearsal runs on the upstream control plane."""
+        return self.control_plane == "upstream"
+
+    @property
+    def scale(self) -> float:
+        """The time scale in force."""
+        if self.time_scale is not None:
+            return self.time_scale
+        return 1.0 if self.upstream else 100.0
+
+    @property
+    def attempt_seconds(self) -> float:
+        """Wall seconds one cutover attempt may take."""
+        if self.attempt_timeout is not None:
+            return self.attempt_timeout
+        return 1200.0 if self.upstream else 600.0
+
+    @property
+    def settle_seconds(self) -> float:
+        """Wall seconds the twin may take to settle."""
+        if self.settle_timeout is not None:
+            return self.settle_timeout
+        return 600.0 if self.upstream else 300.0
 
     def validate(self) -> None:
         """Raises UsageError/InputError for options that cannot be acted on."""
+        if self.control_plane not in CONTROL_PLANES:
+            raise UsageError(
+                f"--control-plane: choose {' or '.join(CONTROL_PLANES)}, got {self.control_plane!r}"
+            )
+        if self.upstream and self.time_scale is not None and self.time_scale != 1:
+            raise UsageError(
+                f"--time-scale {self.time_scale:g}: only 1 on --control-plane upstream (real "
+                "time; the virtual clock needs the twin's API server)"
+            )
         if (self.example is None) == (self.repo is None):
             raise UsageError("give exactly one of --example and --repo")
         if self.example is not None and self.example != "homelab":
@@ -87,8 +128,8 @@ class RehearseOptions:
                 )
         if self.nodes is not None and not self.nodes.is_file():
             raise InputError("no such file", path=str(self.nodes))
-        if self.time_scale <= 0:
-            raise UsageError(f"--time-scale must be positive, got {self.time_scale:g}")
+        if self.scale <= 0:
+            raise UsageError(f"--time-scale must be positive, got {self.scale:g}")
         if not 0 <= self.error_rate <= 1:
             raise UsageError(f"--error-rate must be between 0 and 1, got {self.error_rate:g}")
         if self.drop_watch_every < 0:
@@ -135,6 +176,8 @@ class Rehearsal:
     notes: tuple[str, ...] = field(default=())
     #: Why ``--kill-at``'s moment never came (the kill was asked for and not made).
     kill_missed: str | None = None
+    #: ``embedded`` (the twin's API server) or ``upstream`` (kube-apiserver and its kin).
+    control_plane: str = "embedded"
 
     @property
     def ok(self) -> bool:
@@ -208,10 +251,18 @@ def rehearse(
 
     Raises:
         UsageError/InputError: bad options (before anything starts).
-        TwinStartError: the twin did not start or settle.
+        TwinStartError: the twin did not start or settle (on upstream: the binaries are not
+            built, the message names ``make upstream``).
         RehearsalInterruptedError: SIGINT or SIGTERM.
     """
     options.validate()
+    if options.upstream:
+        from gpushift import upstream
+
+        try:
+            upstream.ControlPlane.binaries()
+        except upstream.NotBuiltError as err:
+            raise TwinStartError(str(err)) from None
     gpushift = gpushift_argv()
     progress = progress or Progress(enabled=False)
     lifetime = Lifetime()
@@ -282,10 +333,11 @@ def _twin_options(options: RehearseOptions, work: Path) -> TwinOptions:
         repo=options.repo,
         root=options.root,
         nodes=nodes,
-        time_scale=options.time_scale,
+        time_scale=options.scale,
         error_rate=options.error_rate,
         drop_watch_every=options.drop_watch_every,
         seed=options.seed,
+        control_plane=options.control_plane,
     )
 
 
@@ -307,29 +359,48 @@ def _rehearse(
 ) -> Rehearsal:
     lifetime, env = run
     target = _target(options, work)
-    progress.phase(f"starting the twin ({options.subject}, time-scale {options.time_scale:g})")
+    where = f"time-scale {options.scale:g}"
+    if options.upstream:
+        where = "on the upstream control plane, real time"
+    progress.phase(f"starting the twin ({options.subject}, {where})")
+    twin_options = _twin_options(options, work)
     with running_twin(
-        _twin_options(options, work),
+        twin_options,
         workdir=work,
-        settle=options.settle_timeout,
+        settle=options.settle_seconds,
         env={**os.environ, **env},
         lifetime=lifetime,
     ) as twin:
-        return _on_twin(
-            options,
-            twin=twin,
-            target=target,
-            gpushift=gpushift,
-            work=work,
-            progress=progress,
-            run=run,
-        )
+        if not (twin_options.upstream and twin_options.faulted):
+            return _on_twin(
+                options,
+                kubeconfig=twin.kubeconfig,
+                target=target,
+                gpushift=gpushift,
+                work=work,
+                progress=progress,
+                run=run,
+            )
+        # `twin serve` injects no faults with agents on kube-apiserver: the fault proxy in
+        # front of the twin's front serves every client of the rehearsal instead (the
+        # twin's own agents talk to kube-apiserver directly, as on the embedded server).
+        progress.phase("starting the fault proxy")
+        with running_proxy(twin_options, twin, workdir=work, env={**os.environ, **env}) as proxied:
+            return _on_twin(
+                options,
+                kubeconfig=proxied,
+                target=target,
+                gpushift=gpushift,
+                work=work,
+                progress=progress,
+                run=run,
+            )
 
 
 def _on_twin(
     options: RehearseOptions,
     *,
-    twin: TwinProcess,
+    kubeconfig: Path,
     target: str,
     gpushift: list[str],
     work: Path,
@@ -337,7 +408,7 @@ def _on_twin(
     run: _Run,
 ) -> Rehearsal:
     lifetime, env = run
-    back = rollback_target(twin.kubeconfig)
+    back = rollback_target(kubeconfig)
     origin = time.monotonic()
     wall_origin = datetime.now(UTC)
     runs: list[RunRecord] = []
@@ -345,8 +416,8 @@ def _on_twin(
     cards: list[tuple[str, tuple[Card, ...]]] = []
     notes: list[str] = []
     kill_missed: str | None = None
-    with Sampler(twin.kubeconfig, origin=origin) as sampler:
-        cards.append(("before", read_map(twin.kubeconfig)))
+    with Sampler(kubeconfig, origin=origin) as sampler:
+        cards.append(("before", read_map(kubeconfig)))
         for to, merge_to, kill in (
             ("dra", target, options.kill_at),
             ("device-plugin", back, None),
@@ -354,8 +425,8 @@ def _on_twin(
             progress.phase(f"cutover to {to}")
             command = CutoverCommand(
                 gpushift=tuple(gpushift),
-                kubeconfig=twin.kubeconfig,
-                merge=merge_command(gpushift, merge_to, kubeconfig=twin.kubeconfig),
+                kubeconfig=kubeconfig,
+                merge=merge_command(gpushift, merge_to, kubeconfig=kubeconfig),
                 journal=work / "cutover-journal.json",
                 step_timeout=options.step_timeout,
                 repo=options.repo,
@@ -366,7 +437,7 @@ def _on_twin(
                 command,
                 to,
                 kill=kill,
-                timeout=options.attempt_timeout,
+                timeout=options.attempt_seconds,
                 stderr=work / f"cutover-{to}.stderr",
                 on_event=progress.event,
                 lifetime=lifetime,
@@ -378,8 +449,8 @@ def _on_twin(
                 kill_missed = f"--kill-at {kill}: no kill: {kill.missed(attempts[0].events)}"
                 notes.append(kill_missed)
             progress.phase(f"verdict after the move to {to}")
-            verdicts.append(verdict(twin.kubeconfig, fallback=record))
-            cards.append((f"after {to}", read_map(twin.kubeconfig)))
+            verdicts.append(verdict(kubeconfig, fallback=record))
+            cards.append((f"after {to}", read_map(kubeconfig)))
             if record.result != "done":
                 notes.append(f"the move to {to} ended {record.result}; the rollback was not run")
                 break
@@ -388,7 +459,7 @@ def _on_twin(
         notes.append(f"{len(sampler.errors)} watch interruptions, each resumed")
     return Rehearsal(
         subject=options.subject,
-        time_scale=options.time_scale,
+        time_scale=options.scale,
         faults={"errorRate": options.error_rate, "dropWatchEvery": options.drop_watch_every},
         runs=tuple(runs),
         verdicts=tuple(verdicts),
@@ -399,4 +470,5 @@ def _on_twin(
         wall_origin=wall_origin,
         notes=tuple(notes),
         kill_missed=kill_missed,
+        control_plane=options.control_plane,
     )

@@ -30,7 +30,16 @@ from gpushift._children import die_with_parent
 from gpushift.rehearse._lifetime import Lifetime
 
 _SERVING = "gpushift twin serving "
+_PROXY_SERVING = "gpushift fault proxy serving "
 _SOURCE = "flux source: "
+
+#: Wall seconds the upstream twin gets to stop when the rehearsal ends without a signal.
+_UPSTREAM_CLEAN_STOP = 60.0
+
+#: The control planes a rehearsal runs on: the twin's own API server, or kube-apiserver,
+#: kube-controller-manager and kube-scheduler as ``make upstream`` built them, with the twin's
+#: node-side agents and Flux acting through it (docs/twin.md, "A real control plane").
+CONTROL_PLANES = ("embedded", "upstream")
 
 
 class TwinStartError(Exception):
@@ -44,7 +53,12 @@ def gpushift_argv() -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class TwinOptions:
-    """What the twin runs and the faults it injects (they pass through to ``twin serve``)."""
+    """What the twin runs and the faults it injects (they pass through to ``twin serve``).
+
+    On ``control_plane="upstream"`` the twin runs in real time (``time_scale`` is not passed)
+    and injects no faults itself: ``twin serve`` refuses fault flags with agents on the real
+    control plane, so :func:`running_proxy` puts ``gpushift twin proxy`` in front instead.
+    """
 
     example: str | None = "homelab"
     repo: Path | None = None
@@ -56,6 +70,12 @@ class TwinOptions:
     seed: int = 0
     access_log: bool = False
     extra: tuple[str, ...] = ()
+    control_plane: str = "embedded"
+
+    @property
+    def upstream(self) -> bool:
+        """Whether the twin's agents run on the upstream control plane."""
+        return self.control_plane == "upstream"
 
     def argv(self, kubeconfig: Path) -> list[str]:
         """The ``gpushift twin serve`` command line."""
@@ -69,11 +89,12 @@ class TwinOptions:
             "0",
             "--kubeconfig-out",
             str(kubeconfig),
-            "--time-scale",
-            f"{self.time_scale:g}",
-            "--seed",
-            str(self.seed),
         ]
+        if self.upstream:
+            # Real time, kube-apiserver's own names; the faults go to the proxy in front.
+            out += ["--control-plane", "upstream"]
+        else:
+            out += ["--time-scale", f"{self.time_scale:g}", "--seed", str(self.seed)]
         if self.example is not None:
             out += ["--example", self.example]
         if self.repo is not None:
@@ -82,13 +103,43 @@ class TwinOptions:
             out += ["--root", self.root]
         if self.nodes is not None:
             out += ["--nodes", str(self.nodes)]
+        if self.faulted and not self.upstream:
+            out += self.fault_argv()
+        if self.access_log:
+            out.append("--access-log")
+        return out + list(self.extra)
+
+    @property
+    def faulted(self) -> bool:
+        """Whether a fault is asked for."""
+        return self.error_rate > 0 or self.drop_watch_every > 0
+
+    def fault_argv(self) -> list[str]:
+        """The fault flags, as ``twin serve`` and ``twin proxy`` take them."""
+        out: list[str] = []
         if self.error_rate > 0:
             out += ["--error-rate", f"{self.error_rate:g}"]
         if self.drop_watch_every > 0:
             out += ["--drop-watch-every", f"{self.drop_watch_every:g}"]
-        if self.access_log:
-            out.append("--access-log")
-        return out + list(self.extra)
+        return out
+
+    def proxy_argv(self, kubeconfig: Path, proxy_kubeconfig: Path) -> list[str]:
+        """The ``gpushift twin proxy`` command line: the faults in front of the twin whose
+        kubeconfig is ``kubeconfig``, its clients' kubeconfig written to ``proxy_kubeconfig``."""
+        return [
+            *gpushift_argv(),
+            "twin",
+            "proxy",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--kubeconfig-out",
+            str(proxy_kubeconfig),
+            "--port",
+            "0",
+            "--seed",
+            str(self.seed),
+            *self.fault_argv(),
+        ]
 
 
 @dataclass(slots=True)
@@ -104,6 +155,9 @@ class TwinProcess:
     stderr: Path
     started: float = field(default_factory=time.monotonic)
     lifetime: Lifetime = field(default_factory=Lifetime)
+    #: Seconds between SIGTERM and SIGKILL when the rehearsal ends without a signal (None:
+    #: the lifetime's grace, which bounds the way out of a Ctrl-C).
+    clean_grace: float | None = None
 
     def stop(self, *, grace: float | None = None) -> int | None:
         """SIGTERM, then SIGKILL to its process group after ``grace`` seconds (the lifetime's
@@ -139,6 +193,39 @@ def _tail(path: Path, lines: int = 5) -> str:
     return " | ".join(text.strip().splitlines()[-lines:])
 
 
+def _await_banner(
+    proc: subprocess.Popen[bytes],
+    *,
+    what: str,
+    banner: str,
+    out: Path,
+    err: Path,
+    kubeconfig: Path,
+    timeout: float,
+    lifetime: Lifetime,
+) -> str:
+    """The URL ``proc`` announces on ``out`` after ``banner``, once ``kubeconfig`` exists.
+
+    Raises:
+        TwinStartError: it exited, or did not listen within ``timeout`` wall seconds.
+    """
+    deadline = time.monotonic() + timeout
+    url = None
+    while time.monotonic() < deadline:
+        text = out.read_text(encoding="utf-8", errors="replace") if out.exists() else ""
+        for line in text.splitlines():
+            if line.startswith(banner):
+                url = line[len(banner) :].strip()
+        if url is not None and kubeconfig.exists():
+            return url
+        if proc.poll() is not None:
+            lifetime.stop(proc)
+            raise TwinStartError(f"{what} exited with {proc.returncode}: {_tail(err)}")
+        time.sleep(0.1)  # it announces itself only on stdout; nothing to watch yet
+    lifetime.stop(proc, grace=0)
+    raise TwinStartError(f"{what} did not listen within {timeout:g}s")
+
+
 def start_twin(
     options: TwinOptions,
     *,
@@ -159,7 +246,7 @@ def start_twin(
     lifetime = lifetime or Lifetime()
     with out.open("wb") as fo, err.open("wb") as fe:
         proc = lifetime.spawn(
-            "twin",
+            "upstream twin" if options.upstream else "twin",
             argv,
             death_signal=signal.SIGKILL,
             stdout=fo,
@@ -167,27 +254,26 @@ def start_twin(
             stdin=subprocess.DEVNULL,
             env=env if env is not None else os.environ.copy(),
         )
-    deadline = time.monotonic() + timeout
-    url = None
-    while time.monotonic() < deadline:
-        text = out.read_text(encoding="utf-8", errors="replace") if out.exists() else ""
-        for line in text.splitlines():
-            if line.startswith(_SERVING):
-                url = line[len(_SERVING) :].strip()
-        if url is not None and kubeconfig.exists():
-            break
-        if proc.poll() is not None:
-            lifetime.stop(proc)
-            raise TwinStartError(f"gpushift twin serve exited with {proc.returncode}: {_tail(err)}")
-        time.sleep(0.1)  # the twin announces itself only on stdout; nothing to watch yet
-    else:
-        lifetime.stop(proc, grace=0)
-        raise TwinStartError(f"gpushift twin serve did not listen within {timeout:g}s")
+    url = _await_banner(
+        proc,
+        what="gpushift twin serve",
+        banner=_SERVING,
+        out=out,
+        err=err,
+        kubeconfig=kubeconfig,
+        timeout=timeout,
+        lifetime=lifetime,
+    )
     source = options.repo
     for line in err.read_text(encoding="utf-8", errors="replace").splitlines():
         if line.startswith(_SOURCE):
             source = Path(line[len(_SOURCE) :].strip())
-    return TwinProcess(proc, kubeconfig, url, source, out, err, lifetime=lifetime)
+    # The upstream twin stops etcd, kube-apiserver and its kin and removes their data
+    # directory: about 10 s on two cores, longer than a Ctrl-C's way out may take.
+    clean_grace = _UPSTREAM_CLEAN_STOP if options.upstream else None
+    return TwinProcess(
+        proc, kubeconfig, url, source, out, err, lifetime=lifetime, clean_grace=clean_grace
+    )
 
 
 def wait_settled(twin: TwinProcess, *, timeout: float) -> list[str]:
@@ -224,7 +310,52 @@ def running_twin(
                 )
         yield twin
     finally:
-        twin.stop()
+        twin.stop(grace=None if twin.lifetime.interrupted else twin.clean_grace)
+
+
+@contextlib.contextmanager
+def running_proxy(
+    options: TwinOptions,
+    twin: TwinProcess,
+    *,
+    workdir: Path,
+    timeout: float = 60.0,
+    env: dict[str, str] | None = None,
+) -> Iterator[Path]:
+    """``gpushift twin proxy`` in front of ``twin`` with ``options``' faults, a child of the
+    twin's lifetime (so Ctrl-C stops it too); yields its clients' kubeconfig and stops it on
+    exit.
+
+    Raises:
+        TwinStartError: it exited, or did not listen within ``timeout`` wall seconds.
+    """
+    kubeconfig = workdir / "proxy.kubeconfig"
+    out, err = workdir / "proxy.stdout", workdir / "proxy.stderr"
+    lifetime = twin.lifetime
+    with out.open("wb") as fo, err.open("wb") as fe:
+        proc = lifetime.spawn(
+            "proxy",
+            options.proxy_argv(twin.kubeconfig, kubeconfig),
+            death_signal=signal.SIGKILL,
+            stdout=fo,
+            stderr=fe,
+            stdin=subprocess.DEVNULL,
+            env=env if env is not None else os.environ.copy(),
+        )
+    try:
+        _await_banner(
+            proc,
+            what="gpushift twin proxy",
+            banner=_PROXY_SERVING,
+            out=out,
+            err=err,
+            kubeconfig=kubeconfig,
+            timeout=timeout,
+            lifetime=lifetime,
+        )
+        yield kubeconfig
+    finally:
+        lifetime.stop(proc)
 
 
 def command_available(argv: Sequence[str]) -> bool:

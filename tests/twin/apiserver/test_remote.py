@@ -132,3 +132,44 @@ def test_delete_and_server_side_apply(twin_store: tuple[Twin, ApiStore]) -> None
     _until(lambda: "DELETED d" in events)
     time.sleep(0.2)  # the watch's own events of d arrive after the delete: d stays gone
     assert store.list(CM, namespace="default").objects == []
+
+
+def test_an_object_kept_by_a_finalizer_stays_when_the_watch_brings_its_deletion_first(
+    twin_store: tuple[Twin, ApiStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The race kube-apiserver showed: the watch's MODIFIED event (deletionTimestamp set) lands
+    # in the cache before the DELETE's answer, with the same resourceVersion. The object is
+    # still there until its finalizer goes; taking it for gone left a Flux HelmRelease
+    # undeleted for good, as its controller never saw it again.
+    _, store = twin_store
+    store.create(
+        CM,
+        {"metadata": {"name": "f", "finalizers": ["finalizers.fluxcd.io"]}},
+        namespace="default",
+    )
+    request = store._request
+
+    def watch_first(method: str, path: str, **kw: object) -> dict:  # type: ignore[type-arg]
+        out = request(method, path, **kw)  # type: ignore[arg-type]
+        if method == "DELETE":
+            rv = out["metadata"]["resourceVersion"]
+            _until(
+                lambda: (
+                    store.peek(CM, name="f", namespace="default")["metadata"]["resourceVersion"]
+                    == rv
+                )
+            )
+        return out
+
+    monkeypatch.setattr(store, "_request", watch_first)
+    store.delete(CM, name="f", namespace="default", propagation="Background")
+    time.sleep(0.2)
+    (left,) = store.list(CM, namespace="default").objects
+    assert left["metadata"]["deletionTimestamp"]
+    store.update(
+        CM,
+        name="f",
+        namespace="default",
+        mutate=lambda o: {**o, "metadata": {**o["metadata"], "finalizers": []}},
+    )
+    _until(lambda: store.list(CM, namespace="default").objects == [])

@@ -503,9 +503,15 @@ class ApiStore(Store):
         if dry_run:
             return out
         key = (kind.group, kind.plural)
-        if out.get("kind") == kind.kind and (out.get("metadata") or {}).get("deletionTimestamp"):
-            # Still there (finalizers, or a pod's grace period): the newer state, or gone when
-            # the answer is its last state.
+        meta = out.get("metadata") or {}
+        if out.get("kind") == kind.kind and meta.get("finalizers"):
+            # Still there: a DELETE never removes an object that keeps a finalizer (removing
+            # the last one does). The watch may have brought this state first, with the same
+            # resourceVersion: that is no sign it is gone.
+            self._remember(kind, out)
+            return out
+        if out.get("kind") == kind.kind and meta.get("deletionTimestamp"):
+            # A pod's grace period: the newer state, or gone when the answer is its last state.
             with self._lock:
                 cached = self._data.get(key, {}).get(_skey(kind, out))
                 if cached is not None and _rv(cached.obj) == _rv(out):
