@@ -27,6 +27,7 @@ from gpushift.crosscheck._run import (
     UpstreamRun,
     against_upstream,
     run_upstream,
+    tie_breaks,
 )
 from gpushift.crosscheck._settle import SettleTimeoutError
 
@@ -51,6 +52,7 @@ __all__ = [
     "rows",
     "run_upstream",
     "summarize",
+    "tie_breaks",
     "workload_of",
     "write",
 ]

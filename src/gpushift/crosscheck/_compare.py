@@ -15,7 +15,9 @@ controller names its pods at random, so the two are compared as summaries (docs/
 * **GPU use, by node shape**: nodes alike in all but their name (labels but the hostname,
   taints, allocatable, the devices of their ResourceSlices) are interchangeable; per shape,
   the multiset of each node's use: device-plugin units held by its pods, and per DRA device the
-  claims allocated and the capacity (shares, memory) they consume;
+  claims allocated and the capacity (shares, memory) they consume. Where scores tie, which
+  node a pod lands on changes these uses; they agree when simulate reaches kube-scheduler's
+  under one of its seeded random choices among equal nodes (``_run.tie_breaks``);
 * **preemption victims**: the multiset of the victims' priorities.
 """
 
@@ -435,11 +437,19 @@ def _sorted(counter: Counter[Any]) -> list[str]:
 
 
 def rows(
-    simulate: Mapping[str, Any], upstream: Mapping[str, Any], cluster: Cluster
+    simulate: Mapping[str, Any],
+    upstream: Mapping[str, Any],
+    cluster: Cluster,
+    *,
+    alternatives: Sequence[Mapping[str, Any]] = (),
 ) -> list[Difference]:
     """Every compared value side by side: per pod group its ``state``, per node shape its
-    ``gpu`` use, and the victims' ``priority``; each as a sorted list (``2 × Scheduled``)."""
+    ``gpu`` use, and the victims' ``priority``; each as a sorted list (``2 × Scheduled``).
+
+    ``alternatives`` are simulate's Lists under other random choices among nodes of equal
+    score: a node shape's GPU use agrees when one of them reaches kube-scheduler's."""
     a, b = summarize(simulate, cluster), summarize(upstream, cluster)
+    others = [summarize(x, cluster) for x in alternatives]
     out: list[Difference] = []
     for key in sorted(set(a.groups) | set(b.groups)):
         label = (a.groups.get(key) or b.groups[key])[0]
@@ -450,6 +460,14 @@ def rows(
         label = (a.nodes.get(key) or b.nodes[key])[0]
         na = a.nodes.get(key, (label, Counter()))[1]
         nb = b.nodes.get(key, (label, Counter()))[1]
+        if _sorted(na) != _sorted(nb):
+            # Where kube-scheduler chose at random among nodes of equal score, the GPU use
+            # it reached is one simulate reaches under another such choice.
+            for other in others:
+                nc = other.nodes.get(key, (label, Counter()))[1]
+                if _sorted(nc) == _sorted(nb):
+                    na = nc
+                    break
         out.append(Difference(label, "gpu", _sorted(na), _sorted(nb)))
     if a.victims or b.victims:
         out.append(

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import copy
+import json
+import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpushift import kube, upstream
+from gpushift import engine, kube, upstream
 from gpushift._obj import Obj
 from gpushift.crosscheck import _compare, _load, _outcome, _settle
 
@@ -296,6 +299,21 @@ def against_upstream(
         run = session.run(objects)
     timings.update(run.timings)
     cluster = _compare.Cluster.of(objects)
-    return Comparison(
-        dict(simulated), run.result, _compare.rows(simulated, run.result, cluster), timings
-    )
+    rows = _compare.rows(simulated, run.result, cluster, alternatives=tie_breaks(objects))
+    return Comparison(dict(simulated), run.result, rows, timings)
+
+
+#: How many of kube-scheduler's random choices among nodes of equal score simulate tries.
+TIE_BREAKS = 16
+
+
+def tie_breaks(objects: Sequence[Mapping[str, Any]]) -> list[Obj]:
+    """simulate's Lists for ``objects`` under :data:`TIE_BREAKS` seeded random choices among
+    nodes of equal score, as kube-scheduler's selectHost makes them: the GPU use they reach
+    is what kube-scheduler may reach too."""
+    out: list[Obj] = []
+    for seed in range(TIE_BREAKS):
+        inputs = engine.from_objects(copy.deepcopy([dict(o) for o in objects]))
+        sim = engine.simulate(inputs, tie_break=random.Random(seed))
+        out.append(json.loads(json.dumps(engine.as_list(sim))))
+    return out
