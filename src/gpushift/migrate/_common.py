@@ -285,6 +285,30 @@ def inline_only(hr: HelmRelease, keys: Sequence[str]) -> None:
             )
 
 
+def set_value(
+    b: Builder,
+    hr: HelmRelease,
+    keys: Sequence[str],
+    new: Any,
+    *,
+    reason: str,
+    after: str | None = None,
+) -> None:
+    """Set the release's inline value at ``keys`` to ``new``; refused (``inline_only``) when
+    the value comes from ``valuesFrom``."""
+    inline_only(hr, tuple(keys))
+    b.edit(
+        hr.source.path,
+        hr.source.doc,
+        ("spec", "values", *keys),
+        "set",
+        old=hr.user_value(*keys, default=ABSENT),
+        new=new,
+        reason=reason,
+        after=after,
+    )
+
+
 def note_errors(b: Builder, repo: Repo) -> None:
     """Files the model could not read are not edited; a person should know they were skipped.
 

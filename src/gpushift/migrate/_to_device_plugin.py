@@ -44,6 +44,7 @@ from gpushift.migrate._common import (
     release_dependents,
     retarget_dependents,
     runtime_classes_in,
+    set_value,
     under,
 )
 from gpushift.migrate._plan import ABSENT, Plan
@@ -180,25 +181,19 @@ def _from_gpucluster(b: Builder, repo: Repo, summary: Summary, options: Options)
     replicas = _replicas(summary.sharing.mode, summary.sharing.replicas, options, hr, line=env_line)
     gpu_ns = hr.target_namespace or ks.target_namespace or ks.namespace
     apps = flux_apps(flux_prefix(ks), posixpath.dirname(posixpath.dirname(app_dir(ks))))
-    file, doc = hr.source.path, hr.source.doc
-    inline_only(hr, ("gpuCluster", "deployCR"))
-    b.edit(
-        file,
-        doc,
-        (*_VALUES, "gpuCluster", "deployCR"),
-        "set",
-        old=hr.user_value("gpuCluster", "deployCR", default=ABSENT),
-        new=False,
+    file = hr.source.path
+    set_value(
+        b,
+        hr,
+        ("gpuCluster", "deployCR"),
+        False,
         reason="the GPUCluster and the ClusterPolicy exclude each other",
     )
-    inline_only(hr, ("clusterPolicy", "deployCR"))
-    b.edit(
-        file,
-        doc,
-        (*_VALUES, "clusterPolicy", "deployCR"),
-        "set",
-        old=hr.user_value("clusterPolicy", "deployCR", default=ABSENT),
-        new=True,
+    set_value(
+        b,
+        hr,
+        ("clusterPolicy", "deployCR"),
+        True,
         reason="the ClusterPolicy runs the device plugin",
     )
     if not options.keep_old:

@@ -39,9 +39,10 @@ from gpushift.migrate._common import (
     release_dependents,
     retarget_dependents,
     runtime_classes_in,
+    set_value,
     under,
 )
-from gpushift.migrate._plan import ABSENT, Plan
+from gpushift.migrate._plan import Plan
 from gpushift.rules import (
     DEFAULT_KUBERNETES_VERSION,
     driver_location,
@@ -336,14 +337,11 @@ def _operator(
     rbac: str,
 ) -> None:
     file, doc = hr.source.path, hr.source.doc
-    inline_only(hr, ("devicePlugin", "enabled"))
-    b.edit(
-        file,
-        doc,
-        (*_VALUES, "devicePlugin", "enabled"),
-        "set",
-        old=hr.user_value("devicePlugin", "enabled", default=ABSENT),
-        new=False,
+    set_value(
+        b,
+        hr,
+        ("devicePlugin", "enabled"),
+        False,
         reason="the DRA driver hands out the GPUs; one allocator per card",
         after=None,
     )
@@ -363,14 +361,11 @@ def _operator(
     if repo.talos:
         current = str(hr.value("hostPaths", "driverInstallDir", default=OPERATOR_DRIVER_DIR))
         if current.rstrip("/") != TALOS_DRIVER_ROOT:
-            inline_only(hr, ("hostPaths", "driverInstallDir"))
-            b.edit(
-                file,
-                doc,
-                (*_VALUES, "hostPaths", "driverInstallDir"),
-                "set",
-                old=hr.user_value("hostPaths", "driverInstallDir", default=ABSENT),
-                new=TALOS_DRIVER_ROOT,
+            set_value(
+                b,
+                hr,
+                ("hostPaths", "driverInstallDir"),
+                TALOS_DRIVER_ROOT,
                 reason="Talos installs the driver under /usr/local; the operator and the DRA "
                 "driver's nvidiaDriverRoot must agree",
             )

@@ -29,9 +29,10 @@ from gpushift.migrate._common import (
     inline_only,
     note_errors,
     plain_dict,
+    set_value,
     under,
 )
-from gpushift.migrate._plan import ABSENT, Plan
+from gpushift.migrate._plan import Plan
 from gpushift.migrate._to_dra import (
     KUBERNETES_VERSION,
     bridged_cannot_ask_for_memory,
@@ -236,24 +237,18 @@ def _operator(
     replicas: int | None,
 ) -> None:
     file, doc = hr.source.path, hr.source.doc
-    inline_only(hr, ("clusterPolicy", "deployCR"))
-    b.edit(
-        file,
-        doc,
-        (*_VALUES, "clusterPolicy", "deployCR"),
-        "set",
-        old=hr.user_value("clusterPolicy", "deployCR", default=ABSENT),
-        new=False,
+    set_value(
+        b,
+        hr,
+        ("clusterPolicy", "deployCR"),
+        False,
         reason="the ClusterPolicy and the GPUCluster exclude each other; the chart refuses both",
     )
-    inline_only(hr, ("gpuCluster", "deployCR"))
-    b.edit(
-        file,
-        doc,
-        (*_VALUES, "gpuCluster", "deployCR"),
-        "set",
-        old=hr.user_value("gpuCluster", "deployCR", default=ABSENT),
-        new=True,
+    set_value(
+        b,
+        hr,
+        ("gpuCluster", "deployCR"),
+        True,
         reason="the operator's GPUCluster runs the DRA driver and hands out the GPUs",
     )
     if not options.keep_old and hr.is_set("devicePlugin", "config"):
@@ -272,14 +267,11 @@ def _operator(
     if truthy(hr.value("driver", "enabled"), default=True) and not truthy(
         hr.value("driver", "nvidiaDriverCRD", "enabled"), default=False
     ):
-        inline_only(hr, ("driver", "nvidiaDriverCRD", "enabled"))
-        b.edit(
-            file,
-            doc,
-            (*_VALUES, "driver", "nvidiaDriverCRD", "enabled"),
-            "set",
-            old=hr.user_value("driver", "nvidiaDriverCRD", "enabled", default=ABSENT),
-            new=True,
+        set_value(
+            b,
+            hr,
+            ("driver", "nvidiaDriverCRD", "enabled"),
+            True,
             reason="the chart's validation fails a GPUCluster with driver.enabled but without "
             "the NVIDIADriver CRD, which then manages the driver",
         )
@@ -291,14 +283,11 @@ def _operator(
     if shares == "exclusive":
         return
     # gpu-operator v26.7.0: no consumableShares value; the gate and the plugin's env instead.
-    inline_only(hr, ("draDriver", "featureGates", "ConsumableShares"))
-    b.edit(
-        file,
-        doc,
-        (*_VALUES, "draDriver", "featureGates", "ConsumableShares"),
-        "set",
-        old=hr.user_value("draDriver", "featureGates", "ConsumableShares", default=ABSENT),
-        new=True,
+    set_value(
+        b,
+        hr,
+        ("draDriver", "featureGates", "ConsumableShares"),
+        True,
         reason="CONSUMABLE_SHARES needs the gate; without it the kubelet plugin exits at start",
     )
     env = hr.value("draDriver", "gpus", "kubeletPlugin", "env")
