@@ -29,6 +29,15 @@ from gpushift.rehearse._events import KillPoint, RunRecord, fold_run
 from gpushift.rehearse._lifetime import Interrupted, Lifetime
 from gpushift.rehearse._progress import Progress
 from gpushift.rehearse._sampler import Sample, Sampler
+from gpushift.rehearse._settle import (
+    Cluster,
+    Settled,
+    Unsettled,
+    explain_pods,
+    load_seeds,
+    settle,
+    still_unsettled,
+)
 from gpushift.rehearse._twinproc import (
     CONTROL_PLANES,
     TwinOptions,
@@ -71,6 +80,8 @@ class RehearseOptions:
     settle_timeout: float | None = None
     step_timeout: str = "10m"
     control_plane: str = "embedded"
+    #: Wait for every Flux object to be Ready, not only for what the move depends on.
+    strict_settle: bool = False
 
     @property
     def upstream(self) -> bool:
@@ -178,6 +189,11 @@ class Rehearsal:
     kill_missed: str | None = None
     #: ``embedded`` (the twin's API server) or ``upstream`` (kube-apiserver and its kin).
     control_plane: str = "embedded"
+    #: Flux objects the move does not depend on that never settled, with what they wait for.
+    unsettled: tuple[Unsettled, ...] = ()
+    #: Pending pods of GPU consumers and the GPU stack, explained, each prefixed with when
+    #: (``at the start``, ``after the move to dra``, …).
+    pending: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -364,16 +380,20 @@ def _rehearse(
         where = "on the upstream control plane, real time"
     progress.phase(f"starting the twin ({options.subject}, {where})")
     twin_options = _twin_options(options, work)
+    seeds = load_seeds(options.repo, options.root)
     with running_twin(
         twin_options,
         workdir=work,
-        settle=options.settle_seconds,
+        settle=None,
         env={**os.environ, **env},
         lifetime=lifetime,
     ) as twin:
+        progress.phase("waiting for the twin to settle")
+        settled = _settle(options, twin.kubeconfig, seeds)
         if not (twin_options.upstream and twin_options.faulted):
             return _on_twin(
                 options,
+                settled=settled,
                 kubeconfig=twin.kubeconfig,
                 target=target,
                 gpushift=gpushift,
@@ -388,6 +408,7 @@ def _rehearse(
         with running_proxy(twin_options, twin, workdir=work, env={**os.environ, **env}) as proxied:
             return _on_twin(
                 options,
+                settled=settled,
                 kubeconfig=proxied,
                 target=target,
                 gpushift=gpushift,
@@ -397,9 +418,43 @@ def _rehearse(
             )
 
 
+def _settle(options: RehearseOptions, kubeconfig: Path, seeds: frozenset[Any]) -> Settled:
+    """Wait for what the move depends on (everything under ``--strict-settle``).
+
+    Raises:
+        TwinStartError: it did not settle within the settle timeout; the message names what
+            (at most three), and explains each Pending pod of a GPU consumer or the GPU stack.
+    """
+    timeout = options.settle_seconds
+    with kube.connect(kubeconfig=kubeconfig) as client:
+        settled = settle(client, seeds=seeds, timeout=timeout, strict=options.strict_settle)
+    if settled.ok:
+        return settled
+    what = "everything (--strict-settle)" if options.strict_settle else "what the move depends on"
+    lines = [f"the twin did not settle within {timeout:g}s; waiting for {what}:"]
+    lines += [f"  {u.line()}" for u in settled.blocking[:3]]
+    if len(settled.blocking) > 3:
+        lines.append(f"  and {len(settled.blocking) - 3} more")
+    shown = {p for u in settled.blocking[:3] for p in u.pods}
+    lines += [f"  {p}" for p in settled.pods if p not in shown][:5]
+    raise TwinStartError("\n".join(lines))
+
+
+def _pending_after(kubeconfig: Path, to: str) -> list[str]:
+    """The Pending pods that ask for a GPU, explained, after the move to ``to``."""
+    try:
+        with kube.connect(kubeconfig=kubeconfig) as client:
+            cluster = Cluster.read(client)
+    except kube.KubeError:
+        return []
+    pods = explain_pods(cluster, frozenset(), device_plugin=to != "dra")
+    return [f"after the move to {to}: {line}" for lines in pods.values() for line in lines]
+
+
 def _on_twin(
     options: RehearseOptions,
     *,
+    settled: Settled,
     kubeconfig: Path,
     target: str,
     gpushift: list[str],
@@ -416,6 +471,7 @@ def _on_twin(
     cards: list[tuple[str, tuple[Card, ...]]] = []
     notes: list[str] = []
     kill_missed: str | None = None
+    pending = [f"at the start: {line}" for line in settled.pods]
     with Sampler(kubeconfig, origin=origin) as sampler:
         cards.append(("before", read_map(kubeconfig)))
         for to, merge_to, kill in (
@@ -450,6 +506,7 @@ def _on_twin(
                 notes.append(kill_missed)
             progress.phase(f"verdict after the move to {to}")
             verdicts.append(verdict(kubeconfig, fallback=record))
+            pending += _pending_after(kubeconfig, to)
             cards.append((f"after {to}", read_map(kubeconfig)))
             if record.result != "done":
                 notes.append(f"the move to {to} ended {record.result}; the rollback was not run")
@@ -457,6 +514,9 @@ def _on_twin(
         sampler.now()
     if sampler.errors:
         notes.append(f"{len(sampler.errors)} watch interruptions, each resumed")
+    unsettled = _still_unsettled(kubeconfig, settled)
+    notes += [f"did not settle (not waited for): {u.line()}" for u in unsettled]
+    notes += pending
     return Rehearsal(
         subject=options.subject,
         time_scale=options.scale,
@@ -471,4 +531,18 @@ def _on_twin(
         notes=tuple(notes),
         kill_missed=kill_missed,
         control_plane=options.control_plane,
+        unsettled=unsettled,
+        pending=tuple(pending),
     )
+
+
+def _still_unsettled(kubeconfig: Path, settled: Settled) -> tuple[Unsettled, ...]:
+    """What did not settle when the rehearsal started and still has not at its end; what it
+    waited for at the start when the twin cannot be read."""
+    if not settled.others:
+        return ()
+    try:
+        with kube.connect(kubeconfig=kubeconfig) as client:
+            return still_unsettled(client, settled.others)
+    except kube.KubeError:
+        return settled.others
