@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from gpushift import kube
-from gpushift.rehearse import (
+from gpushift.render import write_example
+from gpushift_twin.rehearse import (
     DEFAULT_NODES,
     RehearseOptions,
     TwinOptions,
@@ -31,7 +32,6 @@ from gpushift.rehearse import (
     running_twin,
     settle,
 )
-from gpushift.render import write_example
 
 pytestmark = [pytest.mark.slow(seconds=120)]
 

@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpushift.rehearse import live_seeds, matters
 from gpushift.runbook import why_pending
+from gpushift_twin.rehearse import live_seeds, matters
 
 KS_LABEL = "kustomize.toolkit.fluxcd.io"
 
