@@ -387,7 +387,7 @@ def _rehearse(
         lifetime=lifetime,
     ) as twin:
         progress.phase("waiting for the twin to settle")
-        settled = _settle(options, twin.kubeconfig, seeds)
+        settled = _settle(options, twin.kubeconfig, seeds, progress=progress)
         if not (twin_options.upstream and twin_options.faulted):
             return _on_twin(
                 options,
@@ -416,7 +416,9 @@ def _rehearse(
             )
 
 
-def _settle(options: RehearseOptions, kubeconfig: Path, seeds: frozenset[Any]) -> Settled:
+def _settle(
+    options: RehearseOptions, kubeconfig: Path, seeds: frozenset[Any], *, progress: Progress
+) -> Settled:
     """Wait for what the move depends on (everything under ``--strict-settle``).
 
     Raises:
@@ -425,7 +427,15 @@ def _settle(options: RehearseOptions, kubeconfig: Path, seeds: frozenset[Any]) -
     """
     timeout = options.settle_seconds
     with kube.connect(kubeconfig=kubeconfig) as client:
-        settled = settle(client, seeds=seeds, timeout=timeout, strict=options.strict_settle)
+        settled = settle(
+            client,
+            seeds=seeds,
+            timeout=timeout,
+            strict=options.strict_settle,
+            on_pending=lambda left: progress.waiting(
+                f"{len(left)} object{'s' if len(left) != 1 else ''}, first {left[0]}"
+            ),
+        )
     if settled.ok:
         return settled
     what = "everything (--strict-settle)" if options.strict_settle else "what the move depends on"
