@@ -378,7 +378,6 @@ def _rehearse(
         where = "on the upstream control plane, real time"
     progress.phase(f"starting the twin ({options.subject}, {where})")
     twin_options = _twin_options(options, work)
-    seeds = load_seeds(options.repo, options.root)
     with running_twin(
         twin_options,
         workdir=work,
@@ -387,6 +386,8 @@ def _rehearse(
         lifetime=lifetime,
     ) as twin:
         progress.phase("waiting for the twin to settle")
+        # The tree the twin runs: the repository, or the example it wrote.
+        seeds = load_seeds(twin.source, options.root)
         settled = _settle(options, twin.kubeconfig, seeds, progress=progress)
         if not (twin_options.upstream and twin_options.faulted):
             return _on_twin(

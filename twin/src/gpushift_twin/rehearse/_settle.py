@@ -354,6 +354,17 @@ def explain_pods(
     return out
 
 
+def gpu_workload_owners(cluster: Cluster) -> frozenset[FluxKey]:
+    """The HelmReleases and Kustomizations that applied a workload whose pods ask for a GPU
+    (``nvidia.com/*`` resources or resource claims)."""
+    out: set[FluxKey] = set()
+    for obj in cluster.workloads.values():
+        template = {"spec": ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}}
+        if _requests_gpu(template) and (owner := cluster.flux_owner(obj)) is not None:
+            out.add(owner)
+    return frozenset(out)
+
+
 def _state(
     client: kube.Kube, *, seeds: frozenset[FluxKey], strict: bool
 ) -> tuple[list[Unsettled], list[Unsettled], frozenset[FluxKey]]:
@@ -390,8 +401,16 @@ def settle(
     ``strict``), or ``timeout`` wall seconds pass; then explain the Pending pods: those of
     GPU consumers and the GPU stack, and those of every object left unsettled."""
     deadline = time.monotonic() + timeout
+    found: frozenset[FluxKey] = frozenset()
     while True:
-        blocking, others, members = _state(client, seeds=seeds, strict=strict)
+        blocking, others, members = _state(client, seeds=seeds | found, strict=strict)
+        if not blocking and not strict:
+            # What the repository's model missed: the Flux owners of the workloads in the
+            # twin whose pods ask for a GPU. Once settled without them, look once more.
+            more = gpu_workload_owners(Cluster.read(client)) - members
+            if more:
+                found |= more
+                blocking, others, members = _state(client, seeds=seeds | found, strict=strict)
         if not blocking or time.monotonic() >= deadline:
             break
         if on_pending is not None:
