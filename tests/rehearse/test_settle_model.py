@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpushift.runbook import why_pending
-from gpushift_twin.rehearse import live_seeds, matters
+from gpushift_twin.rehearse import Cluster, gpu_workload_owners, live_seeds, matters
 
 KS_LABEL = "kustomize.toolkit.fluxcd.io"
 
@@ -250,3 +250,52 @@ def test_a_required_affinity_no_node_matches_and_a_runtime_class_selector() -> N
 def test_a_pod_not_tried_yet_says_so() -> None:
     fresh = {"metadata": {"name": "x", "namespace": "a"}, "status": {"phase": "Pending"}}
     assert why_pending(fresh, nodes=[]) == "pod a/x Pending: not scheduled yet"
+
+
+def workload(kind: str, name: str, release: str, resources: dict[str, Any]) -> Any:
+    return {
+        "kind": kind,
+        "metadata": {
+            "name": name,
+            "namespace": "media",
+            "labels": {
+                "helm.toolkit.fluxcd.io/name": release,
+                "helm.toolkit.fluxcd.io/namespace": "media",
+            },
+        },
+        "spec": {"template": {"spec": {"containers": [{"resources": {"limits": resources}}]}}},
+    }
+
+
+def test_the_flux_owners_of_gpu_workloads_and_of_their_pods() -> None:
+    plex = workload("Deployment", "plex", "plex", {"nvidia.com/gpu": 1})
+    sonarr = workload("Deployment", "sonarr", "sonarr", {"cpu": "1"})
+    rs = {
+        "kind": "ReplicaSet",
+        "metadata": {
+            "name": "plex-1",
+            "namespace": "media",
+            "ownerReferences": [{"kind": "Deployment", "name": "plex", "controller": True}],
+        },
+    }
+    cluster = Cluster(
+        pods=(),
+        workloads={
+            ("Deployment", "media", "plex"): plex,
+            ("Deployment", "media", "sonarr"): sonarr,
+            ("ReplicaSet", "media", "plex-1"): rs,
+        },
+        nodes=(),
+        daemonsets=(),
+        runtime_classes=(),
+    )
+    assert gpu_workload_owners(cluster) == {("HelmRelease", "media", "plex")}
+    pod = {
+        "metadata": {
+            "name": "plex-1-x",
+            "namespace": "media",
+            "ownerReferences": [{"kind": "ReplicaSet", "name": "plex-1", "controller": True}],
+        }
+    }
+    assert cluster.flux_owner(pod) == ("HelmRelease", "media", "plex")
+    assert cluster.flux_owner({"metadata": {"name": "bare", "namespace": "media"}}) is None
