@@ -225,11 +225,30 @@ def verdict(kubeconfig: Path, *, fallback: RunRecord) -> Obj:
         }
 
 
-def rollback_target(kubeconfig: Path) -> str:
-    """What the GitRepository points at before the move, as a ``git-set`` argument: its ref
-    (commit, else branch) or, with no ref, its directory."""
+#: The annotation the twin's bootstrap sets on the root objects it makes.
+_BOOTSTRAPPED = "kustomize.toolkit.fluxcd.io/reconcile"
+
+
+def root_source(kubeconfig: Path) -> str:
+    """The GitRepository the twin's roots read, as ``NAMESPACE/NAME``:
+    ``flux-system/flux-system``, else the one the twin's bootstrap made (a repository whose
+    roots name their own, such as ``home-kubernetes``)."""
     with kube.connect(kubeconfig=kubeconfig) as client:
-        repo = client.get(_GIT, name="flux-system", namespace="flux-system")
+        repos = client.list(_GIT)
+    keys = [(str(r["metadata"].get("namespace")), str(r["metadata"]["name"])) for r in repos]
+    if ("flux-system", "flux-system") not in keys:
+        for repo, key in zip(repos, keys, strict=True):
+            if (repo["metadata"].get("annotations") or {}).get(_BOOTSTRAPPED) == "disabled":
+                return "/".join(key)
+    return "flux-system/flux-system"
+
+
+def rollback_target(kubeconfig: Path, source: str = "flux-system/flux-system") -> str:
+    """What the GitRepository ``source`` points at before the move, as a ``git-set``
+    argument: its ref (commit, else branch) or, with no ref, its directory."""
+    namespace, _, name = source.partition("/")
+    with kube.connect(kubeconfig=kubeconfig) as client:
+        repo = client.get(_GIT, name=name, namespace=namespace)
     spec = repo.get("spec") or {}
     ref = spec.get("ref") or {}
     if ref.get("commit"):
@@ -472,7 +491,9 @@ def _on_twin(
     run: _Run,
 ) -> Rehearsal:
     lifetime, env = run
-    back = rollback_target(kubeconfig)
+    source = root_source(kubeconfig)
+    back = rollback_target(kubeconfig, source)
+    named = None if source == "flux-system/flux-system" else source
     origin = time.monotonic()
     wall_origin = datetime.now(UTC)
     runs: list[RunRecord] = []
@@ -491,12 +512,13 @@ def _on_twin(
             command = CutoverCommand(
                 gpushift=tuple(gpushift),
                 kubeconfig=kubeconfig,
-                merge=merge_command(gpushift, merge_to, kubeconfig=kubeconfig),
+                merge=merge_command(gpushift, merge_to, kubeconfig=kubeconfig, source=named),
                 journal=work / "cutover-journal.json",
                 step_timeout=options.step_timeout,
                 repo=options.repo,
                 root=options.root,
                 target=merge_to if options.repo is not None else None,
+                source=named,
             )
             attempts = run_direction(
                 command,
