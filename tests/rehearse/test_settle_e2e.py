@@ -162,3 +162,19 @@ def test_consumers_no_node_can_take_are_explained(tmp_path: Path) -> None:
         "pod media/plex",
         "pod media/tdarr",
     ]
+
+
+def test_a_root_that_cannot_apply_the_gpu_stack_is_what_the_settle_names() -> None:
+    # root-waits: the older templates' root (kubernetes/flux/apps.yaml) on its own
+    # GitRepository, home-kubernetes, substituting a cluster-settings ConfigMap nothing makes.
+    repo = FIXTURES / "root-waits"
+    with pytest.raises(TwinStartError) as err:
+        rehearse(RehearseOptions(example=None, repo=repo, target=str(repo), settle_timeout=15))
+    lines = str(err.value).splitlines()
+    assert lines[1:] == [
+        "  Kustomization/flux-system/cluster-apps: substitute from "
+        "'ConfigMap/flux-system/cluster-settings' error: configmaps \"cluster-settings\" not found",
+        "  HelmRelease/kube-system/nvidia-device-plugin: not applied yet",
+        "  HelmRelease/media/plex: not applied yet",
+        "  and 2 more",
+    ]

@@ -373,6 +373,13 @@ def _state(
     objects = flux_objects(client)
     members = frozenset() if strict else matters(seeds | live_seeds(objects), objects)
     present = {_key(o) for o in objects}
+    # A seed the repository defines must have been applied before it can be waited for;
+    # until then the roots (the Kustomizations nothing applies) are what it waits on.
+    named = {(k[0], k[2]) for k in present}
+    missing = [k for k in sorted(seeds) if (k[0], k[2]) not in named]
+    if missing and not strict:
+        roots = {_key(o) for o in objects if o["kind"] == _KS_KIND and not _owner(o, _KS_LABEL)}
+        members = members | roots
     blocking: list[Unsettled] = []
     others: list[Unsettled] = []
     if not any(k[0] == _KS_KIND for k in present):
@@ -380,11 +387,7 @@ def _state(
     for n in not_ready_objects(client):
         item = Unsettled((n.kind, n.namespace, n.name), n.message)
         (blocking if strict or item.key in members else others).append(item)
-    # A seed the repository defines must have been applied before it can be waited for.
-    named = {(k[0], k[2]) for k in present}
-    for key in sorted(seeds):
-        if (key[0], key[2]) not in named:
-            blocking.append(Unsettled(key, "not applied yet"))
+    blocking += [Unsettled(key, "not applied yet") for key in missing]
     return blocking, others, members
 
 
