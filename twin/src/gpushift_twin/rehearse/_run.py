@@ -29,6 +29,7 @@ from gpushift_twin.rehearse._progress import Progress
 from gpushift_twin.rehearse._sampler import Sample, Sampler
 from gpushift_twin.rehearse._settle import (
     Cluster,
+    FluxKey,
     Settled,
     Unsettled,
     explain_pods,
@@ -437,7 +438,7 @@ def _rehearse(
 
 
 def _settle(
-    options: RehearseOptions, kubeconfig: Path, seeds: frozenset[Any], *, progress: Progress
+    options: RehearseOptions, kubeconfig: Path, seeds: frozenset[FluxKey], *, progress: Progress
 ) -> Settled:
     """Wait for what the move depends on (everything under ``--strict-settle``).
 
