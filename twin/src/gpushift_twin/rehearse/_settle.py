@@ -13,7 +13,10 @@ grows over the Flux objects in the twin (:func:`matters`): each member's ``depen
 and the Kustomizations that apply it, up to the root; a Kustomization reached through
 ``dependsOn`` also brings the HelmReleases it applies (what depends on it waits for them).
 Health checks on other kinds need no member of their own: the Kustomization that checks them
-is a member, and its Ready condition waits for them.
+is a member, and its Ready condition waits for them. While a seed the repository defines is
+not applied yet, the roots (Kustomizations nothing applies) are members too: they are what
+it waits on. Once the set has settled, the Flux owners of GPU workloads in the twin
+(:func:`gpu_workload_owners`) join it, for a consumer the repository's model did not know.
 """
 
 from __future__ import annotations
