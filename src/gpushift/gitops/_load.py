@@ -52,7 +52,7 @@ from gpushift.flux import (
     substitute_tree,
     value_at_target_path,
 )
-from gpushift.gitops import _argocd, _crd_consumers, _modelpool, _pods
+from gpushift.gitops import _argocd, _crd_consumers, _modelpool, _plugins, _pods
 from gpushift.gitops._bodies import HelmReleaseSpec, KustomizationSpec
 from gpushift.gitops._charts import chart_defaults, chart_identity
 from gpushift.gitops._distribution import distribution_evidence
@@ -241,6 +241,15 @@ def _load(paths: Sequence[str | Path]) -> Repo:
     model_pools = _modelpool.model_pools(objects)
     workloads = _modelpool.mark_members(tuple(_workloads(objects, releases)), model_pools)
     time_slicing, dp_configs = _time_slicing(state, objects, releases)
+    all_configs = list(time_slicing)
+    plugins = _plugins.device_plugins(
+        releases=releases,
+        workloads=workloads,
+        pointers=dp_configs,
+        objects=objects,
+        configs=all_configs,
+    )
+    time_slicing = tuple(all_configs)
     claims = tuple(_claim(o) for o in objects if o.kind in _CLAIM_KINDS)
     device_classes = tuple(_device_classes(objects, releases))
     runtime_classes = tuple(_runtime_classes(objects, releases))
@@ -264,6 +273,7 @@ def _load(paths: Sequence[str | Path]) -> Repo:
         distribution=distribution_evidence(objects, releases, tree.texts),
         cluster_root=state.cluster_root,
         taken_roots=tuple(state.taken_roots),
+        device_plugins=plugins,
     )
 
 

@@ -10,7 +10,6 @@ from gpushift.rules._context import (
     Context,
     dra_gpus_on,
     is_nvidia_claim,
-    name_of,
     nvidia_requests,
     operator_plugin_on,
     option_line,
@@ -61,15 +60,17 @@ def check(*, ctx: Context) -> Iterator[Finding]:
 
 def _plugin_owners(ctx: Context) -> str:
     parts = []
-    for h in ctx.plugin_advertisers:
-        if h.chart == "gpu-operator":
-            given = h.is_set("devicePlugin", "enabled")
+    for p in ctx.plugin_advertisers:
+        if p.release is not None and p.deployer == "gpu-operator":
+            given = p.release.is_set("devicePlugin", "enabled")
             how = (
                 "devicePlugin.enabled is true" if given else "devicePlugin.enabled defaults to true"
             )
-            parts.append(f"{name_of(h.obj)} ({how})")
+            parts.append(f"{p.name} ({how})")
+        elif p.deployer == "manifest":
+            parts.append(f"{p.name} (applied as a manifest)")
         else:
-            parts.append(name_of(h.obj))
+            parts.append(p.name)
     return ", ".join(parts)
 
 
