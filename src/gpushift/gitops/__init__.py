@@ -12,9 +12,12 @@ from gpushift.gitops._charts import (
     AGENT_TOLERATIONS,
     GPU_OPERATOR_POLICY_KEYS,
     AgentTolerations,
+    app_template_keys,
+    app_template_major,
     chart_defaults,
     chart_identity,
     known_values_keys,
+    version_major,
 )
 from gpushift.gitops._load import load_repo
 from gpushift.gitops._model import (
@@ -132,6 +135,8 @@ __all__ = [
     "Workload",
     "WorkloadOrigin",
     "YamlError",
+    "app_template_keys",
+    "app_template_major",
     "chart_defaults",
     "chart_identity",
     "cluster_policies",
@@ -146,4 +151,5 @@ __all__ = [
     "standalone_runs_plugin",
     "summarize",
     "truthy",
+    "version_major",
 ]
