@@ -14,6 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpushift.gitops import load_repo, summarize, version_major
 from gpushift.reports import Finding
@@ -354,3 +356,55 @@ def test_dependency_condition_false_installs_nothing(tmp_path: Path) -> None:
     repo = load_repo([root])
     assert summarize(repo).consumers == ()
     assert [h.chart for h in repo.helm_releases].count("app-template") == 1
+
+
+@given(st.integers(0, 30), st.integers(0, 30), st.integers(0, 30))
+def test_version_major_of_every_pinning_form(major: int, minor: int, patch: int) -> None:
+    pinned = [
+        f"{major}.{minor}.{patch}",
+        f"v{major}.{minor}.{patch}",
+        f"{major}.x",
+        f"{major}.{minor}.x",
+        f"~{major}.{minor}.{patch}",
+        f"^{major}.{minor}",
+        f"={major}.{minor}.{patch}",
+        f">={major}.{minor}.{patch} <{major + 1}.0.0",
+        f"{major}.{minor}.{patch}-rc.1",
+    ]
+    for v in pinned:
+        assert version_major(v) == major, v
+    # Open above: the newest release wins, whatever its major.
+    assert version_major(f">={major}.{minor}.{patch}") is None
+    assert version_major(f"{major}.x || {major + 1}.x") is None
+
+
+def _argo_app(ml: str) -> str:
+    return (
+        "apiVersion: argoproj.io/v1alpha1\n"
+        "kind: Application\n"
+        "metadata: {name: immich, namespace: argocd}\n"
+        "spec:\n"
+        "  destination: {namespace: media, server: https://kubernetes.default.svc}\n"
+        "  source:\n"
+        "    repoURL: https://example.com/gitops.git\n"
+        "    path: charts/immich\n"
+        "    helm:\n"
+        "      valuesObject:\n"
+        "        machine-learning:\n" + "".join(f"          {line}\n" for line in ml.splitlines())
+    )
+
+
+@pytest.mark.parametrize(("enabled", "consumers"), [("true", 1), ("false", 0)])
+def test_argo_chart_directory_dependency_condition(
+    tmp_path: Path, enabled: str, consumers: int
+) -> None:
+    root = _write(
+        tmp_path,
+        {
+            "charts/immich/Chart.yaml": CHART,
+            "charts/immich/values.yaml": CHART_VALUES,
+            "apps/immich.yaml": _argo_app(f"enabled: {enabled}\n" + GPU_ML),
+        },
+    )
+    found = summarize(load_repo([root])).consumers
+    assert [(c.namespace, c.name) for c in found] == [("media", "immich")] * consumers

@@ -220,3 +220,30 @@ def test_rename_applies_only_to_pods_on_its_pool(check: Any, kit: Any) -> None:
     assert [(f.path, f.line, f.object) for f in rejected] == [
         ("on-a.yaml", 18, "Deployment/media/on-a")
     ]
+
+
+def _mps(replicas: int) -> str:
+    return (
+        "version: v1\nsharing:\n  mps:\n"
+        f"    resources:\n      - name: nvidia.com/gpu\n        replicas: {replicas}\n"
+    )
+
+
+def test_mps_manifest_plugin_needs_gfd_from_any_daemonset(check: Any, kit: Any) -> None:
+    files = {
+        "dp.yaml": _daemonset("dp", _mounted_pod("", "mps")),
+        "cm.yaml": _config_map("mps", "config.yaml", _mps(4)),
+    }
+    found = [f for f in check(files) if f.rule == "mps-without-gfd"]
+    # At the config's data key (line 7 of the ConfigMap), naming the plugin's DaemonSet.
+    assert [(f.path, f.line, f.object) for f in found] == [
+        ("cm.yaml", 7, "DaemonSet/kube-system/dp")
+    ]
+    gfd = (
+        "containers:\n"
+        "  - name: gfd\n"
+        "    image: nvcr.io/nvidia/k8s-device-plugin:v0.17.0\n"
+        "    command: [gpu-feature-discovery]\n"
+    )
+    files["gfd.yaml"] = _daemonset("labels", gfd)
+    assert "mps-without-gfd" not in kit.ids(check(files))

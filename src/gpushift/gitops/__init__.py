@@ -67,6 +67,7 @@ from gpushift.gitops._plugins import (
     PLUGIN_IMAGE,
     config_file_flag,
     operator_runs_plugin,
+    runs_gfd,
     standalone_runs_plugin,
 )
 from gpushift.gitops._pods import CHART_POD_FIELDS, LLMKUBE_VENDOR_RESOURCES
@@ -148,6 +149,7 @@ __all__ = [
     "node_pool",
     "operator_runs_plugin",
     "parse_time_slicing_config",
+    "runs_gfd",
     "standalone_runs_plugin",
     "summarize",
     "truthy",

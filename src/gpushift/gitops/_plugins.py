@@ -116,6 +116,29 @@ def plugin_container(pod: Mapping[str, Any], *, name: str) -> Mapping[str, Any] 
     return None
 
 
+#: gpu-feature-discovery's own image, before it moved into the plugin's.
+_GFD = "gpu-feature-discovery"
+
+
+def runs_gfd(obj: Manifest) -> bool:
+    """Whether a DaemonSet manifest runs gpu-feature-discovery: a container of its own image,
+    or of the plugin's image running the ``gpu-feature-discovery`` binary, or the DaemonSet
+    named after it."""
+    if obj.kind != "DaemonSet":
+        return False
+    if obj.name.startswith(_GFD):
+        return True
+    spec = _dict(_dict(_dict(obj.body.get("spec")).get("template")).get("spec"))
+    for c in _list(spec.get("containers")):
+        if not isinstance(c, dict):
+            continue
+        image = _image_name(c.get("image"))
+        cmd = [posixpath.basename(str(t)) for t in _list(c.get("command"))[:1]]
+        if image == _GFD or (image == PLUGIN_IMAGE and cmd == [_GFD]):
+            return True
+    return False
+
+
 def _tokens(container: Mapping[str, Any]) -> list[str]:
     cmd = [str(t) for t in _list(container.get("command"))]
     # The binary itself is the command's first token (or the image's entrypoint).

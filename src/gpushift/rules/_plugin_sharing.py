@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpushift.gitops import DevicePlugin, TimeSlicingConfig, node_pool, truthy
+from gpushift.gitops import DevicePlugin, TimeSlicingConfig, node_pool, runs_gfd, truthy
 from gpushift.reports import Finding
 from gpushift.rules._context import (
     Context,
@@ -65,7 +65,9 @@ def gfd_running(ctx: Context) -> bool:
         if truthy(hr.value("gfd", "enabled"), default=False):
             return True
     return any(
-        w.kind == "DaemonSet" and w.name.startswith("gpu-feature-discovery") for w in ctx.workloads
+        (w.kind == "DaemonSet" and w.name.startswith("gpu-feature-discovery"))
+        or (w.origin_kind == "manifest" and runs_gfd(w.origin))
+        for w in ctx.workloads
     )
 
 
