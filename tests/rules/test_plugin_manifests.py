@@ -247,3 +247,27 @@ def test_mps_manifest_plugin_needs_gfd_from_any_daemonset(check: Any, kit: Any) 
     )
     files["gfd.yaml"] = _daemonset("labels", gfd)
     assert "mps-without-gfd" not in kit.ids(check(files))
+
+
+def test_sub_path_mount_of_a_projected_config_map(tmp_path: Path, kit: Any) -> None:
+    pod = _plugin_pod(
+        extra=(
+            "    args: [-config-file, /etc/nvdp/config.yaml]\n"
+            "    volumeMounts:\n"
+            "      - {name: cfg, mountPath: /etc/nvdp/config.yaml, subPath: sharing}\n"
+        )
+    ) + (
+        "volumes:\n  - name: cfg\n    projected:\n"
+        "      sources:\n        - configMap: {name: nvdp}\n"
+    )
+    files = {
+        "dp.yaml": _daemonset("dp", pod),
+        "cm.yaml": _config_map("nvdp", "sharing", _ts(3)),
+        "app.yaml": kit.deployment("app", kit.GPU_POD),
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    (plugin,) = load_repo([tmp_path]).device_plugins
+    # The file at the mount path is the volume's `sharing`, the projected ConfigMap's key.
+    assert (plugin.config_map, plugin.config_key, plugin.sharing.replicas) == ("nvdp", "sharing", 3)
+    assert run_check([tmp_path]).findings == ()

@@ -99,7 +99,8 @@ def _image_name(image: Any) -> str:
 
 def _runs_other_binary(container: Mapping[str, Any]) -> bool:
     cmd = [str(t) for t in _list(container.get("command"))]
-    return any(posixpath.basename(t) in _OTHER_BINARIES for t in cmd[:1] + cmd[1:2])
+    # The binary is the command (or a wrapper's first argument).
+    return any(posixpath.basename(t) in _OTHER_BINARIES for t in cmd[:2])
 
 
 def plugin_container(pod: Mapping[str, Any], *, name: str) -> Mapping[str, Any] | None:
@@ -244,7 +245,8 @@ def _manifest_plugin(
         and o.name == name
         and (o.namespace is None or ns is None or o.namespace == ns)
     ]
-    cm = next((o for o in maps if o.active), maps[0] if maps else None)
+    # A deployed plugin mounts only a deployed ConfigMap.
+    cm = next((o for o in maps if o.active), None if w.active or not maps else maps[0])
     selected: TimeSlicingConfig | None = None
     missing: Any = None
     if cm is None:
