@@ -271,3 +271,31 @@ def test_sub_path_mount_of_a_projected_config_map(tmp_path: Path, kit: Any) -> N
     # The file at the mount path is the volume's `sharing`, the projected ConfigMap's key.
     assert (plugin.config_map, plugin.config_key, plugin.sharing.replicas) == ("nvdp", "sharing", 3)
     assert run_check([tmp_path]).findings == ()
+
+
+def test_standalone_chart_per_pool_releases(tmp_path: Path, kit: Any) -> None:
+    def values(pool: str, replicas: int) -> str:
+        return (
+            f"nodeSelector: {{gpu-pool: {pool}}}\n"
+            "config:\n"
+            "  map:\n"
+            "    default: |-\n"
+            "      version: v1\n"
+            "      sharing:\n"
+            "        timeSlicing:\n"
+            "          resources:\n"
+            f"            - {{name: nvidia.com/gpu, replicas: {replicas}}}\n"
+        )
+
+    files = {
+        "a.yaml": kit.helm_release("ndp-a", "nvidia-device-plugin", values("a", 2)),
+        "b.yaml": kit.helm_release("ndp-b", "nvidia-device-plugin", values("b", 6)),
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    summary = summarize(load_repo([tmp_path]))
+    assert [(p.plugin, p.nodes, p.sharing.replicas) for p in summary.device_plugins] == [
+        ("HelmRelease/gpu/ndp-a", "nodes with nodeSelector gpu-pool=a", 2),
+        ("HelmRelease/gpu/ndp-b", "nodes with nodeSelector gpu-pool=b", 6),
+    ]
+    assert "dual-device-plugin" not in kit.ids(list(run_check([tmp_path]).findings))
