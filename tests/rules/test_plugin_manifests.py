@@ -299,3 +299,22 @@ def test_standalone_chart_per_pool_releases(tmp_path: Path, kit: Any) -> None:
         ("HelmRelease/gpu/ndp-b", "nodes with nodeSelector gpu-pool=b", 6),
     ]
     assert "dual-device-plugin" not in kit.ids(list(run_check([tmp_path]).findings))
+
+
+def test_pod_pinned_to_a_pool_without_a_plugin_is_unserved(check: Any, kit: Any) -> None:
+    files = {
+        "a.yaml": _daemonset("plugin-a", _plugin_pod("gpu-pool: a")),
+        "b.yaml": _daemonset("plugin-b", _plugin_pod("gpu-pool: b")),
+        "on-c.yaml": kit.deployment("on-c", "nodeSelector: {gpu-pool: c}\n" + kit.GPU_POD),
+        "anywhere.yaml": kit.deployment("anywhere", kit.GPU_POD),
+        "on-b.yaml": kit.deployment("on-b", "nodeSelector: {gpu-pool: b}\n" + kit.GPU_POD),
+    }
+    unserved = [f for f in check(files) if f.rule == "no-advertiser"]
+    # Only on-c: its request (nodeSelector 11, blank 12, ... nvidia.com/gpu 18) meets neither
+    # pool; a pod without node selection can land where a plugin runs.
+    assert [(f.path, f.line, f.object) for f in unserved] == [
+        ("on-c.yaml", 18, "Deployment/media/on-c")
+    ]
+    assert "DaemonSet/kube-system/plugin-a on nodes with nodeSelector gpu-pool=a" in (
+        unserved[0].message
+    )
