@@ -3,13 +3,14 @@ on hand-made objects: the expectations are read off the objects written here."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpushift.runbook import why_pending
-from gpushift_twin.rehearse import Cluster, gpu_workload_owners, live_seeds, matters
+from gpushift_twin.rehearse import Cluster, gpu_workload_owners, live_seeds, matters, repo_seeds
 
 KS_LABEL = "kustomize.toolkit.fluxcd.io"
 
@@ -299,3 +300,57 @@ def test_the_flux_owners_of_gpu_workloads_and_of_their_pods() -> None:
     }
     assert cluster.flux_owner(pod) == ("HelmRelease", "media", "plex")
     assert cluster.flux_owner({"metadata": {"name": "bare", "namespace": "media"}}) is None
+
+
+def test_repo_seeds_are_the_gpu_stack_and_the_consumers_kustomizations(tmp_path: Path) -> None:
+    apps = tmp_path / "kubernetes/apps"
+    files = {
+        "kube-system/ks.yaml": (
+            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n"
+            "metadata: {name: nvdp, namespace: flux-system}\n"
+            "spec: {path: ./kubernetes/apps/kube-system/app, sourceRef: {kind: GitRepository, "
+            "name: flux-system}}\n"
+        ),
+        # The device plugin as a manifest: NVIDIA's static DaemonSet.
+        "kube-system/app/ds.yaml": (
+            "apiVersion: apps/v1\nkind: DaemonSet\n"
+            "metadata: {name: nvidia-device-plugin-daemonset, namespace: kube-system}\n"
+            "spec:\n  selector: {matchLabels: {name: nvdp}}\n  template:\n"
+            "    metadata: {labels: {name: nvdp}}\n    spec:\n      containers:\n"
+            "      - name: nvidia-device-plugin-ctr\n"
+            "        image: nvcr.io/nvidia/k8s-device-plugin:v0.17.0\n"
+        ),
+        "misc/ks.yaml": (
+            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n"
+            "metadata: {name: misc, namespace: flux-system}\n"
+            "spec: {path: ./kubernetes/apps/misc/app, sourceRef: {kind: GitRepository, "
+            "name: flux-system}}\n"
+        ),
+        "misc/app/deploy.yaml": (
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: misc}\n"
+            "spec:\n  selector: {matchLabels: {app: web}}\n  template:\n"
+            "    metadata: {labels: {app: web}}\n    spec:\n      containers:\n"
+            "      - {name: web, image: nginx}\n"
+        ),
+        "ai/ks.yaml": (
+            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n"
+            "metadata: {name: ollama, namespace: flux-system}\n"
+            "spec: {path: ./kubernetes/apps/ai/app, sourceRef: {kind: GitRepository, "
+            "name: flux-system}}\n"
+        ),
+        "ai/app/deploy.yaml": (
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: ollama, namespace: ai}\n"
+            "spec:\n  selector: {matchLabels: {app: ollama}}\n  template:\n"
+            "    metadata: {labels: {app: ollama}}\n    spec:\n      containers:\n"
+            "      - name: ollama\n        image: ollama/ollama\n"
+            "        resources: {limits: {nvidia.com/gpu: 1}}\n"
+        ),
+    }
+    for rel, text in files.items():
+        (apps / rel).parent.mkdir(parents=True, exist_ok=True)
+        (apps / rel).write_text(text, encoding="utf-8")
+    # nvdp applies the device plugin, ollama a GPU consumer; misc is neither.
+    assert repo_seeds(tmp_path) == {
+        ("Kustomization", "flux-system", "nvdp"),
+        ("Kustomization", "flux-system", "ollama"),
+    }

@@ -67,8 +67,9 @@ def show(key: FluxKey) -> str:
 
 def repo_seeds(repo: Path, root: str | None = None) -> frozenset[FluxKey]:
     """The Flux objects of ``repo`` (under ``root`` when given) that deploy the GPU stack or a
-    GPU consumer: those HelmReleases and the Kustomizations applying them or the consumers'
-    manifests. Names with an unsubstituted ``${…}`` are left to :func:`live_seeds`.
+    GPU consumer: those HelmReleases and the Kustomizations applying them, a device plugin's
+    DaemonSet manifest or the consumers' manifests. Names with an unsubstituted ``${…}`` are
+    left to :func:`live_seeds`.
 
     Raises:
         InputError: the repository cannot be read.
@@ -88,6 +89,10 @@ def repo_seeds(repo: Path, root: str | None = None) -> frozenset[FluxKey]:
         if hr.chart in GPU_STACK_CHARTS and hr.obj.active:
             target = add_ks(hr.obj.kustomization)
             out.add((_HR_KIND, str(hr.namespace or target or ""), hr.name))
+    for plugin in model.device_plugins:
+        # A device plugin applied as a DaemonSet manifest: the Kustomization applying it.
+        if plugin.release is None and plugin.active:
+            add_ks(plugin.obj.kustomization)
     for consumer in summarize(model).consumers:
         origin = consumer.workload.origin
         target = add_ks(origin.kustomization)
