@@ -12,6 +12,7 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from gpushift._kinds import Kind
@@ -654,8 +655,97 @@ def _template_generation(pod: Obj) -> str | None:
     return (pod["metadata"].get("labels") or {}).get("pod-template-generation")
 
 
+def _available(ctx: Context, pod: Obj, *, min_ready: int) -> bool:
+    """podutil.IsPodAvailable: Ready for at least ``min_ready`` seconds; when it will be,
+    another pass is asked for then."""
+    if not is_ready(pod):
+        return False
+    if min_ready <= 0:
+        return True
+    ready = next(
+        c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"
+    )
+    since = str(ready.get("lastTransitionTime") or "")
+    if not since:
+        return True
+    left = (
+        datetime.fromisoformat(since.replace("Z", "+00:00")).timestamp()
+        + min_ready
+        - ctx.clock.now().timestamp()
+    )
+    if left <= 0:
+        return True
+    ctx.wake_at(ctx.now() + left)
+    return False
+
+
+def _rolling_deletes(
+    ctx: Context,
+    *,
+    ds: Obj,
+    on_node: dict[str, list[Obj]],
+    wanted: set[str],
+    generation: int,
+) -> list[Obj]:
+    """The outdated pods one RollingUpdate pass deletes (update.go rollingUpdate, without
+    surge): every node with a daemon pod, and every node that should run one, counts; a node
+    whose only pods are terminating, or that has none yet, or whose updated pod is not
+    available, is unavailable. Outdated pods that are not available go at once; available
+    ones only while fewer than maxUnavailable nodes are unavailable. A pod already deleted
+    does not count once it is gone, so a rollout under an untolerated NoSchedule taint
+    deletes the outdated pods one at a time, each after the one before it has gone, and
+    replaces none (nothing may start there) until the taint goes."""
+    spec = ds.get("spec") or {}
+    rolling = (spec.get("updateStrategy") or {}).get("rollingUpdate") or {}
+    # kube-apiserver defaults maxUnavailable to 1; a percentage is of the nodes that should
+    # run a pod, rounded up, and 0 of none (updatedDesiredNodeCounts).
+    limit = _int_or_percent(rolling.get("maxUnavailable", 1), len(wanted), round_up=True)
+    surge = _int_or_percent(rolling.get("maxSurge", 0), len(wanted), round_up=True)
+    if wanted and limit == 0 and surge == 0:
+        limit = 1
+    min_ready = int(spec.get("minReadySeconds") or 0)
+    nodes: dict[str, list[Obj]] = {
+        node: [
+            p
+            for p in items
+            # getNodesToDaemonPods: a finished pod being deleted is the kubelet's business.
+            if not (
+                p["metadata"].get("deletionTimestamp")
+                and (p.get("status") or {}).get("phase") in TERMINAL
+            )
+        ]
+        for node, items in on_node.items()
+    }
+    for node in wanted:
+        nodes.setdefault(node, [])
+    unavailable = 0
+    replace: list[Obj] = []
+    candidates: list[Obj] = []
+    for node in sorted(nodes):
+        live = [p for p in nodes[node] if not p["metadata"].get("deletionTimestamp")]
+        new = [p for p in live if _template_generation(p) == str(generation)]
+        old = [p for p in live if _template_generation(p) != str(generation)]
+        if len(new) > 1 or len(old) > 1 or bool(new) == bool(old):
+            # Excess pods (the manage pass prunes them), or nothing live on the node.
+            unavailable += 1
+        elif new:
+            unavailable += 0 if _available(ctx, new[0], min_ready=min_ready) else 1
+        elif not _available(ctx, old[0], min_ready=min_ready):
+            replace.append(old[0])
+            unavailable += 1
+        elif unavailable < limit:
+            candidates.append(old[0])
+    room = min(max(limit - unavailable, 0), len(candidates))
+    return [*replace, *candidates[:room]]
+
+
 def sync_daemonsets(ctx: Context, *, pods: list[Obj], nodes: list[Obj]) -> None:
-    """DaemonSet controller: one pod per matching node; RollingUpdate of outdated pods."""
+    """DaemonSet controller: one pod per matching node; RollingUpdate of outdated pods.
+
+    As kube-controller-manager's: a pass that created or deleted pods for placement leaves
+    the rollout to the next pass (its expectations are not yet met), and the rollout is
+    :func:`_rolling_deletes`; new pods come from the placement of a later pass.
+    """
     owned = by_owner(pods)
     for ds in ctx.list(ctx.kinds.daemonset):
         meta = ds["metadata"]
@@ -675,6 +765,7 @@ def sync_daemonsets(ctx: Context, *, pods: list[Obj], nodes: list[Obj]) -> None:
             node = _daemon_node(p)
             if node is not None:
                 on_node[node].append(p)
+        acted = False
         # daemon_controller.go podsShouldBeOnNode: create only where the pod should run,
         # delete only where it should not continue running.
         for node in sorted(kept):
@@ -688,6 +779,7 @@ def sync_daemonsets(ctx: Context, *, pods: list[Obj], nodes: list[Obj]) -> None:
                 )
             ):
                 created = _create(ctx, _daemon_pod(ctx, ds, node=node, generation=generation))
+                acted = True
                 if created is not None:
                     on_node[node].append(created)
                     ctx.event(
@@ -698,12 +790,14 @@ def sync_daemonsets(ctx: Context, *, pods: list[Obj], nodes: list[Obj]) -> None:
                     )
             for extra in active[1:]:
                 _delete(ctx, extra)
+                acted = True
         for node, items in on_node.items():
             if node in kept:
                 continue
             for p in items:
                 if is_active(p):
                     _delete(ctx, p)
+                    acted = True
                     ctx.event(
                         ds,
                         reason="SuccessfulDelete",
@@ -724,31 +818,23 @@ def sync_daemonsets(ctx: Context, *, pods: list[Obj], nodes: list[Obj]) -> None:
                 for p in on_node.get(node, [])
             )
         )
-        # RollingUpdate: replace outdated pods, at most maxUnavailable unavailable at once.
-        # update.go rollingUpdate walks every node with a daemon pod: an outdated pod that
-        # stays on a node it should no longer run on is deleted too, and not replaced.
         strategy = spec.get("updateStrategy") or {}
-        current = [p for n in wanted for p in on_node.get(n, []) if is_active(p)]
-        staying = [p for n in sorted(kept - wanted) for p in on_node.get(n, []) if is_active(p)]
-        updated = [p for p in current if _template_generation(p) == str(generation)]
-        outdated = [p for p in [*current, *staying] if _template_generation(p) != str(generation)]
-        if outdated and (strategy.get("type") or "RollingUpdate") == "RollingUpdate":
-            limit = (
-                _int_or_percent(
-                    (strategy.get("rollingUpdate") or {}).get("maxUnavailable", 1),
-                    len(wanted),
-                    round_up=True,
-                )
-                or 1
-            )
-            unavailable = len(wanted) - sum(1 for p in current if is_ready(p))
-            for p in sorted(outdated, key=lambda p: (is_ready(p), p["metadata"]["name"])):
-                if unavailable >= limit and is_ready(p):
-                    break
+        if not acted and (strategy.get("type") or "RollingUpdate") == "RollingUpdate":
+            for p in _rolling_deletes(
+                ctx, ds=ds, on_node=on_node, wanted=wanted, generation=generation
+            ):
                 _delete(ctx, p)
-                if is_ready(p):
-                    unavailable += 1
+                ctx.event(
+                    ds,
+                    reason="SuccessfulDelete",
+                    message=f"Deleted pod: {p['metadata']['name']}",
+                    component="daemonset-controller",
+                )
+        current = [p for n in wanted for p in on_node.get(n, []) if is_active(p)]
+        updated = [p for p in current if _template_generation(p) == str(generation)]
         ready = sum(1 for p in current if is_ready(p))
+        min_ready = int(spec.get("minReadySeconds") or 0)
+        available = sum(1 for p in current if _available(ctx, p, min_ready=min_ready))
         _set_status(
             ctx,
             ds,
@@ -758,8 +844,9 @@ def sync_daemonsets(ctx: Context, *, pods: list[Obj], nodes: list[Obj]) -> None:
                 "currentNumberScheduled": sum(1 for n in wanted if on_node.get(n)),
                 "numberMisscheduled": misscheduled,
                 "numberReady": ready,
-                "numberAvailable": ready,
-                "numberUnavailable": max(len(wanted) - ready, 0),
-                "updatedNumberScheduled": len(updated),
+                # omitempty in apps/v1 DaemonSetStatus: a zero is left out.
+                "numberAvailable": available or None,
+                "numberUnavailable": max(len(wanted) - available, 0) or None,
+                "updatedNumberScheduled": len(updated) or None,
             },
         )
