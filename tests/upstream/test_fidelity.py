@@ -333,3 +333,121 @@ def test_under_the_cutover_taint_old_pods_go_one_at_a_time_and_none_comes_back(
     until(lambda: _running_everywhere(server, ns, "2"), 120, "v2 Ready on every node untainted")
     status = _status(server, ns)
     assert (status["desiredNumberScheduled"], status["updatedNumberScheduled"]) == (3, 3)
+
+
+MANIFESTS = Path(__file__).resolve().parents[1] / "twin" / "cluster" / "manifests"
+CLAIMED = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {{name: whole-gpu, namespace: {namespace}}}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {{deviceClassName: gpu.nvidia.com}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: user, namespace: {namespace}}}
+spec:
+  terminationGracePeriodSeconds: 2
+  resourceClaims: [{{name: gpu, resourceClaimTemplateName: whole-gpu}}]
+  containers:
+  - name: app
+    image: ghcr.io/example/app:1
+    resources: {{claims: [{{name: gpu}}]}}
+"""
+
+
+def _claims(server: Server, namespace: str) -> list[Any]:
+    items: list[Any] = server.get("resourceclaims", "-n", namespace)["items"]
+    return items
+
+
+def test_a_generated_claim_is_deallocated_before_it_goes(server: Server) -> None:
+    """The resourceclaim controller (controller.go syncClaim) on a pod's claim from a
+    template: once the pod is gone it writes the status without ``reservedFor`` and without
+    ``allocation``, then removes its ``delete-protection`` finalizer, and only then does the
+    claim go; no observer ever sees an allocated claim without the finalizer, or one deleted
+    while still allocated."""
+    ns = server.namespace("claims")
+    server.kubectl("apply", "-f", str(MANIFESTS / "device-class.yaml"))
+    plugin = (MANIFESTS / "kubelet-plugin.yaml").read_text()
+    server.kubectl("apply", "-f", "-", stdin=plugin.format(shares="disabled", gate="false"))
+    until(lambda: len(server.get("resourceslices")["items"]) == 3, 90, "three slices")
+    server.kubectl("apply", "-f", "-", stdin=CLAIMED.format(namespace=ns))
+
+    def running() -> bool:
+        pod = server.get("pod", "-n", ns, "user")
+        claims = _claims(server, ns)
+        return (
+            pod["status"].get("phase") == "Running"
+            and len(claims) == 1
+            and bool((claims[0].get("status") or {}).get("reservedFor"))
+        )
+
+    until(running, 90, "the pod Running on its reserved claim")
+    (claim,) = _claims(server, ns)
+    assert claim["metadata"]["annotations"]["resource.kubernetes.io/pod-claim-name"] == "gpu"
+    assert claim["metadata"]["name"].startswith("user-gpu-")
+    assert claim["metadata"]["finalizers"] == ["resource.kubernetes.io/delete-protection"]
+    proc = subprocess.Popen(
+        [
+            "kubectl",
+            "--kubeconfig",
+            str(server.kubeconfig),
+            "--cache-dir",
+            str(server.cache),
+            "get",
+            "resourceclaims",
+            "-n",
+            ns,
+            "--watch",
+            "--output-watch-events",
+            "-o",
+            "json",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    events: list[Any] = []
+
+    def read() -> None:
+        assert proc.stdout is not None
+        text = ""
+        for line in proc.stdout:
+            text += line
+            try:
+                events.append(json.loads(text))
+            except ValueError:
+                continue
+            text = ""
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        until(lambda: events, 30, "the watch to list the claim")
+        server.kubectl("delete", "pod", "-n", ns, "user", "--wait=true", "--timeout=60s")
+        until(lambda: any(e["type"] == "DELETED" for e in events), 60, "the claim deleted")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        reader.join(timeout=10)
+    states = [
+        (
+            e["type"],
+            bool((e["object"].get("status") or {}).get("allocation")),
+            bool((e["object"].get("status") or {}).get("reservedFor")),
+            "resource.kubernetes.io/delete-protection"
+            in (e["object"]["metadata"].get("finalizers") or []),
+        )
+        for e in events
+    ]
+    for _, allocated, _, guarded in states:
+        assert guarded or not allocated, states
+    assert states[-1][:3] == ("DELETED", False, False), states
+    # Deallocated while still guarded, before the finalizer went.
+    assert any(
+        not allocated and not reserved and guarded for _, allocated, reserved, guarded in states
+    ), states
