@@ -10,7 +10,6 @@ Each server is one `twin serve` process for the module, three one-card nodes ``g
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -164,10 +163,10 @@ def _seen(event: Any) -> Seen:
 
 
 @contextmanager
-def watch(server: Server, namespace: str) -> Iterator[list[Seen]]:
-    """Every pod event in ``namespace`` as kubectl's watch delivers them, in order: it lists
-    first (the existing pods, as ADDED), then watches from the list's resourceVersion, so
-    no change after the listed pods is missed."""
+def watch_raw(server: Server, namespace: str, *what: str) -> Iterator[list[Any]]:
+    """Every watch event of ``kubectl get WHAT -n NAMESPACE --watch``, in order: kubectl
+    lists first (the existing objects, as ADDED), then watches from the list's
+    resourceVersion, so no change after the listed objects is missed."""
     proc = subprocess.Popen(
         [
             "kubectl",
@@ -176,11 +175,9 @@ def watch(server: Server, namespace: str) -> Iterator[list[Seen]]:
             "--cache-dir",
             str(server.cache),
             "get",
-            "pods",
+            *what,
             "-n",
             namespace,
-            "-l",
-            "app=agent",
             "--watch",
             "--output-watch-events",
             "-o",
@@ -188,9 +185,8 @@ def watch(server: Server, namespace: str) -> Iterator[list[Seen]]:
         ],
         stdout=subprocess.PIPE,
         text=True,
-        env=os.environ,
     )
-    seen: list[Seen] = []
+    events: list[Any] = []
 
     def read() -> None:
         assert proc.stdout is not None
@@ -202,12 +198,12 @@ def watch(server: Server, namespace: str) -> Iterator[list[Seen]]:
             except ValueError:
                 continue
             text = ""
-            seen.append(_seen(event))
+            events.append(event)
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
-        yield seen
+        yield events
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -251,10 +247,11 @@ def test_a_daemonset_rolls_one_node_at_a_time(server: Server) -> None:
     ns = server.namespace("roll")
     server.kubectl("apply", "-f", "-", stdin=AGENT.format(namespace=ns, version=1))
     until(lambda: _running_everywhere(server, ns, "1"), 90, "v1 Ready on every node")
-    with watch(server, ns) as seen:
-        until(lambda: len(seen) >= 3, 30, "the watch to list the v1 pods")
+    with watch_raw(server, ns, "pods", "-l", "app=agent") as raw:
+        until(lambda: len(raw) >= 3, 30, "the watch to list the v1 pods")
         server.kubectl("apply", "-f", "-", stdin=AGENT.format(namespace=ns, version=2))
         until(lambda: _running_everywhere(server, ns, "2"), 120, "v2 Ready on every node")
+    seen = [_seen(e) for e in raw]
     for event, pods in _states(seen):
         lacking = [
             n
@@ -308,17 +305,17 @@ def test_under_the_cutover_taint_old_pods_go_one_at_a_time_and_none_comes_back(
         "the taints in the controller's view",
     )
     try:
-        with watch(server, ns) as seen:
-            until(lambda: len(seen) >= 3, 30, "the watch to list the v1 pods")
+        with watch_raw(server, ns, "pods", "-l", "app=agent") as raw:
+            until(lambda: len(raw) >= 3, 30, "the watch to list the v1 pods")
             server.kubectl("apply", "-f", "-", stdin=AGENT.format(namespace=ns, version=2))
             until(
-                lambda: sum(1 for s in seen if s.type == "DELETED") == 3,
+                lambda: sum(1 for e in raw if e["type"] == "DELETED") == 3,
                 120,
                 "every v1 pod gone",
             )
             # Nothing may start while the barrier is there; give the controller time to try.
             until(lambda: _status(server, ns).get("observedGeneration") == 2, 30, "generation 2")
-            tainted = list(seen)
+            tainted = [_seen(e) for e in raw]
     finally:
         server.kubectl("taint", "nodes", *NODES, "gpushift.dev/cutover-")
     deleting: list[str] = []
@@ -392,48 +389,10 @@ def test_a_generated_claim_is_deallocated_before_it_goes(server: Server) -> None
     assert claim["metadata"]["annotations"]["resource.kubernetes.io/pod-claim-name"] == "gpu"
     assert claim["metadata"]["name"].startswith("user-gpu-")
     assert claim["metadata"]["finalizers"] == ["resource.kubernetes.io/delete-protection"]
-    proc = subprocess.Popen(
-        [
-            "kubectl",
-            "--kubeconfig",
-            str(server.kubeconfig),
-            "--cache-dir",
-            str(server.cache),
-            "get",
-            "resourceclaims",
-            "-n",
-            ns,
-            "--watch",
-            "--output-watch-events",
-            "-o",
-            "json",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    events: list[Any] = []
-
-    def read() -> None:
-        assert proc.stdout is not None
-        text = ""
-        for line in proc.stdout:
-            text += line
-            try:
-                events.append(json.loads(text))
-            except ValueError:
-                continue
-            text = ""
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
+    with watch_raw(server, ns, "resourceclaims") as events:
         until(lambda: events, 30, "the watch to list the claim")
         server.kubectl("delete", "pod", "-n", ns, "user", "--wait=true", "--timeout=60s")
         until(lambda: any(e["type"] == "DELETED" for e in events), 60, "the claim deleted")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        reader.join(timeout=10)
     states = [
         (
             e["type"],
@@ -451,3 +410,78 @@ def test_a_generated_claim_is_deallocated_before_it_goes(server: Server) -> None
     assert any(
         not allocated and not reserved and guarded for _, allocated, reserved, guarded in states
     ), states
+
+
+WEB = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: {namespace}
+  annotations: {{example.com/owner: media-team}}
+spec:
+  replicas: 1
+  strategy: {{type: Recreate}}
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      terminationGracePeriodSeconds: 2
+      containers: [{{name: web, image: "ghcr.io/example/web:{version}"}}]
+"""
+
+
+def _web_settled(server: Server, namespace: str, version: str) -> bool:
+    deploy = server.get("deployment", "-n", namespace, "web")
+    status = deploy.get("status") or {}
+    pods = server.get("pods", "-n", namespace)["items"]
+    return (
+        status.get("observedGeneration") == deploy["metadata"]["generation"]
+        and status.get("updatedReplicas") == 1
+        and status.get("availableReplicas") == 1
+        and len(pods) == 1
+        and pods[0]["spec"]["containers"][0]["image"].endswith(f":{version}")
+    )
+
+
+def test_a_rollback_makes_the_old_replicaset_the_newest_revision(server: Server) -> None:
+    """The Deployment controller (sync.go getNewReplicaSet, deployment_util.go) through a
+    Recreate rollout v1, v2 and back to v1: the v1 ReplicaSet is taken again and becomes
+    revision 3, its former revision kept in ``revision-history``; the Deployment's revision
+    annotation follows; both ReplicaSets carry the Deployment's own annotations. The status
+    counts are omitempty except ``replicas`` on a ReplicaSet and ``terminatingReplicas`` (a
+    pointer), which counts the pods being deleted while the old ones go."""
+    ns = server.namespace("rollback")
+    for version in ("1", "2"):
+        server.kubectl("apply", "-f", "-", stdin=WEB.format(namespace=ns, version=version))
+        until(lambda v=version: _web_settled(server, ns, v), 90, f"v{version} available")
+    with watch_raw(server, ns, "replicasets") as events:
+        until(lambda: len(events) >= 2, 30, "the watch to list both ReplicaSets")
+        server.kubectl("apply", "-f", "-", stdin=WEB.format(namespace=ns, version="1"))
+        until(lambda: _web_settled(server, ns, "1"), 90, "v1 available again")
+    rss = {
+        rs["spec"]["template"]["spec"]["containers"][0]["image"][-1]: rs
+        for rs in server.get("replicasets", "-n", ns)["items"]
+    }
+    assert sorted(rss) == ["1", "2"]
+    first, second = rss["1"]["metadata"]["annotations"], rss["2"]["metadata"]["annotations"]
+    assert first["deployment.kubernetes.io/revision"] == "3"
+    assert first["deployment.kubernetes.io/revision-history"] == "1"
+    assert second["deployment.kubernetes.io/revision"] == "2"
+    assert "deployment.kubernetes.io/revision-history" not in second
+    assert first["example.com/owner"] == second["example.com/owner"] == "media-team"
+    deploy = server.get("deployment", "-n", ns, "web")
+    assert deploy["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
+    # v2's pod was being deleted while Recreate waited for it to go.
+    assert any(
+        e["object"]["metadata"]["name"] == rss["2"]["metadata"]["name"]
+        and (e["object"].get("status") or {}).get("terminatingReplicas") == 1
+        for e in events
+    ), [(e["object"]["metadata"]["name"], e["object"].get("status")) for e in events]
+    scaled_down = rss["2"]["status"]
+    assert sorted(scaled_down) == ["observedGeneration", "replicas", "terminatingReplicas"]
+    assert (scaled_down["replicas"], scaled_down["terminatingReplicas"]) == (0, 0)
+    status = deploy["status"]
+    assert status["terminatingReplicas"] == 0
+    assert "unavailableReplicas" not in status
+    assert (status["replicas"], status["readyReplicas"]) == (1, 1)

@@ -201,6 +201,14 @@ def _delete_order(pod: Obj) -> tuple[int, int, int, str]:
     return (1 if pod["spec"].get("nodeName") else 0, phase, int(is_ready(pod)), inverted)
 
 
+def _terminating(pod: Obj) -> bool:
+    """Being deleted and not finished (controller.IsPodTerminating)."""
+    return (
+        bool(pod["metadata"].get("deletionTimestamp"))
+        and (pod.get("status") or {}).get("phase") not in TERMINAL
+    )
+
+
 # --- ReplicaSet -------------------------------------------------------------------------------
 
 
@@ -239,15 +247,19 @@ def sync_replicasets(ctx: Context, pods: list[Obj]) -> None:
                     component="replicaset-controller",
                 )
         ready = sum(1 for p in active if is_ready(p))
+        # replica_set_utils.go calculateStatus; every count but replicas is omitempty, and
+        # terminatingReplicas (a pointer, so 0 is shown) counts pods being deleted that
+        # have not finished (controller.IsPodTerminating).
         _set_status(
             ctx,
             rs,
             status={
                 "replicas": len(active),
-                "fullyLabeledReplicas": len(active),
-                "readyReplicas": ready,
-                "availableReplicas": ready,
+                "fullyLabeledReplicas": len(active) or None,
+                "readyReplicas": ready or None,
+                "availableReplicas": ready or None,
                 "observedGeneration": meta.get("generation", 1),
+                "terminatingReplicas": sum(1 for p in mine if _terminating(p)),
             },
         )
 
@@ -306,6 +318,7 @@ def _new_replicaset(ctx: Context, deploy: Obj, *, hash_: str, revision: int, rep
             "namespace": meta["namespace"],
             "labels": dict(tmeta["labels"]),
             "annotations": {
+                **_copied_annotations(deploy),
                 REVISION: str(revision),
                 "deployment.kubernetes.io/desired-replicas": str(_replicas(deploy)),
                 "deployment.kubernetes.io/max-replicas": str(_replicas(deploy)),
@@ -323,6 +336,78 @@ def _new_replicaset(ctx: Context, deploy: Obj, *, hash_: str, revision: int, rep
             component="deployment-controller",
         )
     return created
+
+
+REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
+#: deployment_util.go annotationsToSkip: what a ReplicaSet does not take from its Deployment.
+_SKIPPED_ANNOTATIONS = frozenset(
+    {
+        "kubectl.kubernetes.io/last-applied-configuration",
+        REVISION,
+        REVISION_HISTORY,
+        "deployment.kubernetes.io/desired-replicas",
+        "deployment.kubernetes.io/max-replicas",
+        "deprecated.deployment.rollback.to",
+    }
+)
+
+
+def _copied_annotations(deploy: Obj) -> dict[str, str]:
+    """The Deployment's annotations a ReplicaSet of it carries (copyDeploymentAnnotations-
+    ToReplicaSet)."""
+    return {
+        k: v
+        for k, v in (deploy["metadata"].get("annotations") or {}).items()
+        if k not in _SKIPPED_ANNOTATIONS
+    }
+
+
+def _sync_revision(ctx: Context, deploy: Obj, *, new: Obj, olds: list[Obj]) -> None:
+    """sync.go getNewReplicaSet for a new ReplicaSet that exists: it takes the revision after
+    the old ones' highest (a rollback to an earlier template makes that ReplicaSet the newest
+    revision, its former one appended to ``revision-history``) and the Deployment's
+    annotations; the Deployment's own ``revision`` annotation follows it."""
+    annotations = dict(new["metadata"].get("annotations") or {})
+    wanted = {**annotations, **_copied_annotations(deploy)}
+    revision = _next_revision(olds)
+    before = annotations.get(REVISION, "")
+    if int(before or 0) < revision:
+        wanted[REVISION] = str(revision)
+        if before:
+            history = wanted.get(REVISION_HISTORY, "")
+            wanted[REVISION_HISTORY] = f"{history},{before}" if history else before
+    if wanted != annotations:
+        meta = new["metadata"]
+
+        def mutate(cur: Obj) -> Obj:
+            cur["metadata"]["annotations"] = wanted
+            return cur
+
+        try:
+            new = ctx.store.update(
+                ctx.kinds.replicaset, name=meta["name"], namespace=meta["namespace"], mutate=mutate
+            )
+        except ApiError:
+            return
+    _set_revision(ctx, deploy, str((new["metadata"].get("annotations") or {}).get(REVISION, "")))
+
+
+def _set_revision(ctx: Context, deploy: Obj, revision: str) -> None:
+    """The Deployment's ``deployment.kubernetes.io/revision`` (SetDeploymentRevision)."""
+    if not revision or (deploy["metadata"].get("annotations") or {}).get(REVISION) == revision:
+        return
+    meta = deploy["metadata"]
+
+    def mutate(cur: Obj) -> Obj:
+        cur["metadata"].setdefault("annotations", {})[REVISION] = revision
+        return cur
+
+    # Upstream writes it with the status (kube-apiserver's Deployment status strategy keeps
+    # annotations); the twin's status writes keep metadata, so it goes on the object.
+    with contextlib.suppress(ApiError):
+        ctx.store.update(
+            ctx.kinds.deployment, name=meta["name"], namespace=meta["namespace"], mutate=mutate
+        )
 
 
 def sync_deployments(ctx: Context, pods: list[Obj]) -> None:
@@ -346,6 +431,8 @@ def sync_deployments(ctx: Context, pods: list[Obj]) -> None:
         strategy = (spec.get("strategy") or {}).get("type") or "RollingUpdate"
         if spec.get("paused"):
             continue
+        if new is not None:
+            _sync_revision(ctx, deploy, new=new, olds=olds)
         if strategy == "Recreate":
             # pkg/controller/deployment recreate.go: scale old down, wait for their pods to be
             # gone (terminating ones included), only then scale the new one up: the gap.
@@ -365,6 +452,7 @@ def sync_deployments(ctx: Context, pods: list[Obj]) -> None:
                 new = _new_replicaset(
                     ctx, deploy, hash_=hash_, revision=_next_revision(rss), replicas=want
                 )
+                _set_revision(ctx, deploy, str(new["metadata"]["annotations"][REVISION]))
             else:
                 _scale(ctx, new, replicas=want, deploy=deploy)
         else:
@@ -379,6 +467,7 @@ def sync_deployments(ctx: Context, pods: list[Obj]) -> None:
                 new = _new_replicaset(
                     ctx, deploy, hash_=hash_, revision=_next_revision(rss), replicas=first
                 )
+                _set_revision(ctx, deploy, str(new["metadata"]["annotations"][REVISION]))
             elif _replicas(new) > want:
                 _scale(ctx, new, replicas=want, deploy=deploy)
             elif _replicas(new) < want:
@@ -468,16 +557,19 @@ def _deploy_status(ctx: Context, deploy: Obj, *, new: Obj | None, olds: list[Obj
         prog = cond(
             "Progressing", "True", "ReplicaSetUpdated", f'ReplicaSet "{name}" is progressing.'
         )
+    # Every count is omitempty in apps/v1 DeploymentStatus but terminatingReplicas, a
+    # pointer: the ReplicaSets' sum (GetTerminatingReplicaCountForReplicaSets).
     _set_status(
         ctx,
         deploy,
         status={
             "observedGeneration": deploy["metadata"].get("generation", 1),
-            "replicas": total("replicas", rss),
-            "updatedReplicas": updated,
-            "readyReplicas": total("readyReplicas", rss),
-            "availableReplicas": available,
-            "unavailableReplicas": max(want - available, 0),
+            "replicas": total("replicas", rss) or None,
+            "updatedReplicas": updated or None,
+            "readyReplicas": total("readyReplicas", rss) or None,
+            "availableReplicas": available or None,
+            "unavailableReplicas": max(want - available, 0) or None,
+            "terminatingReplicas": total("terminatingReplicas", rss),
             "conditions": [avail, prog],
         },
     )
