@@ -467,7 +467,8 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--kubernetes-version",
                 metavar="1.N[.P]",
-                help="The release the API server and the kubelets report.",
+                help="The release the API server and the kubelets report (the twin's API "
+                "server only: on --control-plane upstream it is kube-apiserver's).",
             ),
         ] = "1.37",
         control_plane: Annotated[
