@@ -4,7 +4,8 @@ scenario on `gpushift twin serve --nodes` with the embedded control plane and wi
 both to the sequence derived by hand from the upstream controller's code.
 
 Each server is one `twin serve` process for the module, three one-card nodes ``gpu-0`` to
-``gpu-2`` and no Flux; each test keeps to its own namespace.
+``gpu-2`` and no Flux; each test keeps to its own namespace (the claim test also adds the
+cluster's DeviceClass and the DRA kubelet plugin, which no other test uses).
 """
 
 from __future__ import annotations
