@@ -486,3 +486,40 @@ def test_a_rollback_makes_the_old_replicaset_the_newest_revision(server: Server)
     assert status["terminatingReplicas"] == 0
     assert "unavailableReplicas" not in status
     assert (status["replicas"], status["readyReplicas"]) == (1, 1)
+
+
+def test_a_terminating_daemon_pod_still_counts_in_the_status(server: Server) -> None:
+    """updateDaemonSetStatus reads each node's oldest pod, one being deleted included: while
+    a Ready pod terminates (its grace period, 20 s) the DaemonSet still counts three
+    scheduled, Ready and available pods, and no replacement is made until it is gone."""
+    ns = server.namespace("counts")
+    daemon = AGENT.format(namespace=ns, version=1).replace(
+        "terminationGracePeriodSeconds: 2", "terminationGracePeriodSeconds: 20"
+    )
+    server.kubectl("apply", "-f", "-", stdin=daemon)
+    until(lambda: _running_everywhere(server, ns, "1"), 90, "Ready on every node")
+    until(lambda: _status(server, ns).get("numberReady") == 3, 30, "three Ready in the status")
+    pods = server.get("pods", "-n", ns, "-l", "app=agent")["items"]
+    victim = min(pods, key=lambda p: str(p["metadata"]["name"]))["metadata"]["name"]
+    server.kubectl("delete", "pod", "-n", ns, victim, "--wait=false")
+    looked = 0
+    while True:
+        current = server.get("pods", "-n", ns, "-l", "app=agent")["items"]
+        names = {p["metadata"]["name"] for p in current}
+        status = _status(server, ns)
+        if victim not in names:
+            break
+        looked += 1
+        # Read after the pod: it was still there (terminating) when the status was read.
+        if victim not in {
+            p["metadata"]["name"] for p in server.get("pods", "-n", ns, "-l", "app=agent")["items"]
+        }:
+            break
+        assert len(current) == 3, names
+        assert (
+            status["currentNumberScheduled"],
+            status["numberReady"],
+            status.get("numberAvailable"),
+        ) == (3, 3, 3), status
+    assert looked >= 1
+    until(lambda: _running_everywhere(server, ns, "1"), 90, "a replacement Ready")

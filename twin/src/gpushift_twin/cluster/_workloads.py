@@ -742,6 +742,16 @@ def _daemon_node(pod: Obj) -> str | None:
     return None
 
 
+def _by_creation(pod: Obj) -> tuple[int, str, str]:
+    # podByCreationTimestampAndPhase: a scheduled pod first, then the older, then by name.
+    meta = pod["metadata"]
+    return (
+        0 if pod["spec"].get("nodeName") else 1,
+        str(meta.get("creationTimestamp") or ""),
+        str(meta.get("name") or ""),
+    )
+
+
 def _template_generation(pod: Obj) -> str | None:
     return (pod["metadata"].get("labels") or {}).get("pod-template-generation")
 
@@ -921,23 +931,39 @@ def sync_daemonsets(ctx: Context, *, pods: list[Obj], nodes: list[Obj]) -> None:
                     message=f"Deleted pod: {p['metadata']['name']}",
                     component="daemonset-controller",
                 )
-        current = [p for n in wanted for p in on_node.get(n, []) if is_active(p)]
-        updated = [p for p in current if _template_generation(p) == str(generation)]
-        ready = sum(1 for p in current if is_ready(p))
+        # daemon_controller.go updateDaemonSetStatus: on each node that should run a pod,
+        # its oldest pod (scheduled first, then by creation), one being deleted included,
+        # gives ready, available and updated; a finished pod being deleted does not count.
         min_ready = int(spec.get("minReadySeconds") or 0)
-        available = sum(1 for p in current if _available(ctx, p, min_ready=min_ready))
+        firsts = [
+            min(counted, key=_by_creation)
+            for n in wanted
+            if (
+                counted := [
+                    p
+                    for p in on_node.get(n, [])
+                    if not (
+                        p["metadata"].get("deletionTimestamp")
+                        and (p.get("status") or {}).get("phase") in TERMINAL
+                    )
+                ]
+            )
+        ]
+        ready = sum(1 for p in firsts if is_ready(p))
+        available = sum(1 for p in firsts if _available(ctx, p, min_ready=min_ready))
+        updated = sum(1 for p in firsts if _template_generation(p) == str(generation))
         _set_status(
             ctx,
             ds,
             status={
                 "observedGeneration": generation,
                 "desiredNumberScheduled": len(wanted),
-                "currentNumberScheduled": sum(1 for n in wanted if on_node.get(n)),
+                "currentNumberScheduled": len(firsts),
                 "numberMisscheduled": misscheduled,
                 "numberReady": ready,
                 # omitempty in apps/v1 DaemonSetStatus: a zero is left out.
                 "numberAvailable": available or None,
                 "numberUnavailable": max(len(wanted) - available, 0) or None,
-                "updatedNumberScheduled": len(updated) or None,
+                "updatedNumberScheduled": updated or None,
             },
         )
