@@ -168,8 +168,12 @@ def _plan(
                 done.unserved.append(object_id(obj))
                 continue
             raise ApplyFailed(f"{object_id(obj)} dry-run failed: {err.message}") from None
-        live = _live(store, kind=kind, obj=obj)
         meta = obj.get("metadata") or {}
+        if kind.namespaced and not meta.get("namespace"):
+            # fluxcd/pkg/ssa places nothing by default: one such object fails the whole
+            # apply (check's model agrees: gitops, "namespace not specified").
+            raise ApplyFailed(f"{object_id(obj)} namespace not specified")
+        live = _live(store, kind=kind, obj=obj)
         if (
             live is not None
             and (live["metadata"].get("annotations") or {}).get(RECONCILE) == "disabled"

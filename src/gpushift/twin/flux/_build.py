@@ -18,7 +18,6 @@ import yaml
 
 from gpushift import _yaml
 from gpushift._children import die_with_parent
-from gpushift._kinds import lookup
 from gpushift._obj import Obj
 from gpushift.flux import (
     KUSTOMIZATION_FILES,
@@ -29,6 +28,7 @@ from gpushift.flux import (
     read_tree,
     substitute,
 )
+from gpushift.gitops import namespaced
 from gpushift.twin.flux import _buildcache
 
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -117,8 +117,8 @@ def _builtin(root: Path, rel: str, revision: str | None = None) -> list[Obj]:
 
 
 def _namespaced(obj: Obj) -> bool:
-    kind = lookup(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
-    return kind.namespaced if kind is not None else True
+    # The scope check gives objects too (gitops.namespaced), so both name them alike.
+    return namespaced(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
 
 
 def _manifests(directory: Path) -> list[Path]:
@@ -323,7 +323,9 @@ def _placeholders(value: Any) -> bool:
 def substitute_objects(objects: list[Obj], variables: Mapping[str, str]) -> list[Obj]:
     """``postBuild`` substitution per object on its YAML text, as kustomize-controller does
     (unset variables without a default become empty; objects labelled or annotated
-    ``kustomize.toolkit.fluxcd.io/substitute: disabled`` are left alone)."""
+    ``kustomize.toolkit.fluxcd.io/substitute: disabled`` are left alone).
+
+    Raises ``BuildError`` when the substituted text is no longer YAML."""
     out: list[Obj] = []
     for obj in objects:
         meta = obj.get("metadata") or {}
@@ -338,6 +340,14 @@ def substitute_objects(objects: list[Obj], variables: Mapping[str, str]) -> list
             out.append(obj)
             continue
         text = yaml.dump(obj, Dumper=_DUMPER, sort_keys=False, width=1 << 30)
-        new = _yaml.load(substitute(text, variables))
+        try:
+            new = _yaml.load(substitute(text, variables))
+        except yaml.YAMLError as err:
+            # kustomize-controller reads the substituted text back: a value that is no
+            # longer YAML (`${A},${B}` with both unset is a bare ",") fails the build.
+            problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+            raise BuildError(
+                f"post build failed for '{meta.get('name')}': YAMLToJSON: {problem}"
+            ) from None
         out.append(new if isinstance(new, dict) else obj)
     return out

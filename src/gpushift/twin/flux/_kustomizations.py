@@ -308,7 +308,10 @@ class Kustomizations(Reconciler):
         try:
             objects = self._build(self._build_args(ks, root, str(revision)))
             objects = transform(objects, spec)
-            objects = substitute_objects(objects, self._variables(ks))
+            if isinstance(spec.get("postBuild"), dict):
+                # kustomize-controller substitutes only with spec.postBuild set: without it
+                # a "${VAR}" is applied as written.
+                objects = substitute_objects(objects, self._variables(ks))
             objects = with_placeholders(objects)
         except BuildError as err:
             return self._fail(
