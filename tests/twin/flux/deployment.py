@@ -6,7 +6,8 @@ creates beside them), then, per Kustomization, the build of its source revision
 (``build``), Flux's overlay (``transform``), substitution when ``spec.postBuild`` is set
 (``substitute_objects``, variables looked up among what is applied, as ``_variables`` does in
 the store), the placeholder Secrets (``with_placeholders``), and the apply's refusal of an
-object without a namespace. A Kustomization waits for its ``dependsOn`` (one the repository
+object without a namespace (from the repository's own roots; under a synthetic root the
+API server's ``default`` takes it). A Kustomization waits for its ``dependsOn`` (one the repository
 does not define is passed, as the lenient twin passes it) and for its ``substituteFrom``
 objects; one that fails, or reads a source the twin does not serve, applies nothing.
 
@@ -23,9 +24,9 @@ from typing import Any
 
 from gpushift.flux import read_tree, secret_values
 from gpushift.gitops import is_flux_kustomization, namespaced, own_sources
-from gpushift.twin.flux._build import BuildError, build, substitute_objects, transform
-from gpushift.twin.flux._placeholders import PLACEHOLDER_ANNOTATION, with_placeholders
-from gpushift.twin.flux._roots import find_roots, synthetic_root
+from gpushift_twin.flux._build import BuildError, build, substitute_objects, transform
+from gpushift_twin.flux._placeholders import PLACEHOLDER_ANNOTATION, with_placeholders
+from gpushift_twin.flux._roots import find_roots, synthetic_root
 
 Ident = tuple[str, str, str | None, str]
 
@@ -67,7 +68,7 @@ def twin_applies(directory: Path) -> dict[Ident, dict[str, Any]]:
             key = _key(ks)
             if key in done:
                 continue
-            outcome = _reconcile(directory, ks, applied, sources, done, known)
+            outcome = _reconcile(directory, ks, applied, sources, done, known, whole=not synthetic)
             if outcome is None:
                 waiting.append(ks)
                 continue
@@ -93,6 +94,8 @@ def _reconcile(
     sources: set[tuple[str, str]],
     done: dict[tuple[str, str], bool],
     known: set[tuple[str, str]],
+    *,
+    whole: bool,
 ) -> tuple[bool, list[dict[str, Any]]] | None:
     """Whether ``ks`` becomes Ready and the objects it applies (none when it fails), or
     ``None`` while it waits (a dependency or a substituteFrom object not there yet)."""
@@ -143,10 +146,14 @@ def _reconcile(
         objects = with_placeholders(objects)
     except BuildError:
         return False, []
-    if any(
-        namespaced(str(o.get("apiVersion", "")), str(o.get("kind", "")))
-        and not (o.get("metadata") or {}).get("namespace")
+    unplaced = [
+        o
         for o in objects
-    ):
+        if namespaced(str(o.get("apiVersion", "")), str(o.get("kind", "")))
+        and not (o.get("metadata") or {}).get("namespace")
+    ]
+    if unplaced and whole:
         return False, []  # "<Kind>/<name> namespace not specified": the whole apply fails
+    for o in unplaced:
+        o.setdefault("metadata", {})["namespace"] = "default"  # a partial tree's root
     return True, objects

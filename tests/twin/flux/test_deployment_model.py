@@ -18,10 +18,10 @@ from tests.twin.flux.deployment import twin_applies
 from tests.twin.flux.test_roots_and_health import _get, _ready, _run, _write
 
 from gpushift.gitops import load_repo
-from gpushift.twin import Store, new_store
-from gpushift.twin.cluster import VirtualClock
-from gpushift.twin.flux import bootstrap
-from gpushift.twin.flux._roots import find_roots
+from gpushift_twin import Store, new_store
+from gpushift_twin.cluster import VirtualClock
+from gpushift_twin.flux import bootstrap
+from gpushift_twin.flux._roots import find_roots
 
 PROJECT = Path(__file__).resolve().parents[3]
 FULL = PROJECT.parent / "shared/fixtures/full"
@@ -162,7 +162,7 @@ def test_an_object_without_a_namespace_fails_its_kustomization(
         "apps/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: a}\n",
     }
     repo = _write(tmp_path, files)
-    flux = _run(store, clock)
+    flux = _run(store, clock, whole=True)
     try:
         bootstrap(store, directory=repo, path="./apps", roots=find_roots(repo))
         cond = wait_for(
