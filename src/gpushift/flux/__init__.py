@@ -63,7 +63,7 @@ from gpushift.flux._status import (
     ready,
     set_condition,
 )
-from gpushift.flux._subst import VAR_NAME, substitute, substitute_tree
+from gpushift.flux._subst import VAR_NAME, breaks_yaml, substitute, substitute_tree
 from gpushift.flux._tree import YamlError, read_tree
 from gpushift.flux._values import merge_values, value_at_target_path
 
@@ -86,6 +86,7 @@ __all__ = [
     "Tree",
     "YamlError",
     "apply_patch",
+    "breaks_yaml",
     "drop_condition",
     "duration",
     "go_duration",

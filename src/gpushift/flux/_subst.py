@@ -8,8 +8,12 @@ that is not set becomes the empty string unless a default is given.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
+
+import yaml
+
+from gpushift import _yaml
 
 # ${NAME}, ${NAME:-default}, ${NAME-default}, ${NAME:=default}, ${NAME=default}; defaults stop at
 # the first "}" as in the Go implementation (no nesting).
@@ -142,3 +146,58 @@ def _walk(data: Any, fn: Callable[[str], str]) -> Any:
                 items.append(nv)
         return data if items is None else items
     return data
+
+
+#: What a plain scalar cannot start with, or hold, and still read back as the same string.
+_INDICATORS = frozenset(",[]{}#&*!|>'\"%@`")
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def _strings(data: Any) -> Iterator[str]:
+    if type(data) is str:
+        if "${" in data:
+            yield data
+    elif type(data) is dict:
+        for k, v in data.items():
+            yield from _strings(k)
+            yield from _strings(v)
+    elif type(data) is list:
+        for v in data:
+            yield from _strings(v)
+
+
+def _reads_back(text: str) -> bool:
+    try:
+        _yaml.load("k: " + text)
+    except yaml.YAMLError:
+        return False
+    return True
+
+
+def breaks_yaml(data: Any, variables: Mapping[str, str]) -> str | None:
+    """The first string of ``data`` whose substitution leaves the object's YAML text
+    unreadable, or ``None``.
+
+    kustomize-controller substitutes in the YAML text of each object and reads it back, so a
+    string written plain (``${A},${B}``) that becomes a bare ``,`` fails the build; the same
+    string quoted does not. Only strings that change into something starting with an
+    indicator, or holding ``: `` or `` #``, are looked at closely (the rest cannot break).
+    """
+    for s in _strings(data):
+        out = substitute(s, variables)
+        if out == s or "\n" in s or "\n" in out:
+            continue
+        if (
+            out
+            and out[0] not in _INDICATORS
+            and out[:2] not in ("- ", "? ", ": ")
+            and ": " not in out
+            and " #" not in out
+            and not out.endswith(":")
+        ):
+            continue
+        if yaml.dump(s, Dumper=_DUMPER, width=1 << 30)[:1] in ("'", '"'):
+            continue  # written quoted: the substituted text stays one string
+        if not _reads_back(out):
+            return s
+    return None

@@ -40,6 +40,7 @@ from gpushift.flux import (
     KustomizeBuilder,
     Tree,
     YamlError,
+    breaks_yaml,
     merge_values,
     norm,
     parent,
@@ -428,7 +429,10 @@ def _walk_units(state: _State) -> None:
                 # kustomize-controller refuses the whole apply ("<Kind>/<name> namespace not
                 # specified"); a partial tree may lack what sets it, so there it is guessed.
                 applies = False
-            child = _Unit(items, applies, ks, _variables(state, ks))
+            variables = _variables(state, ks)
+            if applies and variables is not None and _unreadable(state, items, variables):
+                applies = False  # the build fails: "post build failed for ...: YAMLToJSON"
+            child = _Unit(items, applies, ks, variables)
             (queue if child.active else pending_inactive).append(child)
 
     # Whatever no unit reached: files listed nowhere and directories no Kustomization uses.
@@ -719,6 +723,22 @@ def _unplaced(state: _State, items: Sequence[Item], ks: FluxKustomization) -> It
         if namespaced(str(data.get("apiVersion", "")), str(data.get("kind", "")), crds=state.crds):
             return item
     return None
+
+
+def _unreadable(state: _State, items: Sequence[Item], variables: Mapping[str, str]) -> bool:
+    """Whether substituting ``variables`` leaves some object's YAML text unreadable."""
+    for item in items:
+        if not (item.generated or "${" in state.tree.texts.get(item.doc.rel, "")):
+            continue
+        meta = _dict(item.data.get("metadata"))
+        if (
+            _dict(meta.get("annotations")).get(_SUBSTITUTE_ANNOTATION) == "disabled"
+            or _dict(meta.get("labels")).get(_SUBSTITUTE_ANNOTATION) == "disabled"
+        ):
+            continue
+        if breaks_yaml(item.data, variables) is not None:
+            return True
+    return False
 
 
 def _variables(state: _State, ks: FluxKustomization) -> Mapping[str, str] | None:

@@ -17,6 +17,7 @@ from tests.twin.flux.conftest import wait_for
 from tests.twin.flux.deployment import twin_applies
 from tests.twin.flux.test_roots_and_health import _get, _ready, _run, _write
 
+from gpushift.flux import breaks_yaml
 from gpushift.gitops import load_repo
 from gpushift_twin import Store, new_store
 from gpushift_twin.cluster import VirtualClock
@@ -37,6 +38,28 @@ WHOLE = [
 
 # Luke's 246 Kustomizations are a `kubectl kustomize` each (the build cache keeps them).
 pytestmark = [pytest.mark.slow(seconds=150)]
+
+
+def test_a_cluster_without_its_bootstrap_differs_only_by_its_roots() -> None:
+    # sepffuzzball/fuzzlab-gitops holds kubernetes/flux/apps.yaml (cluster-gitops-apps) but
+    # not the bootstrap that applies kubernetes/flux, nor the GitRepository and
+    # substituteFrom objects it reads: a partial tree. check takes what nothing in it
+    # deploys as roots (cluster-gitops-apps and the HelmRepositories of
+    # kubernetes/flux/repositories); the twin makes its root for kubernetes/apps. Below
+    # kubernetes/apps both deploy the same.
+    repo = FULL / "sepffuzzball__fuzzlab-gitops"
+    if not repo.is_dir():
+        pytest.fail(f"fixture repository missing: {repo}")
+    loaded = load_repo([repo])
+    assert not loaded.find("GitRepository", "fuzzlab-gitops")
+    files = {(o.api_version, o.kind, o.namespace, o.name): o.source.path for o in loaded.objects}
+    twin = set(twin_applies(repo))
+    check = set(loaded.deployed())
+    assert twin - check == set()
+    assert {files[i] for i in check - twin} == {"kubernetes/flux/apps.yaml"} | {
+        files[i] for i in check - twin if files[i].startswith("kubernetes/flux/repositories/")
+    }
+    assert any(kind == "Kustomization" for _, kind, _, _ in check - twin)
 
 
 @pytest.mark.parametrize("repo", WHOLE, ids=lambda p: p.name)
@@ -228,6 +251,12 @@ def test_substitution_that_breaks_the_yaml_fails_the_build(
         assert cond["message"].startswith("post build failed for 'nets': YAMLToJSON: ")
     finally:
         flux.stop()
+    # check agrees: the Kustomization deploys nothing; quoted, the same value reads back.
+    assert ("v1", "ConfigMap", "default", "nets") not in load_repo([repo]).deployed()
+    assert breaks_yaml({"cidrs": "${A},${B}"}, {"X": "y"}) == "${A},${B}"
+    assert breaks_yaml({"cidrs": "'${A},${B}'"}, {}) is None
+    assert breaks_yaml({"tz": "${TZ}"}, {"TZ": "Europe/Paris"}) is None
+    assert breaks_yaml({"k": "${A}"}, {"A": "{x"}) == "${A}"
 
 
 def test_sops_values_substitute_alike_in_check_and_the_twin(tmp_path: Path) -> None:
