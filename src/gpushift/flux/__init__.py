@@ -63,7 +63,13 @@ from gpushift.flux._status import (
     ready,
     set_condition,
 )
-from gpushift.flux._subst import VAR_NAME, breaks_yaml, substitute, substitute_tree
+from gpushift.flux._subst import (
+    VAR_NAME,
+    breaks_yaml,
+    may_break_yaml,
+    substitute,
+    substitute_tree,
+)
 from gpushift.flux._tree import YamlError, read_tree
 from gpushift.flux._values import merge_values, value_at_target_path
 
@@ -93,6 +99,7 @@ __all__ = [
     "handled",
     "is_sops_encrypted",
     "kstatus",
+    "may_break_yaml",
     "merge_values",
     "new_token",
     "norm",

@@ -174,6 +174,54 @@ def _reads_back(text: str) -> bool:
     return True
 
 
+def _safe(out: str) -> bool:
+    # A replacement that cannot change how the YAML around it reads.
+    return bool(out) and not (
+        out[0] in _INDICATORS
+        or out[:2] in ("- ", "? ", ": ")
+        or ": " in out
+        or " #" in out
+        or out.endswith(":")
+        or "\n" in out
+    )
+
+
+def _value(line: str) -> str:
+    # The scalar a line writes: after "key: " and any "- " list markers.
+    rest = line.lstrip()
+    while rest.startswith("- "):
+        rest = rest[2:].lstrip()
+    _key, sep, value = rest.partition(": ")
+    if sep:
+        return value.strip()
+    rest = rest.rstrip()
+    return "" if rest.endswith(":") else rest  # "key:" with nothing after it: null
+
+
+def may_break_yaml(text: str, variables: Mapping[str, str]) -> bool:
+    """Whether substituting ``variables`` in a file's ``text`` could leave an object in it
+    unreadable: a line's value that substitution makes start with YAML syntax (``,``,
+    ``[`` …), or hold ``: `` or `` #``, or a quote or backslash in a quoted one. ``False``
+    means ``breaks_yaml`` finds nothing in the file's objects (a line scan, no walk)."""
+    if "${" not in text:
+        return False
+    for line in text.splitlines():
+        if "${" not in line:
+            continue
+        new = substitute(line, variables)
+        if new == line:
+            continue
+        old_value, value = _value(line), _value(new)
+        if old_value[:1] in ("'", '"'):
+            added = "".join(substitute(m.group(0), variables) for m in _VAR.finditer(line))
+            if old_value[0] in added or "\\" in added:
+                return True
+            continue
+        if value and not _safe(value) and value[:1] not in ("'", '"'):
+            return True
+    return False
+
+
 def breaks_yaml(data: Any, variables: Mapping[str, str]) -> str | None:
     """The first string of ``data`` whose substitution leaves the object's YAML text
     unreadable, or ``None``.

@@ -41,6 +41,7 @@ from gpushift.flux import (
     Tree,
     YamlError,
     breaks_yaml,
+    may_break_yaml,
     merge_values,
     norm,
     parent,
@@ -786,9 +787,14 @@ def _unplaced(state: _State, items: Sequence[Item], ks: FluxKustomization) -> It
 
 def _unreadable(state: _State, items: Sequence[Item], variables: Mapping[str, str]) -> bool:
     """Whether substituting ``variables`` leaves some object's YAML text unreadable."""
+    risky: dict[str, bool] = {}  # file -> whether a ${...} in it could break
     for item in items:
-        if not (item.generated or "${" in state.tree.texts.get(item.doc.rel, "")):
-            continue
+        rel = item.doc.rel
+        if not item.generated:
+            if rel not in risky:
+                risky[rel] = may_break_yaml(state.tree.texts.get(rel, ""), variables)
+            if not risky[rel]:
+                continue
         meta = _dict(item.data.get("metadata"))
         if (
             _dict(meta.get("annotations")).get(_SUBSTITUTE_ANNOTATION) == "disabled"
