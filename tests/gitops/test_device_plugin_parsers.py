@@ -17,10 +17,11 @@ from gpushift.gitops import NodePool, NodeRequirement, config_file_flag, node_po
 
 KEYS = ("pool", "zone")
 VALUES = ("a", "b", "c")
-#: Every node labelling over KEYS: each key absent or one of VALUES.
+#: Every node labelling over KEYS: each key absent, one of VALUES, or a value no pool names
+#: (real nodes can carry any value, so `NotIn a,b,c` and `Exists` do share a node).
 NODES = [
     {k: v for k, v in zip(KEYS, combo, strict=True) if v is not None}
-    for combo in itertools.product((None, *VALUES), repeat=len(KEYS))
+    for combo in itertools.product((None, *VALUES, "other"), repeat=len(KEYS))
 ]
 
 requirement = st.builds(
