@@ -165,8 +165,9 @@ def test_consumers_no_node_can_take_are_explained(tmp_path: Path) -> None:
 
 
 def test_a_root_that_cannot_apply_the_gpu_stack_is_what_the_settle_names() -> None:
-    # root-waits: the older templates' root (kubernetes/flux/apps.yaml) on its own
-    # GitRepository, home-kubernetes, substituting a cluster-settings ConfigMap nothing makes.
+    # root-waits: the older templates' layout. Its self-syncing root (config/cluster.yaml,
+    # `cluster`) applies kubernetes/flux/apps.yaml, whose cluster-apps, on the repository's own
+    # GitRepository home-kubernetes, substitutes a cluster-settings ConfigMap nothing makes.
     repo = FIXTURES / "root-waits"
     with pytest.raises(TwinStartError) as err:
         rehearse(RehearseOptions(example=None, repo=repo, target=str(repo), settle_timeout=15))

@@ -2,7 +2,8 @@
 
 - the kustomize build subset (``KustomizeBuilder`` over a ``Tree`` from ``read_tree``) and its
   patch functions;
-- Flux post-build substitution (``substitute``, ``substitute_tree``);
+- Flux post-build substitution (``substitute``, ``substitute_tree``) and the values a
+  Secret gives it (``secret_values``: a SOPS-encrypted one's as ``ENCRYPTED_VALUE``);
 - the Helm values merge (``merge_values``) and helm-controller's ``targetPath``;
 - Flux conditions as fluxcd/pkg writes them, Ready and kstatus evaluation (pure functions on
   API bodies).
@@ -45,7 +46,9 @@ from gpushift.flux._kustomize import (
     parse_patches,
     patch_targets,
     rename,
+    selector_matches,
 )
+from gpushift.flux._secrets import ENCRYPTED_VALUE, is_sops_encrypted, secret_values
 from gpushift.flux._status import (
     FINALIZER,
     REQUESTED_AT,
@@ -60,11 +63,18 @@ from gpushift.flux._status import (
     ready,
     set_condition,
 )
-from gpushift.flux._subst import VAR_NAME, substitute, substitute_tree
+from gpushift.flux._subst import (
+    VAR_NAME,
+    breaks_yaml,
+    may_break_yaml,
+    substitute,
+    substitute_tree,
+)
 from gpushift.flux._tree import YamlError, read_tree
 from gpushift.flux._values import merge_values, value_at_target_path
 
 __all__ = [
+    "ENCRYPTED_VALUE",
     "FINALIZER",
     "GITREPOSITORY",
     "HELMRELEASE",
@@ -82,11 +92,14 @@ __all__ = [
     "Tree",
     "YamlError",
     "apply_patch",
+    "breaks_yaml",
     "drop_condition",
     "duration",
     "go_duration",
     "handled",
+    "is_sops_encrypted",
     "kstatus",
+    "may_break_yaml",
     "merge_values",
     "new_token",
     "norm",
@@ -102,6 +115,8 @@ __all__ = [
     "request_reconcile",
     "resume",
     "revision",
+    "secret_values",
+    "selector_matches",
     "set_condition",
     "substitute",
     "substitute_tree",
@@ -118,12 +133,15 @@ _CLIENT_NAMES = frozenset(
         "HELMRELEASE",
         "KUSTOMIZATION",
         "handled",
+        "is_sops_encrypted",
         "new_token",
         "object_ready",
         "reconcile_and_wait",
         "request_reconcile",
         "resume",
         "revision",
+        "secret_values",
+        "selector_matches",
         "suspend",
     }
 )

@@ -438,8 +438,8 @@ def parse_patches(body: Any) -> list[Any]:
 
 def patch_targets(obj: dict[str, Any], *, patch: Any, target: dict[str, Any] | None) -> bool:
     """Whether a patch applies to ``obj``: by ``target`` (kind, name, namespace, group, version
-    as anchored regular expressions, and an equality label selector) or, without one, by the
-    strategic-merge patch's own kind, name and namespace."""
+    as anchored regular expressions, and label and annotation selectors) or, without one, by
+    the strategic-merge patch's own kind, name and namespace."""
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     assert isinstance(meta, dict)
     if target is not None:
@@ -456,12 +456,11 @@ def patch_targets(obj: dict[str, Any], *, patch: Any, target: dict[str, Any] | N
             want = target.get(key)
             if want is not None and not _match(str(want), str(have or "")):
                 return False
-        sel = target.get("labelSelector")
-        if isinstance(sel, str) and sel:
-            labels = meta.get("labels") or {}
-            for term in sel.split(","):
-                name, _, value = term.partition("=")
-                if labels.get(name.strip()) != value.strip():
+        for key, field_name in (("labelSelector", "labels"), ("annotationSelector", "annotations")):
+            sel = target.get(key)
+            if isinstance(sel, str) and sel.strip():
+                have_map = meta.get(field_name)
+                if not selector_matches(sel, have_map if isinstance(have_map, dict) else {}):
                     return False
         return True
     if not isinstance(patch, dict):
@@ -473,6 +472,57 @@ def patch_targets(obj: dict[str, Any], *, patch: Any, target: dict[str, Any] | N
         and pmeta.get("name") == meta.get("name")
         and (pmeta.get("namespace") in (None, meta.get("namespace")))
     )
+
+
+_SET_TERM = re.compile(r"^\s*(\S+)\s+(in|notin)\s*\(([^)]*)\)\s*$")
+
+
+def _selector_terms(selector: str) -> Iterator[str]:
+    # Terms are comma-separated, but the values of `in (a,b)` hold commas too.
+    depth, start = 0, 0
+    for i, c in enumerate(selector):
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "," and depth == 0:
+            yield selector[start:i]
+            start = i + 1
+    yield selector[start:]
+
+
+def selector_matches(selector: str, labels: dict[str, Any]) -> bool:
+    """Whether ``labels`` match a Kubernetes label selector string (apimachinery
+    ``labels.Parse``): ``k``, ``!k``, ``k=v``, ``k==v``, ``k!=v``, ``k in (a,b)`` and
+    ``k notin (a,b)``, all of them. ``!=`` and ``notin`` match an absent label, as in
+    Kubernetes. A term that does not parse matches nothing."""
+    for raw in _selector_terms(selector):
+        term = raw.strip()
+        if not term:
+            continue
+        m = _SET_TERM.match(term)
+        if m is not None:
+            key, op, values = m.group(1), m.group(2), {v.strip() for v in m.group(3).split(",")}
+            present = key in labels and str(labels[key]) in values
+            if present != (op == "in"):
+                return False
+            continue
+        if term.startswith("!"):
+            if term[1:].strip() in labels:
+                return False
+            continue
+        for op in ("!=", "==", "="):
+            if op in term:
+                key, _, value = term.partition(op)
+                have = labels.get(key.strip())
+                equal = have is not None and str(have) == value.strip()
+                if equal == (op == "!="):
+                    return False
+                break
+        else:
+            if term not in labels:
+                return False
+    return True
 
 
 def _match(pattern: str, value: str) -> bool:

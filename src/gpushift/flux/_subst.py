@@ -8,8 +8,12 @@ that is not set becomes the empty string unless a default is given.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
+
+import yaml
+
+from gpushift import _yaml
 
 # ${NAME}, ${NAME:-default}, ${NAME-default}, ${NAME:=default}, ${NAME=default}; defaults stop at
 # the first "}" as in the Go implementation (no nesting).
@@ -142,3 +146,106 @@ def _walk(data: Any, fn: Callable[[str], str]) -> Any:
                 items.append(nv)
         return data if items is None else items
     return data
+
+
+#: What a plain scalar cannot start with, or hold, and still read back as the same string.
+_INDICATORS = frozenset(",[]{}#&*!|>'\"%@`")
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def _strings(data: Any) -> Iterator[str]:
+    if type(data) is str:
+        if "${" in data:
+            yield data
+    elif type(data) is dict:
+        for k, v in data.items():
+            yield from _strings(k)
+            yield from _strings(v)
+    elif type(data) is list:
+        for v in data:
+            yield from _strings(v)
+
+
+def _reads_back(text: str) -> bool:
+    try:
+        _yaml.load("k: " + text)
+    except yaml.YAMLError:
+        return False
+    return True
+
+
+def _safe(out: str) -> bool:
+    # A replacement that cannot change how the YAML around it reads.
+    return bool(out) and not (
+        out[0] in _INDICATORS
+        or out[:2] in ("- ", "? ", ": ")
+        or ": " in out
+        or " #" in out
+        or out.endswith(":")
+        or "\n" in out
+    )
+
+
+def _value(line: str) -> str:
+    # The scalar a line writes: after "key: " and any "- " list markers.
+    rest = line.lstrip()
+    while rest.startswith("- "):
+        rest = rest[2:].lstrip()
+    _key, sep, value = rest.partition(": ")
+    if sep:
+        return value.strip()
+    rest = rest.rstrip()
+    return "" if rest.endswith(":") else rest  # "key:" with nothing after it: null
+
+
+def may_break_yaml(text: str, variables: Mapping[str, str]) -> bool:
+    """Whether substituting ``variables`` in a file's ``text`` could leave an object in it
+    unreadable: a line's value that substitution makes start with YAML syntax (``,``,
+    ``[`` …), or hold ``: `` or `` #``, or a quote or backslash in a quoted one. ``False``
+    means ``breaks_yaml`` finds nothing in the file's objects (a line scan, no walk)."""
+    if "${" not in text:
+        return False
+    for line in text.splitlines():
+        if "${" not in line:
+            continue
+        new = substitute(line, variables)
+        if new == line:
+            continue
+        old_value, value = _value(line), _value(new)
+        if old_value[:1] in ("'", '"'):
+            added = "".join(substitute(m.group(0), variables) for m in _VAR.finditer(line))
+            if old_value[0] in added or "\\" in added:
+                return True
+            continue
+        if value and not _safe(value) and value[:1] not in ("'", '"'):
+            return True
+    return False
+
+
+def breaks_yaml(data: Any, variables: Mapping[str, str]) -> str | None:
+    """The first string of ``data`` whose substitution leaves the object's YAML text
+    unreadable, or ``None``.
+
+    kustomize-controller substitutes in the YAML text of each object and reads it back, so a
+    string written plain (``${A},${B}``) that becomes a bare ``,`` fails the build; the same
+    string quoted does not. Only strings that change into something starting with an
+    indicator, or holding ``: `` or `` #``, are looked at closely (the rest cannot break).
+    """
+    for s in _strings(data):
+        out = substitute(s, variables)
+        if out == s or "\n" in s or "\n" in out:
+            continue
+        if (
+            out
+            and out[0] not in _INDICATORS
+            and out[:2] not in ("- ", "? ", ": ")
+            and ": " not in out
+            and " #" not in out
+            and not out.endswith(":")
+        ):
+            continue
+        if yaml.dump(s, Dumper=_DUMPER, width=1 << 30)[:1] in ("'", '"'):
+            continue  # written quoted: the substituted text stays one string
+        if not _reads_back(out):
+            return s
+    return None

@@ -1,7 +1,10 @@
 """The GitOps repository model: what a Flux or Argo CD repository deploys, for GPUs.
 
 ``load_repo(paths)`` reads a repository into a ``Repo``; ``summarize(repo)`` gives its GPU
-summary. Chart knowledge (outcome-changing defaults, known top-level values keys) is in
+summary; ``Repo.deployed()`` is the identity of every object the repository puts on the
+cluster. Where the walk starts is ``cluster_roots`` (the twin bootstraps the same roots),
+and an object's scope is ``namespaced`` (the repository's CRDs, then well-known kinds).
+Chart knowledge (outcome-changing defaults, known top-level values keys) is in
 ``chart_defaults`` and ``known_values_keys``.
 """
 
@@ -71,6 +74,17 @@ from gpushift.gitops._plugins import (
     standalone_runs_plugin,
 )
 from gpushift.gitops._pods import CHART_POD_FIELDS, LLMKUBE_VENDOR_RESOURCES
+from gpushift.gitops._roots import (
+    OWN_SOURCE,
+    ClusterRoots,
+    RootLayout,
+    cluster_roots,
+    foreign_sources,
+    is_flux_kustomization,
+    own_sources,
+    resolve_path,
+)
+from gpushift.gitops._scope import crd_scopes, namespaced
 from gpushift.gitops._summary import (
     CLUSTER_POLICY_KIND,
     GPU_CLUSTER_KIND,
@@ -92,11 +106,13 @@ __all__ = [
     "GPU_RESOURCE",
     "LLMKUBE_VENDOR_RESOURCES",
     "NVIDIA_PREFIX",
+    "OWN_SOURCE",
     "PLUGIN_IMAGE",
     "ActiveAllocators",
     "AgentTolerations",
     "ChartId",
     "Claim",
+    "ClusterRoots",
     "Consumer",
     "Container",
     "DependsOn",
@@ -121,6 +137,7 @@ __all__ = [
     "PodSpec",
     "Repo",
     "RequestKind",
+    "RootLayout",
     "RuntimeClass",
     "SharingSummary",
     "SharingSummaryMode",
@@ -141,14 +158,21 @@ __all__ = [
     "chart_defaults",
     "chart_identity",
     "cluster_policies",
+    "cluster_roots",
     "config_file_flag",
+    "crd_scopes",
     "dra_stack",
+    "foreign_sources",
     "gpu_clusters",
+    "is_flux_kustomization",
     "known_values_keys",
     "load_repo",
+    "namespaced",
     "node_pool",
     "operator_runs_plugin",
+    "own_sources",
     "parse_time_slicing_config",
+    "resolve_path",
     "runs_gfd",
     "standalone_runs_plugin",
     "summarize",

@@ -19,9 +19,6 @@ as home-ops layouts do. Otherwise the namespace stays unknown (None).
 
 from __future__ import annotations
 
-import base64
-import binascii
-import bisect
 import functools
 import gc
 import re
@@ -35,7 +32,6 @@ import yaml
 
 from gpushift import _yaml
 from gpushift._errors import InputError
-from gpushift._kinds import KINDS
 from gpushift.flux import (
     KUSTOMIZATION_FILES,
     VAR_NAME,
@@ -44,11 +40,14 @@ from gpushift.flux import (
     KustomizeBuilder,
     Tree,
     YamlError,
+    breaks_yaml,
+    may_break_yaml,
     merge_values,
     norm,
     parent,
     read_tree,
     rename,
+    secret_values,
     substitute_tree,
     value_at_target_path,
 )
@@ -78,6 +77,13 @@ from gpushift.gitops._model import (
     ValuesRef,
     Workload,
 )
+from gpushift.gitops._roots import (
+    cluster_roots,
+    foreign_sources,
+    is_flux_kustomization,
+    resolve_path,
+)
+from gpushift.gitops._scope import crd_scopes, namespaced
 from gpushift.gitops._subcharts import dependencies
 from gpushift.gitops._summary import truthy
 from gpushift.gitops._timeslicing import looks_like_config, parse_config
@@ -86,20 +92,6 @@ _FLUX_KS = "kustomize.toolkit.fluxcd.io/"
 _HELM = "helm.toolkit.fluxcd.io/"
 _SUBSTITUTE_ANNOTATION = "kustomize.toolkit.fluxcd.io/substitute"
 
-_CLUSTER_SCOPED = frozenset(k.kind for k in KINDS if not k.namespaced) | {
-    "PersistentVolume",
-    "StorageClass",
-    "ClusterIssuer",
-    "NodeFeatureRule",
-    "APIService",
-    "MutatingWebhookConfiguration",
-    "ValidatingWebhookConfiguration",
-    "ValidatingAdmissionPolicy",
-    "ValidatingAdmissionPolicyBinding",
-    "CSIDriver",
-    "IngressClass",
-    "GatewayClass",
-}
 _TALOS_LABEL = "extensions.talos.dev/"
 
 
@@ -132,7 +124,7 @@ class _State:
     files: dict[str, str]
     objects: list[Manifest] = field(default_factory=list)
     seen: set[tuple[str, int, tuple[str | int, ...]]] = field(default_factory=set)
-    emitted: dict[tuple[str, int, tuple[str | int, ...]], set[KsRef | None]] = field(
+    emitted: dict[tuple[str, int, tuple[str | int, ...], str | None], set[KsRef | None]] = field(
         default_factory=dict
     )
     kustomizations: list[FluxKustomization] = field(default_factory=list)
@@ -151,7 +143,7 @@ class _State:
     resolved: dict[str, str | None] = field(default_factory=dict)
     #: ApplicationSet generators that need a network to expand.
     unexpanded: list[UnexpandedGenerator] = field(default_factory=list)
-    #: The sources of other repositories the tree defines (see ``_foreign_sources``).
+    #: The sources of other repositories the tree defines (see ``gitops.foreign_sources``).
     foreign: frozenset[tuple[str, str]] = frozenset()
     #: Directories Argo CD Applications point at (``_argo_directories``).
     argo_paths: frozenset[str] = frozenset()
@@ -160,6 +152,11 @@ class _State:
     #: Flux Kustomizations, HelmReleases and Argo CD Applications nothing in the tree deploys,
     #: taken as roots (active ones, in walk order).
     taken_roots: list[Manifest] = field(default_factory=list)
+    #: Whether the tree holds its cluster's roots (``cluster_roots``): nothing it deploys
+    #: lacks what sets its namespaces.
+    whole: bool = False
+    #: ``(group, kind) -> namespaced`` of the custom kinds the tree's CRDs define.
+    crds: dict[tuple[str, str], bool] = field(default_factory=dict)
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -229,7 +226,8 @@ def _load(paths: Sequence[str | Path]) -> Repo:
             return None
 
     builder = KustomizeBuilder(tree, read_text=read_text)
-    state = _State(root, tree, builder, errors, real, foreign=_foreign_sources(tree))
+    state = _State(root, tree, builder, errors, real, foreign=foreign_sources(tree))
+    state.crds = crd_scopes(d.data for docs in tree.docs.values() for d in docs)
     _index_data_objects(state)
     _walk_units(state)
     state.errors[:] = _classify_errors(state)
@@ -284,10 +282,7 @@ def _load(paths: Sequence[str | Path]) -> Repo:
 # -- deciding what is deployed ------------------------------------------------------------
 
 
-def _is_flux_ks(data: Mapping[str, Any]) -> bool:
-    return data.get("kind") == "Kustomization" and str(data.get("apiVersion", "")).startswith(
-        _FLUX_KS
-    )
+_is_flux_ks = is_flux_kustomization
 
 
 def _index_data_objects(state: _State) -> None:
@@ -298,72 +293,6 @@ def _index_data_objects(state: _State) -> None:
                 if name:
                     key = (str(d.data["kind"]), str(name))
                     state.data_objects.setdefault(key, []).append(Item(d, d.data))
-
-
-_SOURCE_KINDS = frozenset({"GitRepository", "OCIRepository", "Bucket"})
-#: The source `flux bootstrap` (and the cluster templates) sync this repository from.
-_OWN_SOURCE = "flux-system"
-
-
-def _foreign_sources(tree: Tree) -> frozenset[tuple[str, str]]:
-    """(kind, name) of the Flux sources the tree defines for other repositories: every
-    GitRepository, OCIRepository or Bucket but ``flux-system``, and but a source that is
-    the tree's own (see ``_syncs_itself``)."""
-    defined = frozenset(
-        (str(d.data.get("kind")), str(_dict(d.data.get("metadata")).get("name")))
-        for docs in tree.docs.values()
-        for d in docs
-        # A kind that is not a string (a list, from hostile YAML) cannot be looked up in a set.
-        if isinstance(d.data.get("kind"), str)
-        and d.data["kind"] in _SOURCE_KINDS
-        and str(d.data.get("apiVersion", "")).startswith("source.toolkit.fluxcd.io/")
-        and _dict(d.data.get("metadata")).get("name") != _OWN_SOURCE
-    )
-    if not defined:
-        return defined
-    return frozenset(s for s in defined if not _syncs_itself(tree, s))
-
-
-def _plain_resolve(tree: Tree, path: str) -> str | None:
-    """``_resolve_path`` without the state: leading components dropped until found."""
-    parts = norm(".", path).split("/")
-    for i in range(len(parts)):
-        cand = "/".join(parts[i:]) or "."
-        if cand in tree.dirs or cand in tree.kustomizations:
-            return cand
-    return None
-
-
-def _syncs_itself(tree: Tree, source: tuple[str, str]) -> bool:
-    """Whether ``source`` is the tree's own repository under another name than flux-system
-    (the older cluster templates' ``home-kubernetes``): a Kustomization reading it has a path
-    that holds another Kustomization reading it, as a cluster root holds ``cluster-apps``.
-    A fleet repository's Kustomization (``path: ./kubernetes`` of the other repository)
-    holds at most itself."""
-    readers: list[tuple[str, str]] = []  # (file, resolved directory)
-    for docs in tree.docs.values():
-        for d in docs:
-            if not _is_flux_ks(d.data):
-                continue
-            spec = _dict(d.data.get("spec"))
-            ref = _dict(spec.get("sourceRef"))
-            if (str(ref.get("kind", "GitRepository")), str(ref.get("name"))) != source:
-                continue
-            directory = _plain_resolve(tree, str(spec.get("path") or "."))
-            readers.append((f"{d.rel}#{d.index}", directory or ""))
-    if len(readers) < 2:
-        return False
-    files = sorted(f for f, _ in readers)
-    for own, directory in readers:
-        if not directory:
-            continue
-        prefix = "" if directory == "." else directory + "/"
-        i = bisect.bisect_left(files, prefix)
-        while i < len(files) and files[i].startswith(prefix):
-            if files[i] != own:
-                return True
-            i += 1
-    return False
 
 
 def _reads_foreign_source(data: Mapping[str, Any], foreign: frozenset[tuple[str, str]]) -> bool:
@@ -397,16 +326,8 @@ def _resolve_path(state: _State, path: str) -> str | None:
     """
     if path in state.resolved:
         return state.resolved[path]
-    rel = norm(".", path)
-    parts = rel.split("/")
-    found: str | None = None
-    for i in range(len(parts)):
-        cand = "/".join(parts[i:]) or "."
-        if cand in state.tree.dirs or cand in state.tree.kustomizations:
-            found = cand
-            break
     # Every Kustomization's path is resolved twice (finding the directories, then the model).
-    state.resolved[path] = found
+    found = state.resolved[path] = resolve_path(state.tree, path)
     return found
 
 
@@ -474,21 +395,19 @@ def _walk_units(state: _State) -> None:
             active = False
         roots.append(([Item(d, d.data) for d in docs], active))
 
-    # Bootstrap roots sit inside the tree they sync, so nothing above includes them: the
-    # Kustomization that `flux bootstrap` creates (flux-system), one that syncs the directory
-    # it is written in together with other Kustomizations (the older cluster templates'
-    # `cluster`), and flux-operator's FluxInstance.
-    for rel, docs in sorted(tree.docs.items()):
-        covered = rel in covered_files or rel in referenced
-        for d in docs:
-            name = _dict(d.data.get("metadata")).get("name")
-            if covered and _is_flux_ks(d.data) and (name == "flux-system" or _self_sync(state, d)):
-                roots.append(([Item(d, d.data)], True))
-            elif d.data.get("kind") == "FluxInstance":
-                path = _dict(_dict(d.data.get("spec")).get("sync")).get("path")
-                synced = _resolve_path(state, str(path)) if path else None
-                if synced is not None:
-                    roots.append((builder.build(synced), True))
+    # Bootstrap roots sit inside the tree they sync, so nothing above includes them; with
+    # them, the cluster applies what they reach and nothing else (the twin starts from the
+    # same roots). Argo CD Applications are roots of their own, so trees holding them keep
+    # every unreferenced root.
+    found = [] if has_argo else cluster_roots(tree, builder=builder)
+    state.whole = bool(found)
+    if found:
+        roots = [(items, False) for items, _ in roots]
+    for cr in found:
+        if cr.synced is not None:
+            roots.append((builder.build(cr.synced), True))
+        else:
+            roots.append(([Item(d, d.data) for d in cr.kustomizations], True))
     # Active units first, so an object reached both ways is recorded as active.
     queue: deque[_Unit] = deque(_Unit(i, True, None, None, True) for i, active in roots if active)
     pending_inactive = [_Unit(i, False, None, None, True) for i, active in roots if not active]
@@ -520,7 +439,15 @@ def _walk_units(state: _State) -> None:
             if spec.get("patches"):
                 items = builder.apply_patches(".", {"patches": spec["patches"]}, items)
             items = rename(items, prefix=spec.get("namePrefix"), suffix=spec.get("nameSuffix"))
-            child = _Unit(items, obj.active and not ks.suspend, ks, _variables(state, ks))
+            applies = obj.active and not ks.suspend
+            if applies and state.whole and _unplaced(state, items, ks) is not None:
+                # kustomize-controller refuses the whole apply ("<Kind>/<name> namespace not
+                # specified"); a partial tree may lack what sets it, so there it is guessed.
+                applies = False
+            variables = _variables(state, ks)
+            if applies and variables is not None and _unreadable(state, items, variables):
+                applies = False  # the build fails: "post build failed for ...: YAMLToJSON"
+            child = _Unit(items, applies, ks, variables)
             (queue if child.active else pending_inactive).append(child)
 
     # Whatever no unit reached: files listed nowhere and directories no Kustomization uses.
@@ -535,21 +462,6 @@ def _walk_units(state: _State) -> None:
                     state.objects.append(
                         _make_obj(state, Item(d, d.data), ks=None, active=False, variables=None)
                     )
-
-
-def _self_sync(state: _State, d: Doc) -> bool:
-    """Whether the Flux Kustomization ``d`` syncs a directory of this tree that holds its own
-    file and another Flux Kustomization: a cluster root that nothing above can include."""
-    if _reads_foreign_source(d.data, state.foreign):
-        return False
-    directory = _resolve_path(state, str(_dict(d.data.get("spec")).get("path") or "."))
-    if directory is None or directory == "." or not _under(d.rel, directory):
-        return False
-    own = (d.rel, d.index, d.keys)
-    return any(
-        _is_flux_ks(i.data) and (i.doc.rel, i.doc.index, i.doc.keys) != own
-        for i in state.builder.build(directory)
-    )
 
 
 def _is_root_kind(body: Mapping[str, Any]) -> bool:
@@ -843,7 +755,10 @@ def _unit_objects(state: _State, unit: _Unit) -> Iterator[Manifest]:
         if not first and not unit.active and not item.generated:
             # Already recorded through an active path; an inactive duplicate adds nothing.
             continue
-        owners = state.emitted.setdefault(key, set())
+        # A file reached through several kustomize directories that set different namespaces
+        # (a component every namespace's kustomization.yaml includes) is one object per
+        # namespace: kustomize builds each copy.
+        owners = state.emitted.setdefault((*key, item.namespace), set())
         if owners and (owner is None or owner in owners or None in owners):
             # Reached twice by one Kustomization (or by a root and again): deployed once.
             # Different Kustomizations sharing a component each deploy their own copy.
@@ -852,6 +767,43 @@ def _unit_objects(state: _State, unit: _Unit) -> Iterator[Manifest]:
         obj = _make_obj(state, item, ks=unit.ks, active=unit.active, variables=unit.variables)
         state.objects.append(obj)
         yield obj
+
+
+def _unplaced(state: _State, items: Sequence[Item], ks: FluxKustomization) -> Item | None:
+    """The first namespaced object of ``ks``'s build that nothing gives a namespace: not
+    ``spec.targetNamespace``, a kustomize namespace, nor its own ``metadata.namespace``."""
+    if ks.target_namespace:
+        return None
+    for item in items:
+        data = item.data
+        if item.namespace or not _has_kind(data):
+            continue
+        if _dict(data.get("metadata")).get("namespace"):
+            continue
+        if namespaced(str(data.get("apiVersion", "")), str(data.get("kind", "")), crds=state.crds):
+            return item
+    return None
+
+
+def _unreadable(state: _State, items: Sequence[Item], variables: Mapping[str, str]) -> bool:
+    """Whether substituting ``variables`` leaves some object's YAML text unreadable."""
+    risky: dict[str, bool] = {}  # file -> whether a ${...} in it could break
+    for item in items:
+        rel = item.doc.rel
+        if not item.generated:
+            if rel not in risky:
+                risky[rel] = may_break_yaml(state.tree.texts.get(rel, ""), variables)
+            if not risky[rel]:
+                continue
+        meta = _dict(item.data.get("metadata"))
+        if (
+            _dict(meta.get("annotations")).get(_SUBSTITUTE_ANNOTATION) == "disabled"
+            or _dict(meta.get("labels")).get(_SUBSTITUTE_ANNOTATION) == "disabled"
+        ):
+            continue
+        if breaks_yaml(item.data, variables) is not None:
+            return True
+    return False
 
 
 def _variables(state: _State, ks: FluxKustomization) -> Mapping[str, str] | None:
@@ -867,20 +819,10 @@ def _variables(state: _State, ks: FluxKustomization) -> Mapping[str, str] | None
 
 
 def _data_of(body: Mapping[str, Any]) -> dict[str, str]:
-    """A ConfigMap's or Secret's data as text (Secret ``data`` base64-decoded)."""
-    out: dict[str, str] = {}
+    """A ConfigMap's or Secret's data as text (``flux.secret_values`` for a Secret)."""
     if body.get("kind") == "Secret":
-        for k, v in _dict(body.get("data")).items():
-            try:
-                out[str(k)] = base64.b64decode(str(v), validate=False).decode("utf-8", "replace")
-            except (binascii.Error, ValueError):
-                out[str(k)] = str(v)
-        for k, v in _dict(body.get("stringData")).items():
-            out[str(k)] = "" if v is None else str(v)
-    else:
-        for k, v in _dict(body.get("data")).items():
-            out[str(k)] = "" if v is None else str(v)
-    return out
+        return secret_values(body)
+    return {str(k): "" if v is None else str(v) for k, v in _dict(body.get("data")).items()}
 
 
 def _make_obj(
@@ -903,8 +845,13 @@ def _make_obj(
             data = substitute_tree(data, variables)
             meta = _dict(data.get("metadata"))
     kind = str(data.get("kind", ""))
+    api_version = str(data.get("apiVersion", ""))
+    name = str(meta.get("name", ""))
+    if item.namespace and kind == "Namespace" and api_version == "v1":
+        # kustomize's namespace transformer renames the Namespace objects it builds.
+        name = item.namespace
     namespace: str | None = None
-    if kind not in _CLUSTER_SCOPED:
+    if namespaced(api_version, kind, crds=state.crds):
         namespace = (
             (ks.target_namespace if ks is not None else None)
             or item.namespace
@@ -914,9 +861,9 @@ def _make_obj(
             or (ks.obj.namespace if ks is not None else None)
         )
     return Manifest(
-        api_version=str(data.get("apiVersion", "")),
+        api_version=api_version,
         kind=kind,
-        name=str(meta.get("name", "")),
+        name=name,
         namespace=namespace,
         body=data,
         source=_source(state, item.doc),

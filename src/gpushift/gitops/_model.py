@@ -779,6 +779,15 @@ class Repo:
             if o.kind == kind and o.name == name and (namespace is None or o.namespace == namespace)
         )
 
+    def deployed(self) -> frozenset[tuple[str, str, str | None, str]]:
+        """``(apiVersion, kind, namespace, name)`` of every object the repository puts on
+        the cluster: active objects reached from its roots (Flux Kustomizations, Argo CD
+        Applications), namespace ``None`` for cluster-scoped kinds. What the twin's
+        kustomize-controller applies from the same tree is this set."""
+        return frozenset(
+            (o.api_version, o.kind, o.namespace, o.name) for o in self.objects if o.active
+        )
+
     def releases(self, chart: ChartId, *, active: bool = True) -> tuple[HelmRelease, ...]:
         """HelmReleases of one chart (only active ones unless ``active=False``)."""
         return tuple(h for h in self.helm_releases if h.chart == chart and (h.active or not active))

@@ -162,12 +162,15 @@ spec:
 
 
 def test_the_older_templates_roots_keep_the_repositorys_own_source_name(tmp_path: Path) -> None:
-    # gelato/homecluster and tparker00/home-ops: kubernetes/flux/config/cluster.yaml.
+    # gelato/homecluster and tparker00/home-ops: kubernetes/flux/config/cluster.yaml, whose
+    # `cluster` applies kubernetes/flux and so apps.yaml's cluster-apps on the same source.
     repo = _write(
         tmp_path / "a",
         {
             "kubernetes/flux/config/cluster.yaml": CLUSTER_YAML,
-            "kubernetes/flux/apps.yaml": APPS_YAML,
+            "kubernetes/flux/apps.yaml": APPS_YAML.replace(
+                "name: fuzzlab-gitops", "name: home-kubernetes"
+            ).replace("cluster-gitops-apps", "cluster-apps"),
         },
     )
     roots = find_roots(repo)
@@ -175,15 +178,10 @@ def test_the_older_templates_roots_keep_the_repositorys_own_source_name(tmp_path
     assert [k["metadata"]["name"] for k in roots.kustomizations] == ["cluster"]
     assert roots.git["metadata"]["name"] == "home-kubernetes"
     assert roots.git["spec"] == {"interval": "30m", "url": f"file://{repo.resolve()}"}
-    # sepffuzzball/fuzzlab-gitops: only kubernetes/flux/apps.yaml, whose source the twin makes.
+    # sepffuzzball/fuzzlab-gitops: kubernetes/flux/apps.yaml alone, nothing in the tree applies
+    # it; a partial tree (gitops.cluster_roots finds no root), so the twin makes its own.
     repo = _write(tmp_path / "b", {"kubernetes/flux/apps.yaml": APPS_YAML})
-    roots = find_roots(repo)
-    assert roots is not None and roots.origin == "kubernetes/flux/apps.yaml"
-    assert [k["metadata"]["name"] for k in roots.kustomizations] == ["cluster-gitops-apps"]
-    assert (roots.git["metadata"]["namespace"], roots.git["metadata"]["name"]) == (
-        "flux-system",
-        "fuzzlab-gitops",
-    )
+    assert find_roots(repo) is None
 
 
 def test_several_bootstrapped_clusters_need_a_choice(tmp_path: Path) -> None:
@@ -391,7 +389,8 @@ def test_external_and_sops_secrets_become_placeholder_secrets(
             lambda: _get(store, "Secret", "sealed", "default"), what="the SOPS Secret"
         )
         assert "sops" not in sealed
-        assert base64.b64decode(sealed["data"]["password"]) == b"twin-placeholder"
+        # The value check substitutes from the same Secret (flux.ENCRYPTED_VALUE).
+        assert base64.b64decode(sealed["data"]["password"]) == b"sops-encrypted"
         assert sealed["metadata"]["annotations"]["twin.gpushift.io/placeholder"] == "sops"
     finally:
         flux.stop()

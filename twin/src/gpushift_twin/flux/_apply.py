@@ -156,7 +156,7 @@ class Applied:
 
 
 def _plan(
-    store: Store, objects: list[Obj], *, force: bool, lenient: bool, done: Applied
+    store: Store, objects: list[Obj], *, force: bool, lenient: bool, place: bool, done: Applied
 ) -> list[tuple[Obj, Kind, bool]]:
     planned: list[tuple[Obj, Kind, bool]] = []
     for obj in objects:
@@ -167,8 +167,12 @@ def _plan(
                 done.unserved.append(object_id(obj))
                 continue
             raise ApplyFailed(f"{object_id(obj)} dry-run failed: {err.message}") from None
-        live = _live(store, kind=kind, obj=obj)
         meta = obj.get("metadata") or {}
+        if kind.namespaced and not meta.get("namespace") and not place:
+            # fluxcd/pkg/ssa places nothing by default: one such object fails the whole
+            # apply (check's model of a whole repository agrees).
+            raise ApplyFailed(f"{object_id(obj)} namespace not specified")
+        live = _live(store, kind=kind, obj=obj)
         if (
             live is not None
             and (live["metadata"].get("annotations") or {}).get(RECONCILE) == "disabled"
@@ -210,20 +214,24 @@ def _write(
         done.objects.append((obj, kind))
 
 
-def apply_all(store: Store, objects: list[Obj], *, force: bool, lenient: bool = False) -> Applied:
+def apply_all(
+    store: Store, objects: list[Obj], *, force: bool, lenient: bool = False, place: bool = False
+) -> Applied:
     """Apply ``objects`` in two stages as fluxcd/pkg/ssa does: CRDs and Namespaces, then the
     rest. Each stage is dry-run in full before any of it is written; objects whose immutable
     fields change are recreated when ``force`` (or the object's force annotation) allows.
 
     ``lenient`` (partial repositories) creates namespaces nothing defines and skips objects
-    of kinds the twin does not serve instead of failing. Raises ``ApplyFailed`` with Flux's
-    message; a failing stage writes nothing.
+    of kinds the twin does not serve instead of failing. A namespaced object without a
+    namespace fails the apply ("<Kind>/<name> namespace not specified"), unless ``place``
+    (a partial repository, which may lack what sets it) lets the API server's ``default``
+    take it. Raises ``ApplyFailed`` with Flux's message; a failing stage writes nothing.
     """
     done = Applied()
     first = [o for o in objects if o.get("kind") in _FIRST]
     rest = [o for o in objects if o.get("kind") not in _FIRST]
     for stage in (first, rest):
-        planned = _plan(store, stage, force=force, lenient=lenient, done=done)
+        planned = _plan(store, stage, force=force, lenient=lenient, place=place, done=done)
         _write(store, planned, lenient=lenient, done=done)
     return done
 

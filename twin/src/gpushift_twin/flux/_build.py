@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from gpushift import common
-from gpushift.common import Obj, die_with_parent, lookup
+from gpushift.common import Obj, die_with_parent
 from gpushift.flux import (
     KUSTOMIZATION_FILES,
     KustomizeBuilder,
@@ -27,6 +27,7 @@ from gpushift.flux import (
     read_tree,
     substitute,
 )
+from gpushift.gitops import namespaced
 from gpushift_twin.flux import _buildcache
 
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -115,8 +116,8 @@ def _builtin(root: Path, rel: str, revision: str | None = None) -> list[Obj]:
 
 
 def _namespaced(obj: Obj) -> bool:
-    kind = lookup(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
-    return kind.namespaced if kind is not None else True
+    # The scope check gives objects too (gitops.namespaced), so both name them alike.
+    return namespaced(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
 
 
 def _manifests(directory: Path) -> list[Path]:
@@ -321,7 +322,9 @@ def _placeholders(value: Any) -> bool:
 def substitute_objects(objects: list[Obj], variables: Mapping[str, str]) -> list[Obj]:
     """``postBuild`` substitution per object on its YAML text, as kustomize-controller does
     (unset variables without a default become empty; objects labelled or annotated
-    ``kustomize.toolkit.fluxcd.io/substitute: disabled`` are left alone)."""
+    ``kustomize.toolkit.fluxcd.io/substitute: disabled`` are left alone).
+
+    Raises ``BuildError`` when the substituted text is no longer YAML."""
     out: list[Obj] = []
     for obj in objects:
         meta = obj.get("metadata") or {}
@@ -336,6 +339,14 @@ def substitute_objects(objects: list[Obj], variables: Mapping[str, str]) -> list
             out.append(obj)
             continue
         text = yaml.dump(obj, Dumper=_DUMPER, sort_keys=False, width=1 << 30)
-        new = common.load_yaml(substitute(text, variables))
+        try:
+            new = common.load_yaml(substitute(text, variables))
+        except yaml.YAMLError as err:
+            # kustomize-controller reads the substituted text back: a value that is no
+            # longer YAML (`${A},${B}` with both unset is a bare ",") fails the build.
+            problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+            raise BuildError(
+                f"post build failed for '{meta.get('name')}': YAMLToJSON: {problem}"
+            ) from None
         out.append(new if isinstance(new, dict) else obj)
     return out

@@ -77,6 +77,9 @@ class Kustomizations(Reconciler):
     #: Charts the twin does not model released into a namespace (``None``: any), from
     #: helm-controller; what they would create is assumed healthy.
     unmodelled: Callable[[str | None], list[str]] | None = None
+    #: The repository's own roots run (not a synthetic one): nothing it applies lacks what
+    #: sets its namespaces, so a lenient apply places nothing by default either.
+    whole: bool = False
     _due: dict[str, float] = field(default_factory=dict)
     _waiting: dict[str, _Waiting] = field(default_factory=dict)
     _seen: dict[str, tuple[int, str | None, str | None]] = field(default_factory=dict)
@@ -307,7 +310,10 @@ class Kustomizations(Reconciler):
         try:
             objects = self._build(self._build_args(ks, root, str(revision)))
             objects = transform(objects, spec)
-            objects = substitute_objects(objects, self._variables(ks))
+            if isinstance(spec.get("postBuild"), dict):
+                # kustomize-controller substitutes only with spec.postBuild set: without it
+                # a "${VAR}" is applied as written.
+                objects = substitute_objects(objects, self._variables(ks))
             objects = with_placeholders(objects)
         except BuildError as err:
             return self._fail(
@@ -320,7 +326,11 @@ class Kustomizations(Reconciler):
             obj["metadata"]["labels"] = labels
         try:
             result = apply_all(
-                self.store, objects, force=spec.get("force") is True, lenient=self.lenient
+                self.store,
+                objects,
+                force=spec.get("force") is True,
+                lenient=self.lenient,
+                place=self.lenient and not self.whole,
             )
         except ApplyFailed as err:
             return self._fail(

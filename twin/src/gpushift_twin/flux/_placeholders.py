@@ -5,9 +5,11 @@
   with a key per ``spec.data[].secretKey`` and per ``spec.target.template.data`` key. Keys
   that ``dataFrom`` would fetch cannot be known; the Secret has only the others.
 * A SOPS-encrypted Secret (a top-level ``sops`` block) is what kustomize-controller's
-  decryption would apply: the same keys, without the ``sops`` block.
+  decryption would apply: the same keys, without the ``sops`` block, each value
+  ``gpushift.flux.ENCRYPTED_VALUE`` (what check substitutes from it too).
 
-Every value is ``PLACEHOLDER``; the annotation ``PLACEHOLDER_ANNOTATION`` names the source.
+The ExternalSecret's values are ``PLACEHOLDER``; the annotation ``PLACEHOLDER_ANNOTATION``
+names the source.
 Pure: objects in, objects out.
 """
 
@@ -17,10 +19,12 @@ import base64
 import copy
 
 from gpushift.common import Obj
+from gpushift.flux import ENCRYPTED_VALUE
 
 PLACEHOLDER = "twin-placeholder"
 PLACEHOLDER_ANNOTATION = "twin.gpushift.io/placeholder"
 _VALUE = base64.b64encode(PLACEHOLDER.encode()).decode()
+_ENCRYPTED = base64.b64encode(ENCRYPTED_VALUE.encode()).decode()
 
 
 def _is_external_secret(obj: Obj) -> bool:
@@ -79,7 +83,7 @@ def decrypted(secret: Obj) -> Obj:
         PLACEHOLDER_ANNOTATION: "sops",
     }
     keys = [*(out.get("data") or {}), *(out.pop("stringData", None) or {})]
-    out["data"] = {str(k): _VALUE for k in dict.fromkeys(keys)}
+    out["data"] = {str(k): _ENCRYPTED for k in dict.fromkeys(keys)}
     return out
 
 

@@ -1,16 +1,15 @@
 """Finding a repository's own Flux roots, so the twin starts it as its cluster does.
 
-Three layouts are recognised:
+The roots are :func:`gpushift.gitops.cluster_roots`' (check's walk starts there too):
 
 * ``flux bootstrap``: ``clusters/<name>/flux-system/gotk-sync.yaml`` holds the GitRepository
   and the root Kustomization (``flux-system``, path ``./clusters/<name>``);
+* the older cluster templates: ``kubernetes/flux/config/cluster.yaml`` holds the
+  GitRepository (``home-kubernetes``) and ``cluster``, which syncs the directory it is in;
 * the cluster templates (onedr0p/cluster-template and the home-ops repositories built on it):
   the Kustomizations of ``kubernetes/flux/cluster/*.yaml`` (``cluster-apps`` …), with their
   ``patches``, ``postBuild`` and ``sourceRef``; the GitRepository they name is made by the
-  flux-operator's FluxInstance, so the twin makes it;
-* the older cluster templates: ``kubernetes/flux/config/cluster.yaml`` (the GitRepository,
-  named after the repository, and the ``cluster`` Kustomization), else
-  ``kubernetes/flux/apps.yaml`` (``cluster-apps`` and the GitRepository it names).
+  flux-operator's FluxInstance, so the twin makes it.
 
 Pure: reading files and choosing; :func:`gpushift_twin.flux.bootstrap` creates the objects.
 """
@@ -21,11 +20,11 @@ import copy
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpushift import common
 from gpushift.common import Obj, UsageError
+from gpushift.flux import read_tree
+from gpushift.gitops import ClusterRoots, cluster_roots
+from gpushift_twin.flux._placeholders import decrypted
 
-_KS_API = "kustomize.toolkit.fluxcd.io/"
-_GIT_API = "source.toolkit.fluxcd.io/"
 #: The twin's bootstrap owns these objects; kustomize-controller leaves them alone when the
 #: repository applies them again (gotk-sync.yaml is inside its own root's path).
 RECONCILE_DISABLED = {"kustomize.toolkit.fluxcd.io/reconcile": "disabled"}
@@ -36,27 +35,20 @@ class Roots:
     """What the twin bootstraps: the GitRepository and the root Kustomizations.
 
     ``origin`` is the repository-relative file the roots came from, or ``None`` for the
-    synthetic root (one Kustomization for ``--root``).
+    synthetic root (one Kustomization for ``--root``). ``variables`` are the ConfigMaps and
+    Secrets the roots substitute from, applied by hand before them as the cluster's own
+    bootstrap does (a SOPS Secret with placeholder values).
     """
 
     git: Obj
     kustomizations: tuple[Obj, ...]
     origin: str | None
+    variables: tuple[Obj, ...] = ()
 
     @property
     def synthetic(self) -> bool:
         """Whether the twin made the root up (the repository has none of its own)."""
         return self.origin is None
-
-
-def _docs(path: Path, root: Path) -> list[Obj]:
-    rel = path.relative_to(root).as_posix()
-    docs = common.expand_lists(common.read_file(path, display=rel))
-    return [d.data for d in docs if isinstance(d.data, dict)]
-
-
-def _is(obj: Obj, api: str, kind: str) -> bool:
-    return str(obj.get("apiVersion", "")).startswith(api) and obj.get("kind") == kind
 
 
 def _git(name: str, namespace: str, directory: Path, base: Obj | None = None) -> Obj:
@@ -86,75 +78,6 @@ def _own(ks: Obj) -> Obj:
     return out
 
 
-def _bootstrap_layout(directory: Path, *, root: str | None) -> Roots | None:
-    found = sorted((directory / "clusters").glob("*/flux-system/gotk-sync.yaml"))
-    if not found:
-        return None
-    if len(found) > 1:
-        names = [p.parent.parent.name for p in found]
-        wanted = [p for p in found if root and Path(root).name == p.parent.parent.name]
-        if len(wanted) != 1:
-            raise UsageError(
-                f"the repository bootstraps {len(found)} clusters ({', '.join(names)}): "
-                "choose one with --root ./clusters/<name>"
-            )
-        found = wanted
-    return _sync_file(found[0], directory)
-
-
-def _sync_file(path: Path, directory: Path) -> Roots | None:
-    """The roots of one file holding the root Kustomizations and (maybe) the GitRepository
-    the first of them reads, which the twin points at the directory."""
-    docs = _docs(path, directory)
-    gits = [o for o in docs if _is(o, _GIT_API, "GitRepository")]
-    kss = [o for o in docs if _is(o, _KS_API, "Kustomization")]
-    if not kss:
-        return None
-    ref = (kss[0].get("spec") or {}).get("sourceRef") or {}
-    ns = str((kss[0].get("metadata") or {}).get("namespace") or "flux-system")
-    name = str(ref.get("name") or "flux-system")
-    base = next((g for g in gits if (g.get("metadata") or {}).get("name") == name), None)
-    git_ns = str(ref.get("namespace") or ns)
-    return Roots(
-        git=_git(name, git_ns, directory, base),
-        kustomizations=tuple(_own(k) for k in kss),
-        origin=path.relative_to(directory).as_posix(),
-    )
-
-
-def _flux_folder_layout(directory: Path) -> Roots | None:
-    """The older cluster templates: ``kubernetes/flux/config/cluster.yaml`` (the GitRepository
-    of the repository's own name and the ``cluster`` Kustomization of ``./kubernetes/flux``),
-    else ``kubernetes/flux/apps.yaml`` (``cluster-apps`` on a GitRepository it names)."""
-    for rel in ("kubernetes/flux/config/cluster.yaml", "kubernetes/flux/apps.yaml"):
-        path = directory / rel
-        if path.is_file() and (roots := _sync_file(path, directory)) is not None:
-            return roots
-    return None
-
-
-def _template_layout(directory: Path) -> Roots | None:
-    folder = directory / "kubernetes" / "flux" / "cluster"
-    if not folder.is_dir():
-        return None
-    for path in sorted(folder.iterdir()):
-        if path.suffix not in (".yaml", ".yml") or path.name.startswith("kustomization."):
-            continue
-        kss = [o for o in _docs(path, directory) if _is(o, _KS_API, "Kustomization")]
-        if not kss:
-            continue
-        ref = (kss[0].get("spec") or {}).get("sourceRef") or {}
-        ns = str((kss[0].get("metadata") or {}).get("namespace") or "flux-system")
-        return Roots(
-            git=_git(
-                str(ref.get("name") or "flux-system"), str(ref.get("namespace") or ns), directory
-            ),
-            kustomizations=tuple(_own(k) for k in kss),
-            origin=path.relative_to(directory).as_posix(),
-        )
-    return None
-
-
 def synthetic_root(directory: Path, *, path: str) -> Roots:
     """The root ``flux bootstrap`` would leave for ``path``: GitRepository and Kustomization
     ``flux-system/cluster-apps``, both named as the twin has always named them."""
@@ -177,13 +100,52 @@ def synthetic_root(directory: Path, *, path: str) -> Roots:
 
 def find_roots(directory: Path, *, root: str | None = None) -> Roots | None:
     """The repository's own roots, or ``None`` when it has none (then the caller uses
-    :func:`synthetic_root`). ``root`` (``--root``) chooses among several bootstrapped clusters.
+    :func:`synthetic_root`). They are the roots check starts from
+    (:func:`gpushift.gitops.cluster_roots`). ``root`` (``--root``) chooses among several
+    bootstrapped clusters.
 
     Raises ``UsageError`` when several clusters are bootstrapped and ``root`` names none of
-    them, ``InputError`` for a root file that is not YAML.
+    them.
     """
-    return (
-        _bootstrap_layout(directory, root=root)
-        or _template_layout(directory)
-        or _flux_folder_layout(directory)
+    tree = read_tree(directory, [directory])[0]
+    found = cluster_roots(tree)
+    if not found:
+        return None
+    if len(found) > 1:
+        names = [_cluster_name(r) for r in found]
+        wanted = [r for r in found if root and Path(root).name == _cluster_name(r)]
+        if len(wanted) != 1:
+            raise UsageError(
+                f"the repository bootstraps {len(found)} clusters ({', '.join(names)}): "
+                "choose one with --root ./clusters/<name>"
+            )
+        found = wanted
+    chosen = found[0]
+    kss = [d.data for d in chosen.kustomizations]
+    ref = (kss[0].get("spec") or {}).get("sourceRef") or {}
+    ns = str((kss[0].get("metadata") or {}).get("namespace") or "flux-system")
+    return Roots(
+        git=_git(
+            str(ref.get("name") or "flux-system"),
+            str(ref.get("namespace") or ns),
+            directory,
+            chosen.git.data if chosen.git is not None else None,
+        ),
+        kustomizations=tuple(_own(k) for k in kss),
+        origin=chosen.origin,
+        variables=tuple(_by_hand(d.data, namespace=ns) for d in chosen.variables),
     )
+
+
+def _by_hand(obj: Obj, *, namespace: str) -> Obj:
+    # `kubectl apply -f kubernetes/flux/vars/...` (after `sops --decrypt` for a Secret).
+    out = decrypted(obj) if "sops" in obj else copy.deepcopy(obj)
+    meta = out.setdefault("metadata", {})
+    meta.setdefault("namespace", namespace)
+    return out
+
+
+def _cluster_name(roots: ClusterRoots) -> str:
+    # clusters/<name>/flux-system/gotk-sync.yaml names its cluster two directories up.
+    path = Path(roots.origin)
+    return path.parent.parent.name if roots.layout == "bootstrap" else roots.origin

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from gpushift.common import Kind, Obj, by_kind, lookup
+from gpushift.flux import read_tree
+from gpushift.gitops import own_sources
 from gpushift_twin.apiserver import ApiError, Event, Store, rfc3339
 from gpushift_twin.charts import Operators
 from gpushift_twin.cluster import AgentThread
@@ -62,6 +64,7 @@ class Flux(AgentThread):
         lenient: bool = False,
         strict_health: bool = False,
         default_source: tuple[str, str] | None = None,
+        whole: bool = False,
     ) -> None:
         super().__init__(store, thread_name="gpushift-flux")
         self.clock = clock
@@ -80,6 +83,7 @@ class Flux(AgentThread):
             default_source=default_source,
             strict_health=strict_health,
             unmodelled=self.helmreleases.unmodelled,
+            whole=whole,
         )
         self.operators = Operators(store, now=clock.seconds, delay=operator_delay)
         self._lock = threading.Lock()
@@ -144,12 +148,23 @@ def bootstrap(
 
     ``variables`` are substituted by each root Kustomization, which also patches them into
     every Kustomization it applies (as the home-ops cluster templates patch substituteFrom).
+    The ConfigMaps and Secrets the roots substitute from (``roots.variables``) are created
+    first, as the cluster's bootstrap applies them by hand.
     """
     roots = roots or synthetic_root(directory, path=path)
     git = lookup("source.toolkit.fluxcd.io/v1", "GitRepository")
     ks = lookup("kustomize.toolkit.fluxcd.io/v1", "Kustomization")
     assert git is not None and ks is not None
     bodies: list[tuple[Kind, Obj]] = [(git, copy.deepcopy(roots.git))]
+    made = {(roots.git["metadata"]["namespace"], roots.git["metadata"]["name"])}
+    for namespace, name in own_sources(read_tree(directory, [directory])[0]):
+        # A source the repository reads but does not define for another repository is the
+        # repository itself, as check takes it (gitops.own_sources).
+        if (namespace, name) not in made:
+            made.add((namespace, name))
+            alias = copy.deepcopy(roots.git)
+            alias["metadata"] = {**alias["metadata"], "name": name, "namespace": namespace}
+            bodies.append((git, alias))
     for root in roots.kustomizations:
         body = copy.deepcopy(root)
         if variables:
@@ -165,6 +180,17 @@ def bootstrap(
     for kind, body in bodies:
         try:
             store.create(kind, body, namespace=body["metadata"]["namespace"], manager="flux")
+        except ApiError as err:
+            if err.code != 409:
+                raise
+    for body in roots.variables:
+        try:
+            store.create(
+                by_kind(str(body["kind"])),
+                copy.deepcopy(body),
+                namespace=body["metadata"]["namespace"],
+                manager="kubectl",
+            )
         except ApiError as err:
             if err.code != 409:
                 raise

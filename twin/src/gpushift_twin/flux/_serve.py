@@ -133,6 +133,7 @@ def start_flux(
         lenient=repo is not None,
         strict_health=strict_health,
         default_source=("flux-system", "flux-system") if roots is None else None,
+        whole=roots is not None,
     )
     if repo is None:
         flux.on_stop(holder.cleanup)  # the embedded repository lives as long as the run

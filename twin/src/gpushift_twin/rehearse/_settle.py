@@ -382,12 +382,18 @@ def _state(
     members = frozenset() if strict else matters(seeds | live_seeds(objects), objects)
     present = {_key(o) for o in objects}
     # A seed the repository defines must have been applied before it can be waited for;
-    # until then the roots (the Kustomizations nothing applies) are what it waits on.
+    # until then the roots (the Kustomizations nothing applies) and the Kustomizations they
+    # apply are what it waits on: the older templates' self-syncing root applies the apps
+    # root one level down (kubernetes/flux/config/cluster.yaml, then apps.yaml).
     named = {(k[0], k[2]) for k in present}
     missing = [k for k in sorted(seeds) if (k[0], k[2]) not in named]
     if missing and not strict:
-        roots = {_key(o) for o in objects if o["kind"] == _KS_KIND and not _owner(o, _KS_LABEL)}
-        members = members | roots
+        kss = [o for o in objects if o["kind"] == _KS_KIND]
+        roots = {_key(o) for o in kss if not _owner(o, _KS_LABEL)}
+        below = {
+            _key(o) for o in kss if (owner := _owner(o, _KS_LABEL)) and (_KS_KIND, *owner) in roots
+        }
+        members = members | roots | below
     blocking: list[Unsettled] = []
     others: list[Unsettled] = []
     if not any(k[0] == _KS_KIND for k in present):
