@@ -45,7 +45,7 @@ from typing import Any
 
 import yaml
 
-from gpushift.rehearse import TwinOptions, gpushift_argv, running_twin
+from gpushift_twin.rehearse import TwinOptions, gpushift_argv, running_twin
 
 HERE = Path(__file__).parent
 SCRIPT = HERE / "kubectl_cutover.sh"
@@ -512,7 +512,7 @@ def main() -> None:
         help="planes: run the cutover from this source tree (PYTHONPATH), for a before/after",
     )
     args = parser.parse_args()
-    from gpushift.rehearse import command_available
+    from gpushift_twin.rehearse import command_available
 
     if not command_available([*gpushift_argv(), "cutover"]):
         raise SystemExit("bench.cutover: this gpushift has no `cutover` command yet")
