@@ -304,7 +304,7 @@ def test_proxy_fronts_a_cluster_and_stops_on_sigint(tmp_path: Path) -> None:
 
 
 def test_proxy_access_log_names_each_request_and_no_credential(tmp_path: Path) -> None:
-    from gpushift.twin import run_twin
+    from gpushift_twin import run_twin
 
     out = tmp_path / "proxy.kubeconfig"
     with run_twin(tls=True, kubeconfig=tmp_path / "twin.kubeconfig") as twin:

@@ -31,7 +31,7 @@ from bench.cutover import write_scale_repo
 
 from gpushift import kube
 from gpushift.kube import ResourceRef
-from gpushift.rehearse import TwinOptions, gpushift_argv, running_twin
+from gpushift_twin.rehearse import TwinOptions, gpushift_argv, running_twin
 
 NODES = 12
 CONSUMERS = 60
