@@ -640,25 +640,39 @@ class Lock:
         self._thread.start()
 
     def _renew(self) -> None:
+        # As client-go's leader election does: the Lease last written is assumed current and
+        # replaced under its resourceVersion; only a conflict (or no Lease written yet) reads
+        # it again, and a holder other than this run means the lock is lost.
         while not self._stop.wait(RENEW_SECONDS):
             try:
-                lease = self._read()
-                if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.me:
-                    self.lost.set()
-                    return
-                spec = dict(lease.get("spec") or {})
-                body = lease_body(
-                    name=LEASE_NAME,
-                    namespace=self.namespace,
-                    me=self.me,
-                    now=datetime.now(UTC),
-                    acquired=spec.get("acquireTime"),
-                    transitions=int(spec.get("leaseTransitions") or 0),
-                )
-                body["metadata"]["resourceVersion"] = lease["metadata"].get("resourceVersion")
-                self.lease = self.kube.replace(_LEASE, body, namespace=self.namespace)
+                lease = self.lease
+                for _ in range(2):
+                    if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.me:
+                        self.lost.set()
+                        return
+                    try:
+                        self.lease = self._replace(lease)
+                        break
+                    except KubeError as err:
+                        if err.code not in (404, 409):
+                            raise
+                        lease = self._read()
             except KubeError as err:
                 log.warning("renewing the cutover lock: %s", err.message)
+
+    def _replace(self, lease: Obj) -> Obj:
+        """The Lease renewed now, written under ``lease``'s resourceVersion."""
+        spec = dict(lease.get("spec") or {})
+        body = lease_body(
+            name=LEASE_NAME,
+            namespace=self.namespace,
+            me=self.me,
+            now=datetime.now(UTC),
+            acquired=spec.get("acquireTime"),
+            transitions=int(spec.get("leaseTransitions") or 0),
+        )
+        body["metadata"]["resourceVersion"] = lease["metadata"].get("resourceVersion")
+        return self.kube.replace(_LEASE, body, namespace=self.namespace)
 
     def release(self) -> None:
         """Stop renewing and give the Lease up (holder cleared)."""
@@ -972,8 +986,9 @@ class Executor:
         assert journal is not None
         resumed = self.req.mode == "resume"
         self.emit(_event("run-start", None, to=journal.to, run=journal.run, resumed=resumed))
-        self._persist()
         outcome = Outcome(journal.to, "done", journal.run)
+        #: Step-finish events held until the journal stores what they report.
+        held: list[Obj] = []
         for name in STEPS:
             if journal.step_done(name):
                 rec = journal.step(name) or {}
@@ -983,7 +998,12 @@ class Executor:
                 continue
             started = time.monotonic()
             journal.start_step(name, now_rfc3339())
+            # One write for the step before's finish and this one's start (the run's first
+            # records, on the first): nothing happens between the two.
             self._persist()
+            for event in held:
+                self.emit(event)
+            held = []
             self.emit(_event("step-start", name))
             result = "done"
             try:
@@ -999,9 +1019,8 @@ class Executor:
                 return self._end_step(name, started, "failed", [why], outcome)
             seconds = time.monotonic() - started
             journal.finish_step(name, result, seconds, now_rfc3339())
-            self._persist()
             extra = {"note": self.notes[name]} if self.notes.get(name) else {}
-            self.emit(
+            held.append(
                 _event("step-finish", name, seconds=round(seconds, 3), result=result, **extra)
             )
             self.steps.append(
@@ -1012,6 +1031,8 @@ class Executor:
         outcome.result = journal.state
         outcome.reasons = list(journal.data.get("verdictReasons") or [])
         self._persist()
+        for event in held:
+            self.emit(event)
         outcome.steps = self.steps
         outcome.merge = self.merge_run
         return outcome
