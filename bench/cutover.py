@@ -261,6 +261,9 @@ def part_requests(*, sizes: list[tuple[int, int]], time_scale: float, timeout: f
             work.mkdir()
             started = time.perf_counter()
             with running_twin(options, workdir=work, settle=3600, env=env) as twin:
+                # Flux Ready is not every pod created: a consumer without its pod yet is not
+                # found, and its pod starts during the move.
+                ready = _workloads_ready(twin.kubeconfig, timeout=1200)
                 settle = time.perf_counter() - started
                 offset = twin.stderr.stat().st_size
                 argv = _cutover_argv(twin.kubeconfig, target, work / "journal.json")
@@ -271,7 +274,8 @@ def part_requests(*, sizes: list[tuple[int, int]], time_scale: float, timeout: f
             results.append((nodes, consumers, settle, seconds, code, counts))
             steps = _steps(work / "cutover.log")
             print(
-                f"{nodes} nodes x {consumers} consumers: settled in {settle:.0f} s, cutover "
+                f"{nodes} nodes x {consumers} consumers: settled in {settle:.0f} s "
+                f"({ready[0]}/{ready[1]} workloads ready), cutover "
                 f"{seconds:.1f} s wall, {cpu:.1f} s CPU (exit {code}), "
                 f"{sum(counts.values())} requests; journal {objects} ConfigMaps, the largest "
                 f"{largest} bytes; load {os.getloadavg()[0]:.1f}",
