@@ -1287,6 +1287,7 @@ class Executor:
         self.journal = journal
         self.emit(_event("run-start", None, to=journal.to, run=journal.run, resumed=True))
         started = time.monotonic()
+        held: list[Obj] = []
         for rec in list(reversed(journal.changes)):
             if not rec.get("undo", True) or rec.get("state") not in ("planned", "applied"):
                 continue
@@ -1294,14 +1295,7 @@ class Executor:
             undo = Change(
                 change.step, change.obj, change.path, change.after, change.before, "abort: set back"
             )
-            try:
-                live = self.kube.get(
-                    change.obj.ref, name=change.obj.name, namespace=change.obj.namespace or None
-                )
-            except KubeError as err:
-                if err.code != 404:
-                    raise
-                live = None
+            live = self._live(change.obj)
             current = field_value(live, change.path)
             if live is not None and current != change.before:
                 self.kube.patch(
@@ -1311,8 +1305,7 @@ class Executor:
                     patch=change.undo_patch,
                 )
             journal.applied(change, now_rfc3339(), state="undone")
-            self._persist()
-            self.emit(
+            held.append(
                 _event(
                     "change",
                     change.step,
@@ -1322,8 +1315,17 @@ class Executor:
                     after=undo.after,
                 )
             )
+            # The undone marks in batches: a kill before one is stored leaves a change the
+            # next --abort finds already set back, and leaves alone.
+            if len(held) >= BATCH:
+                self._persist()
+                for event in held:
+                    self.emit(event)
+                held = []
         journal.set_state("aborted")
         self._persist()
+        for event in held:
+            self.emit(event)
         merged = journal.step("merge")
         reasons = []
         if merged is not None:
