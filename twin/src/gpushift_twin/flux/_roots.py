@@ -1,13 +1,16 @@
 """Finding a repository's own Flux roots, so the twin starts it as its cluster does.
 
-Two layouts are recognised:
+Three layouts are recognised:
 
 * ``flux bootstrap``: ``clusters/<name>/flux-system/gotk-sync.yaml`` holds the GitRepository
   and the root Kustomization (``flux-system``, path ``./clusters/<name>``);
 * the cluster templates (onedr0p/cluster-template and the home-ops repositories built on it):
   the Kustomizations of ``kubernetes/flux/cluster/*.yaml`` (``cluster-apps`` …), with their
   ``patches``, ``postBuild`` and ``sourceRef``; the GitRepository they name is made by the
-  flux-operator's FluxInstance, so the twin makes it.
+  flux-operator's FluxInstance, so the twin makes it;
+* the older cluster templates: ``kubernetes/flux/config/cluster.yaml`` (the GitRepository,
+  named after the repository, and the ``cluster`` Kustomization), else
+  ``kubernetes/flux/apps.yaml`` (``cluster-apps`` and the GitRepository it names).
 
 Pure: reading files and choosing; :func:`gpushift_twin.flux.bootstrap` creates the objects.
 """
@@ -96,7 +99,13 @@ def _bootstrap_layout(directory: Path, *, root: str | None) -> Roots | None:
                 "choose one with --root ./clusters/<name>"
             )
         found = wanted
-    docs = _docs(found[0], directory)
+    return _sync_file(found[0], directory)
+
+
+def _sync_file(path: Path, directory: Path) -> Roots | None:
+    """The roots of one file holding the root Kustomizations and (maybe) the GitRepository
+    the first of them reads, which the twin points at the directory."""
+    docs = _docs(path, directory)
     gits = [o for o in docs if _is(o, _GIT_API, "GitRepository")]
     kss = [o for o in docs if _is(o, _KS_API, "Kustomization")]
     if not kss:
@@ -109,8 +118,19 @@ def _bootstrap_layout(directory: Path, *, root: str | None) -> Roots | None:
     return Roots(
         git=_git(name, git_ns, directory, base),
         kustomizations=tuple(_own(k) for k in kss),
-        origin=found[0].relative_to(directory).as_posix(),
+        origin=path.relative_to(directory).as_posix(),
     )
+
+
+def _flux_folder_layout(directory: Path) -> Roots | None:
+    """The older cluster templates: ``kubernetes/flux/config/cluster.yaml`` (the GitRepository
+    of the repository's own name and the ``cluster`` Kustomization of ``./kubernetes/flux``),
+    else ``kubernetes/flux/apps.yaml`` (``cluster-apps`` on a GitRepository it names)."""
+    for rel in ("kubernetes/flux/config/cluster.yaml", "kubernetes/flux/apps.yaml"):
+        path = directory / rel
+        if path.is_file() and (roots := _sync_file(path, directory)) is not None:
+            return roots
+    return None
 
 
 def _template_layout(directory: Path) -> Roots | None:
@@ -162,4 +182,8 @@ def find_roots(directory: Path, *, root: str | None = None) -> Roots | None:
     Raises ``UsageError`` when several clusters are bootstrapped and ``root`` names none of
     them, ``InputError`` for a root file that is not YAML.
     """
-    return _bootstrap_layout(directory, root=root) or _template_layout(directory)
+    return (
+        _bootstrap_layout(directory, root=root)
+        or _template_layout(directory)
+        or _flux_folder_layout(directory)
+    )
