@@ -1,7 +1,7 @@
 """Benchmark ``gpushift cutover``: its wall time against a scripted kubectl cutover, and the
 API requests it makes as the cluster grows.
 
-Run: ``python -m bench.cutover`` (``--part time`` or ``--part requests`` for one half).
+Run: ``python -m bench.cutover`` (``--part time``, ``requests`` or ``planes`` for one part).
 
 - **time.** The move to DRA on the homelab twin at ``--time-scale 100``: ``gpushift cutover
   --to dra --yes`` on one fresh twin, ``bench/kubectl_cutover.sh`` (kubectl polling every
@@ -13,22 +13,35 @@ Run: ``python -m bench.cutover`` (``--part time`` or ``--part requests`` for one
   cutover's start and its last request, by resource. The sizes (default ``200x1000``,
   ``200x500``, ``100x500``) separate the two factors: requests must follow consumers (and the
   kinds read), not nodes × polls.
+- **planes.** The same move on both control planes in one run: the embedded twin at
+  ``--time-scale 1`` and ``twin serve --control-plane upstream`` (kube-apiserver,
+  kube-controller-manager and kube-scheduler with the twin's agents through the API), for
+  each size of ``--plane-sizes`` (default the homelab and a generated ``6x30``). On both, the
+  cutover talks to a ``gpushift twin proxy --access-log`` in front of the server, so one
+  instrument counts its requests on both; the table gives the wall time, the requests per
+  consumer and the ratios upstream / embedded. ``--cutover-src DIR`` runs the cutover (and
+  its merge) from another source tree, for a before/after.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import os
 import re
 import resource
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -131,7 +144,7 @@ def part_time(*, time_scale: float, timeout: float) -> None:
                     argv = ["bash", str(SCRIPT), str(twin.kubeconfig), str(target)]
                     env = {**os.environ, "GPUSHIFT": str(_gpushift_bin(tmp))}
                 seconds, code = _run(argv, log=work / "run.log", env=env, timeout=timeout)
-                check = subprocess.run(
+                checked = subprocess.run(
                     [
                         *gpushift_argv(),
                         "twin",
@@ -143,7 +156,7 @@ def part_time(*, time_scale: float, timeout: float) -> None:
                     text=True,
                     check=False,
                 )
-            rows.append((label, seconds, code, check.returncode))
+            rows.append((label, seconds, code, checked.returncode))
             if code != 0:
                 tail = (work / "run.log").read_text(errors="replace")[-1500:]
                 print(f"{label} exited {code}:\n{tail}", file=sys.stderr)
@@ -248,6 +261,9 @@ def part_requests(*, sizes: list[tuple[int, int]], time_scale: float, timeout: f
             work.mkdir()
             started = time.perf_counter()
             with running_twin(options, workdir=work, settle=3600, env=env) as twin:
+                # Flux Ready is not every pod created: a consumer without its pod yet is not
+                # found, and its pod starts during the move.
+                ready = _workloads_ready(twin.kubeconfig, timeout=1200)
                 settle = time.perf_counter() - started
                 offset = twin.stderr.stat().st_size
                 argv = _cutover_argv(twin.kubeconfig, target, work / "journal.json")
@@ -258,7 +274,8 @@ def part_requests(*, sizes: list[tuple[int, int]], time_scale: float, timeout: f
             results.append((nodes, consumers, settle, seconds, code, counts))
             steps = _steps(work / "cutover.log")
             print(
-                f"{nodes} nodes x {consumers} consumers: settled in {settle:.0f} s, cutover "
+                f"{nodes} nodes x {consumers} consumers: settled in {settle:.0f} s "
+                f"({ready[0]}/{ready[1]} workloads ready), cutover "
                 f"{seconds:.1f} s wall, {cpu:.1f} s CPU (exit {code}), "
                 f"{sum(counts.values())} requests; journal {objects} ConfigMaps, the largest "
                 f"{largest} bytes; load {os.getloadavg()[0]:.1f}",
@@ -287,6 +304,189 @@ def part_requests(*, sizes: list[tuple[int, int]], time_scale: float, timeout: f
             print(f"{n1}x{c1} / {n2}x{c2}: {grow:.2f}x the requests")
 
 
+# --- both control planes ---------------------------------------------------------------------
+
+_PROXY_BANNER = "gpushift fault proxy serving "
+
+
+@contextlib.contextmanager
+def _counting_proxy(twin: Any, work: Path) -> Iterator[tuple[Path, Path]]:
+    """``gpushift twin proxy --access-log`` in front of ``twin`` (no faults): its clients'
+    kubeconfig and its log, until the block ends."""
+    kubeconfig = work / "proxy.kubeconfig"
+    out, err = work / "proxy.stdout", work / "proxy.stderr"
+    argv = [
+        *gpushift_argv(),
+        "twin",
+        "proxy",
+        "--kubeconfig",
+        str(twin.kubeconfig),
+        "--kubeconfig-out",
+        str(kubeconfig),
+        "--port",
+        "0",
+        "--access-log",
+    ]
+    with out.open("wb") as fo, err.open("wb") as fe:
+        proc = twin.lifetime.spawn(
+            "proxy", argv, death_signal=signal.SIGKILL, stdout=fo, stderr=fe, stdin=None
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while _PROXY_BANNER not in out.read_text(errors="replace"):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"the proxy did not start: {err.read_text()[-1000:]}")
+            time.sleep(0.2)
+        yield kubeconfig, err
+    finally:
+        twin.lifetime.stop(proc)
+
+
+def _workloads_ready(kubeconfig: Path, *, timeout: float) -> tuple[int, int]:
+    """Wait (bounded) until every Deployment and StatefulSet has its replicas ready: the
+    consumers run before the move is timed. Returns (ready, workloads)."""
+    from gpushift import kube
+    from gpushift.kube import ResourceRef
+
+    kinds = [
+        ResourceRef.named("Deployment", "apps/v1"),
+        ResourceRef.named("StatefulSet", "apps/v1"),
+    ]
+    deadline = time.monotonic() + timeout
+    with kube.connect(kubeconfig=kubeconfig) as c:
+        while True:
+            items = [o for k in kinds for o in c.list(k)]
+            ready = [
+                o
+                for o in items
+                if int((o.get("status") or {}).get("readyReplicas") or 0)
+                >= int((o.get("spec") or {}).get("replicas", 1) or 0)
+            ]
+            if len(ready) == len(items) or time.monotonic() > deadline:
+                return len(ready), len(items)
+            time.sleep(2)
+
+
+def _consumers_of(journal: Path) -> int:
+    """How many consumers the run recorded (its journal's ``begin`` record)."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        first = json.loads(journal.read_text().splitlines()[0])
+        return int(first.get("consumers") or 0)
+    return 0
+
+
+@dataclass
+class PlaneRun:
+    """One move on one control plane."""
+
+    size: str
+    plane: str
+    settle: float
+    ready: tuple[int, int]
+    seconds: float
+    code: int
+    consumers: int
+    counts: collections.Counter[tuple[str, str]]
+    steps: dict[str, float]
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def per_consumer(self) -> float:
+        return self.total / self.consumers if self.consumers else float("nan")
+
+
+def _plane_run(size: str, plane: str, *, timeout: float, cutover_src: Path | None) -> PlaneRun:
+    from gpushift.render import write_example
+
+    with tempfile.TemporaryDirectory(prefix="bench-cutover-planes-") as tmp_name:
+        tmp = Path(tmp_name)
+        if size == "homelab":
+            target = write_example(tmp / "dra", allocator="dra", sharing=5)
+            options = TwinOptions(example="homelab", time_scale=1.0, control_plane=plane)
+        else:
+            ((nodes, consumers),) = _sizes(size)
+            repo, target, inventory = write_scale_repo(tmp, nodes=nodes, consumers=consumers)
+            options = TwinOptions(
+                example=None, repo=repo, nodes=inventory, time_scale=1.0, control_plane=plane
+            )
+        # The built-in kustomize builder on both planes (no kubectl process per Kustomization).
+        env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+        work = tmp / "work"
+        work.mkdir()
+        started = time.perf_counter()
+        with running_twin(options, workdir=work, settle=1200, env=env) as twin:
+            ready = _workloads_ready(twin.kubeconfig, timeout=300)
+            settle = time.perf_counter() - started
+            with _counting_proxy(twin, work) as (kubeconfig, log):
+                offset = log.stat().st_size
+                argv = _cutover_argv(kubeconfig, target, work / "journal.json")
+                cut_env = None
+                if cutover_src is not None:
+                    cut_env = {**os.environ, "PYTHONPATH": str(cutover_src)}
+                seconds, code, _ = _run_cpu(
+                    argv, log=work / "cutover.log", env=cut_env, timeout=timeout
+                )
+                _quiet(log)
+                counts = count_requests(log, offset=offset)
+        if code not in (0, 1):
+            tail = (work / "cutover.log").read_text(errors="replace")[-1500:]
+            print(f"  the cutover exited {code}:\n{tail}", file=sys.stderr)
+        run = PlaneRun(
+            size,
+            plane,
+            settle,
+            ready,
+            seconds,
+            code,
+            _consumers_of(work / "journal.json"),
+            counts,
+            _steps(work / "cutover.log"),
+        )
+    print(
+        f"{size} on {plane}: settled in {run.settle:.0f} s ({ready[0]}/{ready[1]} workloads "
+        f"ready), cutover {run.seconds:.1f} s (exit {run.code}), {run.consumers} consumers, "
+        f"{run.total} requests ({run.per_consumer:.2f} per consumer); load "
+        f"{os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
+    print("  steps (s): " + ", ".join(f"{k} {v:.1f}" for k, v in run.steps.items()), flush=True)
+    return run
+
+
+def part_planes(*, sizes: list[str], timeout: float, cutover_src: Path | None) -> None:
+    runs = {
+        (size, plane): _plane_run(size, plane, timeout=timeout, cutover_src=cutover_src)
+        for size in sizes
+        for plane in ("embedded", "upstream")
+    }
+    print("\nthe move to DRA on both control planes (requests counted by the proxy in front)")
+    head = f"{'size':<10} {'consumers':>9} {'':>10}{'embedded':>10}{'upstream':>10}{'ratio':>8}"
+    print(head)
+    for size in sizes:
+        e, u = runs[(size, "embedded")], runs[(size, "upstream")]
+        rows = [
+            ("wall s", e.seconds, u.seconds),
+            ("requests", e.total, u.total),
+            ("per cons.", e.per_consumer, u.per_consumer),
+        ]
+        for label, a, b in rows:
+            ratio = b / a if a else float("nan")
+            print(f"{size:<10} {e.consumers:>9} {label:>10}{a:>10.2f}{b:>10.2f}{ratio:>8.2f}")
+        print(f"{size:<10} {'':>9} {'exit':>10}{e.code:>10}{u.code:>10}")
+    print("\nrequests by resource (embedded / upstream)")
+    for size in sizes:
+        e, u = runs[(size, "embedded")], runs[(size, "upstream")]
+        keys = sorted(set(e.counts) | set(u.counts), key=lambda k: (k[1], k[0]))
+        print(f"{size}:")
+        for key in keys:
+            print(
+                f"  {key[0] + ' ' + key[1]:<38}{e.counts.get(key, 0):>8}{u.counts.get(key, 0):>8}"
+            )
+
+
 def _sizes(text: str) -> list[tuple[int, int]]:
     out = []
     for part in text.split(","):
@@ -299,10 +499,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--part", choices=("time", "requests", "both"), default="both")
+    parser.add_argument("--part", choices=("time", "requests", "planes", "both"), default="both")
     parser.add_argument("--time-scale", type=float, default=100.0)
     parser.add_argument("--sizes", type=_sizes, default=_sizes("200x1000,200x500,100x500"))
     parser.add_argument("--timeout", type=float, default=1800.0, help="bound per cutover, seconds")
+    parser.add_argument(
+        "--plane-sizes",
+        type=lambda t: [x for x in t.split(",") if x],
+        default=["homelab", "6x30"],
+        help="planes: 'homelab' or NODESxCONSUMERS, comma-separated",
+    )
+    parser.add_argument(
+        "--cutover-src",
+        type=Path,
+        default=None,
+        help="planes: run the cutover from this source tree (PYTHONPATH), for a before/after",
+    )
     args = parser.parse_args()
     from gpushift_twin.rehearse import command_available
 
@@ -312,6 +524,8 @@ def main() -> None:
         part_time(time_scale=args.time_scale, timeout=args.timeout)
     if args.part in ("requests", "both"):
         part_requests(sizes=args.sizes, time_scale=args.time_scale, timeout=args.timeout)
+    if args.part == "planes":
+        part_planes(sizes=args.plane_sizes, timeout=args.timeout, cutover_src=args.cutover_src)
 
 
 if __name__ == "__main__":

@@ -303,6 +303,43 @@ def test_proxy_fronts_a_cluster_and_stops_on_sigint(tmp_path: Path) -> None:
                 proc.wait()
 
 
+def test_proxy_access_log_names_each_request_and_no_credential(tmp_path: Path) -> None:
+    from gpushift_twin import run_twin
+
+    out = tmp_path / "proxy.kubeconfig"
+    with run_twin(tls=True, kubeconfig=tmp_path / "twin.kubeconfig") as twin:
+        proc = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "gpushift", "twin", "proxy"),
+                *("--kubeconfig", str(twin.kubeconfig), "--kubeconfig-out", str(out)),
+                "--access-log",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert proc.stdout is not None
+            assert proc.stdout.readline().startswith("gpushift fault proxy serving https://")
+            proc.stdout.readline()
+            assert _status(out, "/api/v1/namespaces")[0] == 200
+            assert _status(out, "/api/v1/namespaces/default/configmaps/none")[0] == 404
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        token = yaml.safe_load(out.read_text())["users"][0]["user"]["token"]
+    lines = [line for line in err.splitlines() if "ms" in line]
+    # The time, then what twin serve --access-log writes: method, path, status, milliseconds.
+    assert [line.split()[2:5] for line in lines] == [
+        ["GET", "/api/v1/namespaces", "200"],
+        ["GET", "/api/v1/namespaces/default/configmaps/none", "404"],
+    ], err
+    assert token not in err and twin.token not in err
+
+
 def test_proxy_refuses_what_it_cannot_do_safely(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

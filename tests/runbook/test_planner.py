@@ -435,6 +435,21 @@ def test_resume_sets_back_what_was_recorded_and_bridged_last() -> None:
     # Kustomizations are resumed and reconciled before the HelmReleases they apply.
     order = [a.obj.key for a in resume.actions if isinstance(a, Change)]
     assert order.index("Kustomization/media/plex") < order.index("HelmRelease/media/plex")
+    # Each object's reconcile request comes right after its resume (one merge patch), and
+    # the wait for the handshake after both Flux owners' changes.
+    fields = [
+        (a.obj.key, a.field) if isinstance(a, Change) else ("wait", type(a.condition).__name__)
+        for a in resume.actions
+        if not isinstance(a, Change) or a.obj.kind != "StatefulSet"
+    ]
+    assert fields[:6] == [
+        ("Kustomization/media/plex", "spec.suspend"),
+        ("Kustomization/media/plex", 'metadata.annotations["reconcile.fluxcd.io/requestedAt"]'),
+        ("wait", "Reconciled"),
+        ("HelmRelease/media/plex", "spec.suspend"),
+        ("HelmRelease/media/plex", 'metadata.annotations["reconcile.fluxcd.io/requestedAt"]'),
+        ("wait", "Reconciled"),
+    ]
 
 
 def test_preflight_gives_every_reason_at_once() -> None:

@@ -18,7 +18,7 @@ import time
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,6 +56,7 @@ from gpushift.runbook._local import write_cluster
 from gpushift.runbook._merge import MergeFailedError, MergeRun, run_merge
 from gpushift.runbook._model import (
     STEPS,
+    Action,
     Change,
     Command,
     Delete,
@@ -75,6 +76,8 @@ Emit = Callable[[Obj], None]
 log = logging.getLogger("gpushift.runbook")
 _CONFIGMAP = ResourceRef.named("ConfigMap", "v1")
 _LEASE = ResourceRef.named("Lease", "coordination.k8s.io/v1")
+#: Changes per journal batch: planned in one write, made, marked applied in one write.
+BATCH = 64
 
 #: Exit codes (the contract in docs/runbook.md).
 EXIT = {
@@ -215,6 +218,20 @@ class Cache:
                 informer = _Informer(self.kube, kind, self)
                 self.informers[kind] = informer
                 informer.start()
+
+    def cached(self, kind: str, api_version: str, namespace: str, name: str) -> Obj | None:
+        """One object from a watched kind of the same apiVersion; None when the kind is not
+        watched here (``--plan``, another version, not served) or the object is not held."""
+        informer = self.informers.get(kind)
+        if (
+            informer is None
+            or not self.watch
+            or not informer.served
+            or informer.ref.api_version != api_version
+        ):
+            return None
+        with self.lock:
+            return informer.items.get((namespace, name))
 
     def view(self) -> View:
         """What the cache holds now."""
@@ -623,25 +640,39 @@ class Lock:
         self._thread.start()
 
     def _renew(self) -> None:
+        # As client-go's leader election does: the Lease last written is assumed current and
+        # replaced under its resourceVersion; only a conflict (or no Lease written yet) reads
+        # it again, and a holder other than this run means the lock is lost.
         while not self._stop.wait(RENEW_SECONDS):
             try:
-                lease = self._read()
-                if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.me:
-                    self.lost.set()
-                    return
-                spec = dict(lease.get("spec") or {})
-                body = lease_body(
-                    name=LEASE_NAME,
-                    namespace=self.namespace,
-                    me=self.me,
-                    now=datetime.now(UTC),
-                    acquired=spec.get("acquireTime"),
-                    transitions=int(spec.get("leaseTransitions") or 0),
-                )
-                body["metadata"]["resourceVersion"] = lease["metadata"].get("resourceVersion")
-                self.lease = self.kube.replace(_LEASE, body, namespace=self.namespace)
+                lease = self.lease
+                for _ in range(2):
+                    if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.me:
+                        self.lost.set()
+                        return
+                    try:
+                        self.lease = self._replace(lease)
+                        break
+                    except KubeError as err:
+                        if err.code not in (404, 409):
+                            raise
+                        lease = self._read()
             except KubeError as err:
                 log.warning("renewing the cutover lock: %s", err.message)
+
+    def _replace(self, lease: Obj) -> Obj:
+        """The Lease renewed now, written under ``lease``'s resourceVersion."""
+        spec = dict(lease.get("spec") or {})
+        body = lease_body(
+            name=LEASE_NAME,
+            namespace=self.namespace,
+            me=self.me,
+            now=datetime.now(UTC),
+            acquired=spec.get("acquireTime"),
+            transitions=int(spec.get("leaseTransitions") or 0),
+        )
+        body["metadata"]["resourceVersion"] = lease["metadata"].get("resourceVersion")
+        return self.kube.replace(_LEASE, body, namespace=self.namespace)
 
     def release(self) -> None:
         """Stop renewing and give the Lease up (holder cleared)."""
@@ -729,6 +760,53 @@ class Request:
 
 def _event(event: str, step: str | None, **extra: Any) -> Obj:
     return {"kind": "CutoverEvent", "event": event, "time": now_rfc3339(), "step": step, **extra}
+
+
+def _batches(actions: Sequence[Action]) -> list[list[Change] | Action]:
+    """The step's actions with each run of consecutive changes cut into lists of at most
+    :data:`BATCH`, in order."""
+    out: list[list[Change] | Action] = []
+    for action in actions:
+        if isinstance(action, Change):
+            last = out[-1] if out else None
+            if isinstance(last, list) and len(last) < BATCH:
+                last.append(action)
+            else:
+                out.append([action])
+        else:
+            out.append(action)
+    return out
+
+
+def _by_object(batch: Sequence[Change]) -> list[list[Change]]:
+    """The batch cut where the object changes: each run of one object's changes."""
+    out: list[list[Change]] = []
+    for change in batch:
+        if out and out[-1][0].obj == change.obj:
+            out[-1].append(change)
+        else:
+            out.append([change])
+    return out
+
+
+def merged_patch(patches: Sequence[Obj]) -> Obj:
+    """JSON merge patches of distinct fields as one (RFC 7386: objects merge key by key,
+    any other value, null included, is set as given; a later patch wins a shared field)."""
+    out: Obj = {}
+    for patch in patches:
+        _merge_into(out, patch)
+    return out
+
+
+def _merge_into(into: Obj, patch: Mapping[str, Any]) -> None:
+    for key, value in patch.items():
+        if isinstance(value, Mapping) and isinstance(into.get(key), dict):
+            _merge_into(into[key], value)
+        elif isinstance(value, Mapping):
+            into[key] = {}
+            _merge_into(into[key], value)
+        else:
+            into[key] = value
 
 
 class Executor:
@@ -908,8 +986,9 @@ class Executor:
         assert journal is not None
         resumed = self.req.mode == "resume"
         self.emit(_event("run-start", None, to=journal.to, run=journal.run, resumed=resumed))
-        self._persist()
         outcome = Outcome(journal.to, "done", journal.run)
+        #: Step-finish events held until the journal stores what they report.
+        held: list[Obj] = []
         for name in STEPS:
             if journal.step_done(name):
                 rec = journal.step(name) or {}
@@ -919,7 +998,12 @@ class Executor:
                 continue
             started = time.monotonic()
             journal.start_step(name, now_rfc3339())
+            # One write for the step before's finish and this one's start (the run's first
+            # records, on the first): nothing happens between the two.
             self._persist()
+            for event in held:
+                self.emit(event)
+            held = []
             self.emit(_event("step-start", name))
             result = "done"
             try:
@@ -935,9 +1019,8 @@ class Executor:
                 return self._end_step(name, started, "failed", [why], outcome)
             seconds = time.monotonic() - started
             journal.finish_step(name, result, seconds, now_rfc3339())
-            self._persist()
             extra = {"note": self.notes[name]} if self.notes.get(name) else {}
-            self.emit(
+            held.append(
                 _event("step-finish", name, seconds=round(seconds, 3), result=result, **extra)
             )
             self.steps.append(
@@ -948,6 +1031,8 @@ class Executor:
         outcome.result = journal.state
         outcome.reasons = list(journal.data.get("verdictReasons") or [])
         self._persist()
+        for event in held:
+            self.emit(event)
         outcome.steps = self.steps
         outcome.merge = self.merge_run
         return outcome
@@ -1012,17 +1097,19 @@ class Executor:
 
     def _actions(self, step: Step) -> None:
         deadline = time.monotonic() + self.options.step_timeout
-        actions = list(step.actions)
-        for i, action in enumerate(actions):
-            if isinstance(action, Change):
-                self._change(action)
-            elif isinstance(action, Command):
-                following = next((a for a in actions[i + 1 :] if isinstance(a, Wait)), None)
-                self._command(action, following)
-            elif isinstance(action, Delete):
-                self._delete(action)
-            else:
-                self._wait(action, deadline)
+        batches = _batches(step.actions)
+        for i, item in enumerate(batches):
+            if isinstance(item, list):
+                # The marks go out with the next batch's plan when one follows at once.
+                more = i + 1 < len(batches) and isinstance(batches[i + 1], list)
+                self._changes(item, marks=not more)
+            elif isinstance(item, Command):
+                later = (a for a in batches[i + 1 :] if isinstance(a, Wait))
+                self._command(item, next(later, None))
+            elif isinstance(item, Delete):
+                self._delete(item)
+            elif isinstance(item, Wait):
+                self._wait(item, deadline)
 
     def _interrupted(self) -> None:
         if self.req.stop.is_set():
@@ -1030,45 +1117,79 @@ class Executor:
         if self.lock is not None and self.lock.lost.is_set():
             raise StoppedError("the cutover lock was lost to another run; this run stopped")
 
-    def _change(self, change: Change) -> None:
+    def _changes(self, batch: Sequence[Change], *, marks: bool) -> None:
+        """Make a batch of changes: their plans in one journal write before the first is
+        made, then each object's changes (consecutive changes of one object, such as a
+        resume and its reconcile request, in one merge patch), then (with ``marks``) their
+        applied marks in one write.
+
+        A kill between the two writes leaves changes planned but not marked: a resumed run
+        plans them again with their recorded ``before`` and makes only those not in place
+        (suspend, scale and the reconcile request are idempotent merge patches). Ctrl-C
+        stops between two objects; what was not made stays planned, and the step's end
+        stores the marks of what was.
+        """
         journal = self.journal
         assert journal is not None
         self._interrupted()
-        journal.plan_change(change, now_rfc3339())
+        when = now_rfc3339()
+        for change in batch:
+            journal.plan_change(change, when)
         self._persist()
-        ref = change.obj.ref
+        for group in _by_object(batch):
+            self._interrupted()
+            self._make(group)
+            for change in group:
+                journal.applied(change, now_rfc3339())
+                self.emit(
+                    _event(
+                        "change",
+                        change.step,
+                        object=change.obj.key,
+                        field=change.field,
+                        before=change.before,
+                        after=change.after,
+                    )
+                )
+        if marks:
+            self._persist()
+
+    def _make(self, group: Sequence[Change]) -> None:
+        """Patch one object's fields, those not already holding the change's value (read
+        from the watch cache; a GET only for an object the cache does not hold), in one
+        merge patch."""
+        obj = group[0].obj
+        live = self._live(obj)
+        patches = []
+        for change in group:
+            current = field_value(live, change.path)
+            if current != change.after and not (change.after is None and current is False):
+                patches.append(change.patch)
+            log.info("%s %s: %r -> %r", obj.key, change.field, change.before, change.after)
+        if live is not None and patches:
+            self.kube.patch(
+                obj.ref,
+                name=obj.name,
+                namespace=obj.namespace or None,
+                patch=merged_patch(patches),
+            )
+
+    def _live(self, obj: ObjectRef) -> Obj | None:
+        """The object as the watch cache holds it, else as a GET reads it (None: gone).
+
+        The cache lags the server by a watch event at most; a value it shows was the
+        object's at some resourceVersion, and the patch that follows is idempotent, so a
+        stale read costs at most one patch that changes nothing.
+        """
+        cached = self.cache.cached(obj.kind, obj.api_version, obj.namespace, obj.name)
+        if cached is not None:
+            return cached
         try:
-            live = self.kube.get(ref, name=change.obj.name, namespace=change.obj.namespace or None)
+            return self.kube.get(obj.ref, name=obj.name, namespace=obj.namespace or None)
         except KubeError as err:
             if err.code != 404:
                 raise
-            live = None
-        current = field_value(live, change.path)
-        if (
-            live is not None
-            and current != change.after
-            and not (change.after is None and current is False)
-        ):
-            self.kube.patch(
-                ref,
-                name=change.obj.name,
-                namespace=change.obj.namespace or None,
-                patch=change.patch,
-            )
-        log.info("%s %s: %r -> %r", change.obj.key, change.field, change.before, change.after)
-        # Stored with the next write (the next change's plan, or the step's end): a change
-        # recorded as planned may have been made, and a resumed run looks before it patches.
-        journal.applied(change, now_rfc3339())
-        self.emit(
-            _event(
-                "change",
-                change.step,
-                object=change.obj.key,
-                field=change.field,
-                before=change.before,
-                after=change.after,
-            )
-        )
+            return None
 
     def _delete(self, action: Delete) -> None:
         self._interrupted()
@@ -1166,6 +1287,7 @@ class Executor:
         self.journal = journal
         self.emit(_event("run-start", None, to=journal.to, run=journal.run, resumed=True))
         started = time.monotonic()
+        held: list[Obj] = []
         for rec in list(reversed(journal.changes)):
             if not rec.get("undo", True) or rec.get("state") not in ("planned", "applied"):
                 continue
@@ -1173,14 +1295,7 @@ class Executor:
             undo = Change(
                 change.step, change.obj, change.path, change.after, change.before, "abort: set back"
             )
-            try:
-                live = self.kube.get(
-                    change.obj.ref, name=change.obj.name, namespace=change.obj.namespace or None
-                )
-            except KubeError as err:
-                if err.code != 404:
-                    raise
-                live = None
+            live = self._live(change.obj)
             current = field_value(live, change.path)
             if live is not None and current != change.before:
                 self.kube.patch(
@@ -1190,8 +1305,7 @@ class Executor:
                     patch=change.undo_patch,
                 )
             journal.applied(change, now_rfc3339(), state="undone")
-            self._persist()
-            self.emit(
+            held.append(
                 _event(
                     "change",
                     change.step,
@@ -1201,8 +1315,17 @@ class Executor:
                     after=undo.after,
                 )
             )
+            # The undone marks in batches: a kill before one is stored leaves a change the
+            # next --abort finds already set back, and leaves alone.
+            if len(held) >= BATCH:
+                self._persist()
+                for event in held:
+                    self.emit(event)
+                held = []
         journal.set_state("aborted")
         self._persist()
+        for event in held:
+            self.emit(event)
         merged = journal.step("merge")
         reasons = []
         if merged is not None:

@@ -656,6 +656,22 @@ def _reconcile(
     return out
 
 
+def _beside(resumes: list[Change], reconcile: list[Action]) -> list[Action]:
+    """Each object's reconcile request right after its resume, then the wait: the executor
+    sends the two fields of one object in one merge patch (``flux resume`` then ``flux
+    reconcile``, in one write), and the wait is the handshake on every request as before."""
+    requests = {a.obj.key: a for a in reconcile if isinstance(a, Change)}
+    out: list[Action] = []
+    for change in resumes:
+        out.append(change)
+        request = requests.pop(change.obj.key, None)
+        if request is not None:
+            out.append(request)
+    out += requests.values()
+    out += [a for a in reconcile if not isinstance(a, Change)]
+    return out
+
+
 def _node(name: str) -> ObjectRef:
     return ObjectRef(api_version_of("Node"), "Node", "", name)
 
@@ -851,13 +867,19 @@ def plan_step(
             return Step(name, skip="no bridged consumer" if bridged else "no consumer")
         ks, hr, workloads = _restores(mine, view, ctx, step=name)
         actions = []
-        actions += ks
-        actions += _reconcile(
-            [c.obj for c in ks if c.after is None], view, ctx, step=name, source=options.source
+        actions += _beside(
+            ks,
+            _reconcile(
+                [c.obj for c in ks if c.after is None],
+                view,
+                ctx,
+                step=name,
+                source=options.source,
+            ),
         )
-        actions += hr
-        actions += _reconcile(
-            [c.obj for c in hr if c.after is None], view, ctx, step=name, source=None
+        actions += _beside(
+            hr,
+            _reconcile([c.obj for c in hr if c.after is None], view, ctx, step=name, source=None),
         )
         actions += workloads
         replicas = {

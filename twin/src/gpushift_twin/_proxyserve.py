@@ -5,6 +5,7 @@ upstream --bare`` with fault flags), until SIGINT or SIGTERM."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -55,6 +56,8 @@ class ProxyOptions:
     faults: FaultConfig = field(default_factory=FaultConfig)
     pause_after: float | None = None
     pause_for: float = 10.0
+    #: A line on stderr per request answered: method, path, status, milliseconds.
+    access_log: bool = False
 
 
 def serve_proxy(
@@ -131,7 +134,15 @@ async def _main(
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    proxy = FaultProxy(target, token=token, faults=Faults(options.faults), routes=routes)
+    proxy = FaultProxy(
+        target,
+        token=token,
+        faults=Faults(options.faults),
+        routes=routes,
+        access_log=options.access_log,
+    )
+    if options.access_log:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if probe:
         await _probe(proxy)
     certificate = self_signed([options.host]) if options.tls else None

@@ -28,8 +28,10 @@ import asyncio
 import base64
 import contextlib
 import ipaddress
+import logging
 import ssl
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +49,8 @@ from gpushift_twin.apiserver._faults import FaultConfig, Faults
 from gpushift_twin.apiserver._runner import serve_in_thread, url_for
 from gpushift_twin.apiserver._server import authorize, error_response
 from gpushift_twin.apiserver._status import ApiError
+
+log = logging.getLogger("gpushift.twin.proxy")
 
 #: Headers that belong to one connection (RFC 9110 section 7.6.1), plus the ones the proxy
 #: sets itself: never copied from one side to the other.
@@ -257,6 +261,7 @@ class FaultProxy:
         token: str,
         faults: Faults | None = None,
         routes: Callable[[web.Application], None] | None = None,
+        access_log: bool = False,
     ) -> None:
         check_loopback(target=target.server)
         self.target = target
@@ -266,6 +271,9 @@ class FaultProxy:
         self.token = token
         self.faults = faults or Faults()
         self.requests = 0
+        #: One log line per request answered (method, path, status, milliseconds), as the
+        #: twin's ``--access-log`` writes them; a watch's when its stream ends.
+        self.access_log = access_log
         self._ssl = target.ssl_context()
         self._session: aiohttp.ClientSession | None = None
         self._streams: set[asyncio.Task[Any]] = set()
@@ -308,6 +316,21 @@ class FaultProxy:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """Answer one request: faults and authentication as the twin does, then forward."""
         self.requests += 1
+        if not self.access_log:
+            return await self._answer(request)
+        start = time.perf_counter()
+        response = await self._answer(request)
+        # Method, path and status only: headers (the bearer token) are never logged.
+        log.info(
+            "%s %s %d %.1fms",
+            request.method,
+            request.path,
+            response.status,
+            (time.perf_counter() - start) * 1000,
+        )
+        return response
+
+    async def _answer(self, request: web.Request) -> web.StreamResponse:
         faults = self.faults
         await faults.hold()
         path = request.path

@@ -558,6 +558,10 @@ def register(app: typer.Typer) -> None:
         drop_watch_every: DropWatchEvery = 0.0,
         pause_after: PauseAfter = None,
         pause_for: PauseFor = 10.0,
+        access_log: Annotated[
+            bool,
+            typer.Option(help="Log method, path and status of every request, on stderr."),
+        ] = False,
     ) -> None:
         import gpushift_twin as t
 
@@ -584,6 +588,7 @@ def register(app: typer.Typer) -> None:
                     faults=faults,
                     pause_after=pause_after,
                     pause_for=pause_for,
+                    access_log=access_log,
                 ),
             )
         except t.UnreachableError as err:
