@@ -35,6 +35,7 @@ class UpstreamOptions:
     repo: Path | None = None
     root: str | None = None
     vars_file: Path | None = None
+    secrets: tuple[str, ...] = ()
     write_example: Callable[[Path], Path] | None = None
     node_faults: tuple[str, ...] = ()
     strict_health: bool = False
@@ -137,6 +138,7 @@ def serve_upstream_cluster(options: UpstreamOptions) -> None:
                 write_example=options.write_example,
                 operator_delay=options.operator_delay,
                 strict_health=options.strict_health,
+                secrets=options.secrets,
             )
         cluster.start()
         if flux is not None:

@@ -9,6 +9,7 @@ from ._control import (
 )
 from ._crds import install_crds
 from ._runner import Flux, bootstrap, run_gitops
+from ._seeds import read_secret
 from ._serve import read_vars, start_flux
 from ._sources import local_path
 
@@ -20,6 +21,7 @@ __all__ = [
     "install_crds",
     "local_path",
     "not_ready",
+    "read_secret",
     "read_vars",
     "run_gitops",
     "start_flux",
