@@ -9,23 +9,14 @@ Each test writes a small whole Flux repository (the cluster templates' layout:
 from __future__ import annotations
 
 import base64
-import json
-import shutil
-import signal
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.twin.flux.conftest import kubectl_json, needs_kubectl, serve_repo, wait_for
 
 from gpushift.cli import main
 from gpushift.twin.flux import read_secret
-
-needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
 
 NODES = "nodes:\n- {name: n1, gpus: [{product: NVIDIA L4}]}\n"
 ROOT = """\
@@ -84,72 +75,12 @@ def _repo(root: Path, *, resources: dict[str, str]) -> Path:
     return root
 
 
-def _kubectl(kc: Path, *args: str) -> Any:
-    out = subprocess.run(
-        ["kubectl", "--kubeconfig", str(kc), *args, "-o", "json"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return json.loads(out.stdout) if out.returncode == 0 else None
-
-
-def _wait(check: Any, *, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {check}")
-
-
 def _ready(kc: Path) -> dict[str, Any] | None:
-    ks = _kubectl(kc, "-n", "flux-system", "get", "kustomization", "cluster-apps")
+    ks = kubectl_json(kc, "-n", "flux-system", "get", "kustomization", "cluster-apps")
     for c in ((ks or {}).get("status") or {}).get("conditions") or []:
         if c["type"] == "Ready" and c["status"] in ("True", "False"):
             return dict(c)
     return None
-
-
-@contextmanager
-def _serve(tmp: Path, repo: Path, *extra: str) -> Iterator[tuple[Path, Path]]:
-    """``twin serve --repo``; yields the kubeconfig and the file its stderr goes to."""
-    nodes = tmp / "nodes.yaml"
-    nodes.write_text(NODES)
-    kc = tmp / "kc"
-    err = tmp / "stderr.txt"
-    with err.open("w") as sink:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gpushift",
-                "twin",
-                "serve",
-                "--nodes",
-                str(nodes),
-                "--repo",
-                str(repo),
-                "--time-scale",
-                "200",
-                "--port",
-                "0",
-                "--kubeconfig-out",
-                str(kc),
-                *extra,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=sink,
-            text=True,
-        )
-        try:
-            assert proc.stdout is not None
-            assert proc.stdout.readline().startswith("gpushift twin serving https://127.0.0.1:")
-            yield kc, err
-        finally:
-            proc.send_signal(signal.SIGINT)
-            proc.wait(20)
 
 
 def _decoded(secret: dict[str, Any]) -> dict[str, str]:
@@ -162,10 +93,12 @@ def test_a_secret_the_root_produces_is_seeded_and_the_root_settles(tmp_path: Pat
         tmp_path / "repo",
         resources={"cluster-secrets.yaml": EXTERNAL_SECRET, "app-config.yaml": APP_CONFIG},
     )
-    with _serve(tmp_path, repo) as (kc, err):
-        ready = _wait(lambda: _ready(kc))
+    with serve_repo(tmp_path, repo, NODES) as (kc, err):
+        ready = wait_for(lambda: _ready(kc))
         assert ready["status"] == "True", ready
-        config = _wait(lambda: _kubectl(kc, "-n", "default", "get", "configmap", "app-config"))
+        config = wait_for(
+            lambda: kubectl_json(kc, "-n", "default", "get", "configmap", "app-config")
+        )
         # Both come from the seeded Secret: the ExternalSecret's key, and the plain ${VAR}
         # used under the root's path that nothing else defines; ${TIMEZONE:=UTC} keeps its
         # default.
@@ -174,7 +107,7 @@ def test_a_secret_the_root_produces_is_seeded_and_the_root_settles(tmp_path: Pat
             "mail": "twin-placeholder",
             "tz": "UTC",
         }
-        secret = _kubectl(kc, "-n", "flux-system", "get", "secret", "cluster-secrets")
+        secret = kubectl_json(kc, "-n", "flux-system", "get", "secret", "cluster-secrets")
         assert sorted(_decoded(secret)) == ["SECRET_DOMAIN", "SECRET_MAIL"]
     lines = err.read_text().splitlines()
     assert (
@@ -188,8 +121,8 @@ def test_a_secret_the_root_produces_is_seeded_and_the_root_settles(tmp_path: Pat
 @needs_kubectl
 def test_a_secret_nobody_produces_is_named_in_one_line(tmp_path: Path) -> None:
     repo = _repo(tmp_path / "repo", resources={"app-config.yaml": APP_CONFIG})
-    with _serve(tmp_path, repo) as (kc, err):
-        ready = _wait(lambda: _ready(kc))
+    with serve_repo(tmp_path, repo, NODES) as (kc, err):
+        ready = wait_for(lambda: _ready(kc))
         # Flux's own failure, as on a cluster without the Secret.
         assert ready["status"] == "False"
         assert ready["reason"] == "BuildFailed"
@@ -210,10 +143,15 @@ def test_secret_option_supplies_it_without_printing_values(tmp_path: Path) -> No
     repo = _repo(tmp_path / "repo", resources={"app-config.yaml": APP_CONFIG})
     env = tmp_path / "cluster-secrets.env"
     env.write_text("# the real ones\nSECRET_DOMAIN=example.org\n\nSECRET_MAIL=ops@example.org\n")
-    with _serve(tmp_path, repo, "--secret", f"flux-system/cluster-secrets={env}") as (kc, err):
-        ready = _wait(lambda: _ready(kc))
+    with serve_repo(tmp_path, repo, NODES, "--secret", f"flux-system/cluster-secrets={env}") as (
+        kc,
+        err,
+    ):
+        ready = wait_for(lambda: _ready(kc))
         assert ready["status"] == "True", ready
-        config = _wait(lambda: _kubectl(kc, "-n", "default", "get", "configmap", "app-config"))
+        config = wait_for(
+            lambda: kubectl_json(kc, "-n", "default", "get", "configmap", "app-config")
+        )
         assert config["data"] == {"domain": "example.org", "mail": "ops@example.org", "tz": "UTC"}
     text = err.read_text()
     assert "secret flux-system/cluster-secrets: supplied with --secret (2 keys)" in text

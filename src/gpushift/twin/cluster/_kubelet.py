@@ -39,6 +39,7 @@ from gpushift.twin.apiserver import ApiError
 from gpushift.twin.cluster import _gfd, _pods, _volumes
 from gpushift.twin.cluster import _logs as logs
 from gpushift.twin.cluster._context import Context
+from gpushift.twin.cluster._generic import generic_resources, is_generic_plugin
 from gpushift.twin.cluster._inventory import Gpu
 from gpushift.twin.cluster._nodes import pod_ip
 from gpushift.twin.cluster._pods import Crash
@@ -290,6 +291,8 @@ class NodeAgent:
     index: int
     gpus: tuple[Gpu, ...]
     endpoints: dict[str, Endpoint] = field(default_factory=dict)
+    #: Resources other device plugins registered (squat/generic-device-plugin).
+    generic: dict[str, Endpoint] = field(default_factory=dict)
     ledger: GpuLedger = field(default_factory=lambda: GpuLedger([]))
     pods: dict[str, PodState] = field(default_factory=dict)
     registered: str | None = None  # the device-plugin pod uid that registered
@@ -385,7 +388,7 @@ class Kubelet:
         if agent is None:
             return
         now = self.ctx.now()
-        for ep in agent.endpoints.values():
+        for ep in [*agent.endpoints.values(), *agent.generic.values()]:
             ep.stopped_at = now
             ep.zeroed = True
         agent.registered = None
@@ -435,6 +438,7 @@ class Kubelet:
             first_timer = len(ctx.wakeups)
             self._pods(agent, node, mine)
             roles: dict[str, tuple[Obj, Obj, PodState]] = {}
+            generic: list[tuple[Obj, Obj, PodState]] = []
             for p in mine:
                 st = agent.pods.get(p["metadata"]["uid"])
                 if st is None or not st.started or p["metadata"].get("deletionTimestamp"):
@@ -442,9 +446,12 @@ class Kubelet:
                 r = role(p)
                 if r is not None and str(r[1].get("name")) not in st.crash:
                     roles.setdefault(r[0], (p, r[1], st))
+                for c in (p.get("spec") or {}).get("containers") or []:
+                    if is_generic_plugin(c) and str(c.get("name")) not in st.crash:
+                        generic.append((p, c, st))
             dcgm = roles.get("dcgm")
             agent.dcgm = (dcgm[0], dcgm[1]) if dcgm is not None else None
-            needs_cm = "device-plugin" in roles or "gfd" in roles
+            needs_cm = "device-plugin" in roles or "gfd" in roles or bool(generic)
             if needs_cm and configmaps is None:
                 configmaps = {
                     (c["metadata"]["namespace"], c["metadata"]["name"]): c
@@ -460,6 +467,7 @@ class Kubelet:
                 configmaps or {},
             )
             self._dra(agent, node, roles.get("dra"), slices.get(name))
+            self._generic(agent, generic, configmaps or {})
             self._status(agent, node)
             timers = ctx.wakeups[first_timer:]
             self._seen[name] = (seen, min(timers) if timers else None)
@@ -935,13 +943,50 @@ class Kubelet:
                 ctx.store.update(ctx.kinds.slice, name=published["metadata"]["name"], mutate=mutate)
         agent.slice_mode = mode
 
+    # -- other device plugins --
+
+    def _generic(
+        self,
+        agent: NodeAgent,
+        running: list[tuple[Obj, Obj, PodState]],
+        configmaps: dict[tuple[str, str], Obj],
+    ) -> None:
+        """The resources generic device plugins register on this node; as the NVIDIA
+        plugin's, they turn unhealthy when the plugin goes and read 0 after the grace."""
+        ctx = self.ctx
+        now = ctx.now()
+        want: dict[str, int] = {}
+        for pod, container, st in running:
+            due = st.running_since + ctx.delays.plugin_register
+            if now < due:
+                ctx.wake_at(due)
+                continue
+            # A second registration of a resource name replaces the first (devicemanager).
+            want.update(generic_resources(pod, container, configmaps))
+        for resource, ep in agent.generic.items():
+            if resource in want:
+                continue
+            if ep.stopped_at is None:
+                ep.stopped_at = now
+            if not ep.zeroed:
+                grace = ep.stopped_at + ctx.delays.device_plugin_grace
+                if now >= grace:
+                    ep.zeroed = True
+                else:
+                    ctx.wake_at(grace)
+        for resource, units in want.items():
+            current = agent.generic.get(resource)
+            if current is None or current.stopped_at is not None or current.units != units:
+                agent.generic[resource] = Endpoint(units, 1)
+
     # -- node status --
 
     def _status(self, agent: NodeAgent, node: Obj) -> None:
         status = node.get("status") or {}
         capacity = dict(status.get("capacity") or {})
         allocatable = dict(status.get("allocatable") or {})
-        for resource, ep in agent.endpoints.items():
+        registered = {**agent.generic, **agent.endpoints}
+        for resource, ep in registered.items():
             # nodestatus setters.go: a removed plugin's capacity is set to 0, never deleted.
             capacity[resource] = "0" if ep.zeroed else str(ep.units)
             allocatable[resource] = "0" if ep.stopped_at is not None else str(ep.units)
@@ -952,11 +997,11 @@ class Kubelet:
             st = cur.setdefault("status", {})
             st["capacity"] = {
                 **(st.get("capacity") or {}),
-                **{k: v for k, v in capacity.items() if k in agent.endpoints},
+                **{k: v for k, v in capacity.items() if k in registered},
             }
             st["allocatable"] = {
                 **(st.get("allocatable") or {}),
-                **{k: v for k, v in allocatable.items() if k in agent.endpoints},
+                **{k: v for k, v in allocatable.items() if k in registered},
             }
             return cur
 
