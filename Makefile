@@ -10,8 +10,8 @@ BIN := $(VENV)/bin
 
 setup:
 	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
-	$(UV) sync --locked --quiet --compile-bytecode
-	$(BIN)/python -m compileall -q src
+	$(UV) sync --locked --all-extras --quiet --compile-bytecode
+	$(BIN)/python -m compileall -q src twin/src
 
 # The main job: the move to DRA and back on the homelab twin, with its timeline, the
 # invariant monitor's result and an HTML report. Every non-zero exit is a real failure here
@@ -20,9 +20,9 @@ demo: setup
 	$(BIN)/gpushift rehearse --example homelab --time-scale 100 --report rehearsal.html
 
 lint: setup
-	$(BIN)/ruff check src tests bench upstream
-	$(BIN)/ruff format --check src tests bench upstream
-	PYTHONPATH=src:. $(BIN)/lint-imports --no-cache
+	$(BIN)/ruff check src twin tests bench upstream
+	$(BIN)/ruff format --check src twin tests bench upstream
+	PYTHONPATH=src:twin/src:. $(BIN)/lint-imports --no-cache
 
 typecheck: setup
 	$(BIN)/mypy

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import yaml
 
-from gpushift.rehearse import TwinOptions, gpushift_argv, running_twin
+from gpushift_twin.rehearse import TwinOptions, gpushift_argv, running_twin
 
 HERE = Path(__file__).parent
 SCRIPT = HERE / "kubectl_cutover.sh"
@@ -304,7 +304,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=_sizes, default=_sizes("200x1000,200x500,100x500"))
     parser.add_argument("--timeout", type=float, default=1800.0, help="bound per cutover, seconds")
     args = parser.parse_args()
-    from gpushift.rehearse import command_available
+    from gpushift_twin.rehearse import command_available
 
     if not command_available([*gpushift_argv(), "cutover"]):
         raise SystemExit("bench.cutover: this gpushift has no `cutover` command yet")

@@ -477,7 +477,7 @@ def _kubeconfig_case(outcome: Outcome, workdir: Path, data: bytes, mode: Mode) -
 
 
 def _inventory_case(outcome: Outcome, workdir: Path, data: bytes, mode: Mode) -> None:
-    from gpushift.twin.cluster import load
+    from gpushift_twin.cluster import load
 
     path = workdir / "nodes.yaml"
     path.write_bytes(data)

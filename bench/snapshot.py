@@ -134,14 +134,14 @@ def _populate(store: Any, nodes: int) -> int:
 def run(nodes: int) -> dict[str, float]:
     """Populate a twin with ``nodes`` GPU nodes and take one snapshot; returns the figures."""
     from gpushift import kube, verdict
-    from gpushift.twin import new_store, run_twin
-    from gpushift.twin.flux import install_crds
+    from gpushift_twin import new_store, run_twin
+    from gpushift_twin.flux import install_crds
 
     store = new_store(seed=1)
     install_crds(store)
     pods = _populate(store, nodes)
     counter = _Count()
-    access = logging.getLogger("gpushift.twin")
+    access = logging.getLogger("gpushift_twin")
     access.addHandler(counter)
     access.setLevel(logging.INFO)
     access.propagate = False

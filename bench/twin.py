@@ -32,7 +32,7 @@ ONE = "/api/v1/namespaces/default/configmaps/cm-00001"
 
 def _populate(objects: int, nodes: int) -> object:
     from gpushift._kinds import by_kind
-    from gpushift.twin import new_store
+    from gpushift_twin import new_store
 
     store = new_store(seed=1)
     cm, node = by_kind("ConfigMap"), by_kind("Node")
@@ -53,7 +53,7 @@ def _populate(objects: int, nodes: int) -> object:
 
 
 def _serve(conn: Connection, objects: int, nodes: int, tls: bool) -> None:
-    from gpushift.twin import TwinServer, new_token, self_signed, serve_forever
+    from gpushift_twin import TwinServer, new_token, self_signed, serve_forever
 
     store = _populate(objects, nodes)
     token = new_token()

@@ -59,9 +59,9 @@ def _wait(what: str, probe: object, timeout: float) -> float:
 def run(nodes: int, *, time_scale: float = 100.0) -> dict[str, float]:
     """Build the twin, roll out N × 20 GPU pods; returns the timings (seconds)."""
     from gpushift._kinds import by_kind
-    from gpushift.twin import new_store
-    from gpushift.twin.apiserver import Event
-    from gpushift.twin.cluster import Cluster, uniform
+    from gpushift_twin import new_store
+    from gpushift_twin.apiserver import Event
+    from gpushift_twin.cluster import Cluster, uniform
 
     pod_kind, node_kind = by_kind("Pod"), by_kind("Node")
     store = new_store(seed=1)

@@ -28,8 +28,8 @@ def run(*, builtin: bool, time_scale: float) -> dict[str, float]:
     from gpushift._kinds import by_kind
     from gpushift.flux import ready
     from gpushift.render import write_example
-    from gpushift.twin.cluster import example, run_cluster
-    from gpushift.twin.flux import Flux, bootstrap
+    from gpushift_twin.cluster import example, run_cluster
+    from gpushift_twin.flux import Flux, bootstrap
 
     saved = os.environ.get("PATH", "")
     if builtin:

@@ -47,8 +47,8 @@ def _ready(obj: dict[str, Any]) -> bool:
 def run(repo: Path, *, time_scale: float, timeout: float) -> dict[str, Any]:
     """Converge ``repo`` once; returns the figures."""
     from gpushift._kinds import by_kind
-    from gpushift.twin.cluster import from_text, run_cluster
-    from gpushift.twin.flux import start_flux
+    from gpushift_twin.cluster import from_text, run_cluster
+    from gpushift_twin.flux import start_flux
 
     def gpu(pod: dict[str, Any]) -> bool:
         return any(

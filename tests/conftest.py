@@ -18,7 +18,7 @@ one- and two-test cluster rehearsals, minutes each, started last and ran alone a
 
 The twins a run starts, in this process, its xdist workers and the ``gpushift twin serve``
 processes they start, share one directory of ``kubectl kustomize`` outputs keyed by content
-(``GPUSHIFT_TWIN_BUILD_CACHE``, see ``gpushift.twin.flux``), made for the run and removed
+(``GPUSHIFT_TWIN_BUILD_CACHE``, see ``gpushift_twin.flux``), made for the run and removed
 after it: the same example rendered into many temporary directories, and the same repository
 converged by several modules, build once per run. A run started with the variable set uses
 the directory it names and leaves it in place.
@@ -41,7 +41,7 @@ FIXTURES = (ROOT / ".." / "shared" / "fixtures").resolve()
 _MARKERS = ('"shared" / "fixtures"', "shared/fixtures")
 
 
-#: ``gpushift.twin.flux.BUILD_CACHE_ENV``, spelled out: importing the twin here would cost
+#: ``gpushift_twin.flux.BUILD_CACHE_ENV``, spelled out: importing the twin here would cost
 #: every pytest process, the xdist controller included, a second of CPU.
 BUILD_CACHE_ENV = "GPUSHIFT_TWIN_BUILD_CACHE"
 _made_cache: list[str] = []

@@ -21,8 +21,8 @@ import yaml
 
 from gpushift import InputError, __version__, kube
 from gpushift.cli import main
-from gpushift.twin import Twin, new_store, run_twin
-from gpushift.twin.flux import install_crds
+from gpushift_twin import Twin, new_store, run_twin
+from gpushift_twin.flux import install_crds
 
 GIT = kube.ResourceRef.named("GitRepository", "source.toolkit.fluxcd.io/v1")
 

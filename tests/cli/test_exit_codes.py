@@ -99,7 +99,7 @@ def _handler(
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[str, bytes]]]:
     """Loopback servers that answer, but not as Kubernetes: name -> (URL, CA or b"")."""
-    from gpushift.twin.apiserver import self_signed
+    from gpushift_twin.apiserver import self_signed
 
     page = b"<html><body><h1>404 Not Found</h1></body></html>"
     started: list[http.server.ThreadingHTTPServer] = []

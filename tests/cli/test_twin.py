@@ -258,7 +258,7 @@ def test_serve_with_faults_listens_on_loopback_only(
 
 
 def test_proxy_fronts_a_cluster_and_stops_on_sigint(tmp_path: Path) -> None:
-    from gpushift.twin import run_twin
+    from gpushift_twin import run_twin
 
     out = tmp_path / "proxy.kubeconfig"
     with run_twin(tls=True, kubeconfig=tmp_path / "twin.kubeconfig") as twin:

@@ -9,8 +9,8 @@ import pytest
 
 from gpushift import flux
 from gpushift.kube import Kube, KubeError, connect
-from gpushift.twin.cluster import example
-from gpushift.twin.flux import run_gitops
+from gpushift_twin.cluster import example
+from gpushift_twin.flux import run_gitops
 
 
 @pytest.fixture(scope="module")

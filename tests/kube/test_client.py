@@ -14,7 +14,7 @@ from lightkube.config.kubeconfig import KubeConfig
 from gpushift import kube
 from gpushift._kinds import by_kind
 from gpushift.kube import Kube, KubeError, ResourceRef
-from gpushift.twin import FaultConfig, Twin, run_twin
+from gpushift_twin import FaultConfig, Twin, run_twin
 
 CM = ResourceRef.named("ConfigMap")
 DEP = ResourceRef.named("Deployment")
@@ -260,7 +260,7 @@ def test_list_in_chunks_walks_continue_tokens(twin: Twin, client: Kube) -> None:
 
 
 def test_watch_from_a_version_out_of_the_window_is_410() -> None:
-    from gpushift.twin import new_store
+    from gpushift_twin import new_store
 
     with run_twin(store=new_store(window=3)) as small:
         client = kube.connect(kubeconfig=small.kubeconfig)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gpushift.rehearse import Attempt, parse_stream
+from gpushift_twin.rehearse import Attempt, parse_stream
 
 STREAMS = Path(__file__).parent / "streams"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gpushift.cli import main
-from gpushift.rehearse import RehearseOptions, TwinOptions
+from gpushift_twin.rehearse import RehearseOptions, TwinOptions
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpushift._errors import InputError
-from gpushift.rehearse import CutoverCommand, KillPoint, run_attempt, run_direction
+from gpushift_twin.rehearse import CutoverCommand, KillPoint, run_attempt, run_direction
 
 HERE = Path(__file__).parent
 STANDIN = (sys.executable, str(HERE / "standin_cutover.py"), str(HERE / "streams"))

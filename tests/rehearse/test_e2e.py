@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpushift.rehearse import (
+from gpushift_twin.rehearse import (
     STEPS,
     KillPoint,
     RehearseOptions,

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from gpushift._errors import InputError, UsageError
-from gpushift.rehearse import STEPS, KillPoint, fold_run, parse_line, parse_stream
+from gpushift_twin.rehearse import STEPS, KillPoint, fold_run, parse_line, parse_stream
 
 
 def test_steps_are_the_contracts_in_order() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpushift.rehearse import STEPS, Attempt, KillPoint, fold_run, parse_stream
+from gpushift_twin.rehearse import STEPS, Attempt, KillPoint, fold_run, parse_stream
 
 ORIGIN = datetime(2026, 12, 1, 15, 0, 0, tzinfo=UTC)
 

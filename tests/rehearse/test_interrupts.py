@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from gpushift.rehearse import gpushift_argv
+from gpushift_twin.rehearse import gpushift_argv
 
 pytestmark = [
     pytest.mark.slow(seconds=60),

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gpushift.rehearse import gpushift_argv
+from gpushift_twin.rehearse import gpushift_argv
 
 pytestmark = [pytest.mark.slow(seconds=130)]
 

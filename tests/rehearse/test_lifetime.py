@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from gpushift.rehearse import Interrupted, Lifetime
+from gpushift_twin.rehearse import Interrupted, Lifetime
 
 
 def test_the_first_signal_raises_once_and_every_child_is_stopped() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gpushift.rehearse import (
+from gpushift_twin.rehearse import (
     Card,
     KillPoint,
     Rehearsal,

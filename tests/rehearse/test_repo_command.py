@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpushift.rehearse import CutoverCommand
+from gpushift_twin.rehearse import CutoverCommand
 
 
 def _command(tmp_path: Path, target: str, root: str | None = None) -> CutoverCommand:

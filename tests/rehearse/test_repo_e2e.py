@@ -13,7 +13,7 @@ import pytest
 
 from gpushift.migrate import Options as MigrateOptions
 from gpushift.migrate import migrate
-from gpushift.rehearse import STEPS, RehearseOptions, rehearse
+from gpushift_twin.rehearse import STEPS, RehearseOptions, rehearse
 
 pytestmark = [pytest.mark.slow(seconds=180)]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gpushift import kube
-from gpushift.rehearse import (
+from gpushift_twin.rehearse import (
     Sample,
     Sampler,
     TwinOptions,
@@ -23,7 +23,7 @@ from gpushift.rehearse import (
     read_map,
     running_twin,
 )
-from gpushift.rehearse._run import rollback_target
+from gpushift_twin.rehearse._run import rollback_target
 
 NODES = ("k8s-1", "k8s-2", "k8s-3")
 DEPLOY = kube.ResourceRef.named("Deployment")

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from gpushift import kube
-from gpushift.rehearse import Sampler, TwinOptions, running_twin
 from gpushift.render import write_example
-from gpushift.twin.flux import git_set
+from gpushift_twin.flux import git_set
+from gpushift_twin.rehearse import Sampler, TwinOptions, running_twin
 
 
 def test_a_merge_without_a_drain_is_recorded(tmp_path: Path) -> None:

@@ -19,9 +19,9 @@ from gpushift import kube
 from gpushift._kinds import by_kind, lookup
 from gpushift.render import write_example
 from gpushift.runbook import JOURNAL_NAME, chunk_name, cluster_journal
-from gpushift.twin import Twin
-from gpushift.twin.cluster import Cluster, example
-from gpushift.twin.flux import Flux, run_gitops, wait_ready
+from gpushift_twin import Twin
+from gpushift_twin.cluster import Cluster, example
+from gpushift_twin.flux import Flux, run_gitops, wait_ready
 
 TIME_SCALE = 200.0
 MEDIA = ("dispatcharr", "jellyfin", "pinchflat", "plex", "tdarr", "whisper")

@@ -21,7 +21,7 @@ import yaml
 from tests.runbook.conftest import MEDIA, Env, homelab, wait_for
 
 from gpushift.runbook import JOURNAL_NAME
-from gpushift.twin import FaultConfig
+from gpushift_twin import FaultConfig
 
 GATE = "merge-allowed"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from tests.runbook.conftest import homelab
 
-from gpushift.twin import FaultConfig
+from gpushift_twin import FaultConfig
 
 
 @pytest.mark.slow(seconds=45)

@@ -29,7 +29,7 @@ from gpushift.runbook import (
     parse_lines,
     read_local,
 )
-from gpushift.twin import Twin, run_twin
+from gpushift_twin import Twin, run_twin
 
 CONFIGMAP = ResourceRef.named("ConfigMap", "v1")
 NS = "flux-system"

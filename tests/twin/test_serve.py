@@ -1,4 +1,4 @@
-"""`gpushift.twin.serve` refuses options it cannot run before it binds or loads anything."""
+"""`gpushift_twin.serve` refuses options it cannot run before it binds or loads anything."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gpushift._errors import UsageError
-from gpushift.twin import FaultConfig, ServeOptions, serve
+from gpushift_twin import FaultConfig, ServeOptions, serve
 
 
 @pytest.mark.parametrize(

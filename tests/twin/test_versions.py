@@ -9,8 +9,8 @@ import subprocess
 import pytest
 
 from gpushift import UsageError
-from gpushift.twin import DEFAULT_KUBERNETES_VERSION, parse_kubernetes_version, run_twin
-from gpushift.twin.cluster import Cluster, example
+from gpushift_twin import DEFAULT_KUBERNETES_VERSION, parse_kubernetes_version, run_twin
+from gpushift_twin.cluster import Cluster, example
 
 
 def test_the_default_is_the_release_the_move_targets() -> None:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from tests.rehearse.test_interrupts import BOUND, Run, _interrupt, _nothing_left
 
-from gpushift.rehearse import STEPS, gpushift_argv
+from gpushift_twin.rehearse import STEPS, gpushift_argv
 
 pytestmark = [pytest.mark.upstream, pytest.mark.slow(seconds=1200)]
 

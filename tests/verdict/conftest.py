@@ -13,9 +13,9 @@ from typing import Any
 from gpushift import kube
 from gpushift.kube import ResourceRef
 from gpushift.render import write_example
-from gpushift.twin import Twin
-from gpushift.twin.cluster import Cluster, example
-from gpushift.twin.flux import Flux, git_set, run_gitops, wait_ready
+from gpushift_twin import Twin
+from gpushift_twin.cluster import Cluster, example
+from gpushift_twin.flux import Flux, git_set, run_gitops, wait_ready
 
 TIME_SCALE = 200.0
 MEDIA = ("dispatcharr", "jellyfin", "pinchflat", "plex", "tdarr", "whisper")

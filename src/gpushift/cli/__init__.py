@@ -11,8 +11,41 @@ from typing import Annotated
 
 import typer
 
-from gpushift._errors import InputError
-from gpushift.cli import _check, _cutover, _migrate, _rehearse, _render, _simulate, _twin, _verdict
+from gpushift._errors import InputError, UsageError
+from gpushift.cli import _check, _cutover, _migrate, _render, _simulate, _verdict
+from gpushift.cli._access import (
+    BAD_INPUT,
+    FINDINGS,
+    OK,
+    REFUSED,
+    TIMED_OUT,
+    UNREACHABLE,
+    Context,
+    Kubeconfig,
+    Namespace,
+    access,
+    cluster_errors,
+    cluster_failure,
+    fail,
+)
+
+__all__ = [
+    "BAD_INPUT",
+    "FINDINGS",
+    "OK",
+    "REFUSED",
+    "TIMED_OUT",
+    "UNREACHABLE",
+    "Context",
+    "Kubeconfig",
+    "Namespace",
+    "access",
+    "app",
+    "cluster_errors",
+    "cluster_failure",
+    "fail",
+    "main",
+]
 
 app = typer.Typer(
     name="gpushift",
@@ -54,8 +87,48 @@ def _root(
     """Move NVIDIA GPU sharing between the device plugin and DRA safely."""
 
 
-for _module in (_simulate, _check, _render, _migrate, _twin, _verdict, _cutover, _rehearse):
+for _module in (_simulate, _check, _render, _migrate, _verdict, _cutover):
     _module.register(app)
+
+# The commands of the twin distribution (`pip install 'gpushift[twin]'`), found through its
+# `gpushift.commands` entry points when one is run: the product never imports the twin, and a
+# command that does not need it does not pay for the entry-point scan.
+_PLUGIN_COMMANDS = {
+    "twin": "A stand-in Kubernetes API server for rehearsals and tests (gpushift[twin]).",
+    "rehearse": "Rehearse the cutover and the rollback on the twin (gpushift[twin]).",
+}
+
+
+def _run_plugin(name: str, ctx: typer.Context) -> object:
+    from importlib.metadata import entry_points
+
+    found = list(entry_points(group="gpushift.commands", name=name))
+    if not found:
+        raise UsageError(
+            f"`gpushift {name}` comes with the twin, which is not installed: "
+            "pip install 'gpushift[twin]'"
+        )
+    run = found[0].load()
+    return run([name, *ctx.args], prog_name=ctx.find_root().info_name or "gpushift")
+
+
+def _plugin_command(name: str, summary: str) -> None:
+    @app.command(
+        name,
+        help=summary,
+        add_help_option=False,
+        context_settings={
+            "allow_extra_args": True,
+            "ignore_unknown_options": True,
+            "allow_interspersed_args": False,
+        },
+    )
+    def forward(ctx: typer.Context) -> object:
+        return _run_plugin(name, ctx)
+
+
+for _name, _summary in _PLUGIN_COMMANDS.items():
+    _plugin_command(_name, _summary)
 
 
 @app.command()

@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from gpushift.twin import Twin, run_twin
+from gpushift_twin import Twin, run_twin
 
 KUBECTL = shutil.which("kubectl")
 

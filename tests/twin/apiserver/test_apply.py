@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tests.twin.apiserver.conftest import KUBECTL, Server
 
 from gpushift._kinds import by_kind
-from gpushift.twin.apiserver._apply import (
+from gpushift_twin.apiserver._apply import (
     LAST_APPLIED_ANNOTATION,
     ApplyConflict,
     from_fields_v1,
@@ -22,7 +22,7 @@ from gpushift.twin.apiserver._apply import (
     to_fields_v1,
     update_managed_fields,
 )
-from gpushift.twin.apiserver._patch import PatchError
+from gpushift_twin.apiserver._patch import PatchError
 
 CM = by_kind("ConfigMap")
 DEPLOY = by_kind("Deployment")

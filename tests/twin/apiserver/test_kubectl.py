@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from tests.twin.apiserver.conftest import KUBECTL, Server, eventually
 
-from gpushift.twin import FaultConfig, run_twin, write_kubeconfig
+from gpushift_twin import FaultConfig, run_twin, write_kubeconfig
 
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 from tests.twin.apiserver.conftest import KUBECTL, Server
 
-from gpushift.twin.apiserver import name_errors
+from gpushift_twin.apiserver import name_errors
 
 
 def _apply(server: Server, body: str) -> subprocess.CompletedProcess[str]:

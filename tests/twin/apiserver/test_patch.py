@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from tests.twin.apiserver.conftest import KUBECTL, Server
 
 from gpushift._kinds import by_kind
-from gpushift.twin.apiserver._patch import (
+from gpushift_twin.apiserver._patch import (
     UNSUPPORTED_PATCH_MESSAGE,
     PatchError,
     json_patch,

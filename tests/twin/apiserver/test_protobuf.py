@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpushift.twin.apiserver._protobuf import ProtobufError, decode
+from gpushift_twin.apiserver._protobuf import ProtobufError, decode
 
 
 def _field(number: int, payload: bytes) -> bytes:

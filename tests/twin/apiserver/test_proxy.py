@@ -27,8 +27,8 @@ import pytest
 import yaml
 
 from gpushift._errors import UsageError
-from gpushift.twin import FaultConfig, run_twin
-from gpushift.twin.apiserver import (
+from gpushift_twin import FaultConfig, run_twin
+from gpushift_twin.apiserver import (
     ProxyTarget,
     RunningProxy,
     check_loopback,

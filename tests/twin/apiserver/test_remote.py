@@ -11,7 +11,7 @@ import pytest
 
 from gpushift import kube
 from gpushift._kinds import by_kind
-from gpushift.twin.apiserver import ApiError, ApiStore, Twin, run_twin
+from gpushift_twin.apiserver import ApiError, ApiStore, Twin, run_twin
 
 CM = by_kind("ConfigMap")
 NODE = by_kind("Node")

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpushift._kinds import by_kind
-from gpushift.twin import ApiError
-from gpushift.twin.apiserver import (
+from gpushift_twin import ApiError
+from gpushift_twin.apiserver import (
     compile_fields,
     match_labels,
     parse_fields,

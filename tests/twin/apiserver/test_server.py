@@ -16,8 +16,8 @@ import pytest
 from tests.twin.apiserver.conftest import Server, eventually
 
 from gpushift._kinds import by_kind
-from gpushift.twin import FaultConfig, Store, Twin, run_twin
 from gpushift.upstream import VERSION
+from gpushift_twin import FaultConfig, Store, Twin, run_twin
 
 KUBECTL_DISCOVERY = (
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"

@@ -9,7 +9,7 @@ import pytest
 
 from gpushift._errors import InputError
 from gpushift._kinds import by_kind
-from gpushift.twin import as_list, load, new_store, save
+from gpushift_twin import as_list, load, new_store, save
 
 CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",

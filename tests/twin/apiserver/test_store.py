@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpushift._kinds import by_kind, lookup
-from gpushift.twin import ApiError, Event, Store
+from gpushift_twin import ApiError, Event, Store
 
 DEP = by_kind("Deployment")
 RS = by_kind("ReplicaSet")
@@ -311,7 +311,7 @@ def test_event_kinds_from_two_groups_are_separate(store: Store) -> None:
 
 
 def test_selector_watch_sees_objects_enter_and_leave(store: Store) -> None:
-    from gpushift.twin.apiserver import compile_fields, parse_fields
+    from gpushift_twin.apiserver import compile_fields, parse_fields
 
     seen: list[tuple[str, str]] = []
     on_node = compile_fields(parse_fields("spec.nodeName=n1"), POD)

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpushift._kinds import by_kind
-from gpushift.twin.apiserver import human_duration, printer_columns, to_table
+from gpushift_twin.apiserver import human_duration, printer_columns, to_table
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 

@@ -10,9 +10,9 @@ from tests.twin.charts.test_on_twin import _ready, _release, twin  # noqa: F401
 from tests.twin.flux.conftest import wait_for
 
 from gpushift._kinds import by_kind
-from gpushift.twin import Store
-from gpushift.twin.charts import ChartError, render
-from gpushift.twin.cluster import Cluster
+from gpushift_twin import Store
+from gpushift_twin.charts import ChartError, render
+from gpushift_twin.cluster import Cluster
 
 _URL = "oci://ghcr.io/nvidia/gpu-operator"
 _GPU_CLUSTER: dict[str, Any] = {

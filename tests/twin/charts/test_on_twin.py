@@ -9,9 +9,9 @@ import pytest
 from tests.twin.flux.conftest import ready_condition, wait_for
 
 from gpushift._kinds import by_kind
-from gpushift.twin import Store
-from gpushift.twin.cluster import Cluster, example, run_cluster
-from gpushift.twin.flux import Flux
+from gpushift_twin import Store
+from gpushift_twin.cluster import Cluster, example, run_cluster
+from gpushift_twin.flux import Flux
 
 
 @pytest.fixture

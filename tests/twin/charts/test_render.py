@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from gpushift.twin.charts import ChartError, render
-from gpushift.twin.charts._gpu_operator import operands
-from gpushift.twin.charts._llmkube import inference_deployment
+from gpushift_twin.charts import ChartError, render
+from gpushift_twin.charts._gpu_operator import operands
+from gpushift_twin.charts._llmkube import inference_deployment
 
 DRA = "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"
 

@@ -24,8 +24,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from gpushift.twin import Twin, new_store
-from gpushift.twin.cluster import Delays, load, run_cluster
+from gpushift_twin import Twin, new_store
+from gpushift_twin.cluster import Delays, load, run_cluster
 
 KUBECTL = shutil.which("kubectl")
 T = TypeVar("T")

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from gpushift.twin.apiserver import rfc3339
-from gpushift.twin.cluster import VirtualClock
+from gpushift_twin.apiserver import rfc3339
+from gpushift_twin.cluster import VirtualClock
 
 
 def test_scaled_time_and_wall_delays() -> None:

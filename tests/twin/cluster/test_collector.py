@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from gpushift.twin.cluster import collector_paused
+from gpushift_twin.cluster import collector_paused
 
 
 @pytest.fixture

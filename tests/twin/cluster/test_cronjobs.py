@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from tests.twin.cluster.conftest import THREE_ONE_CARD_NODES, Driver, serve
 
-from gpushift.twin.cluster._cronjobs import job_name, parse_schedule, schedule_times
+from gpushift_twin.cluster._cronjobs import job_name, parse_schedule, schedule_times
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import yaml
 
-from gpushift.twin.cluster import load
-from gpushift.twin.cluster._from_nodes import gpus_from_labels
-from gpushift.twin.cluster._nodes import node_object
+from gpushift_twin.cluster import load
+from gpushift_twin.cluster._from_nodes import gpus_from_labels
+from gpushift_twin.cluster._nodes import node_object
 
 # Abridged from `kubectl get nodes -o yaml` of a Talos cluster with GFD and the GPU Operator.
 NODES = """\

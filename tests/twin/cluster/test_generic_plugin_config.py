@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpushift.twin.cluster import generic_resources
+from gpushift_twin.cluster import generic_resources
 
 IMAGE = "ghcr.io/squat/generic-device-plugin:latest"
 

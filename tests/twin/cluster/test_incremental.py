@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpushift._kinds import by_kind
-from gpushift.twin import new_store
-from gpushift.twin.apiserver import ApiError, Store
-from gpushift.twin.cluster import Cluster, VirtualClock, uniform
+from gpushift_twin import new_store
+from gpushift_twin.apiserver import ApiError, Store
+from gpushift_twin.cluster import Cluster, VirtualClock, uniform
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 CONFIG = (

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpushift._errors import InputError
-from gpushift.twin.cluster import MODELS, example, from_text, load
+from gpushift_twin.cluster import MODELS, example, from_text, load
 
 GOOD = """\
 nodes:
@@ -157,7 +157,7 @@ def test_counts_expand_into_distinct_padded_names_and_minors(
 
 
 def test_extended_resources_of_other_device_plugins() -> None:
-    from gpushift.twin.cluster import from_text
+    from gpushift_twin.cluster import from_text
 
     inv = from_text("nodes:\n- name: n\n  resources: {kernel.org/tun: 1k, squat.ai/serial: 2}\n")
     assert dict(inv.nodes[0].resources) == {"kernel.org/tun": "1000", "squat.ai/serial": "2"}

@@ -22,7 +22,7 @@ kubernetes = pytest.importorskip("kubernetes")
 from kubernetes import client, config  # noqa: E402
 from kubernetes.client.rest import ApiException  # noqa: E402
 
-from gpushift.twin.cluster import from_text, run_cluster  # noqa: E402
+from gpushift_twin.cluster import from_text, run_cluster  # noqa: E402
 
 DEVICE_PLUGIN = (Path(__file__).resolve().parent / "manifests" / "device-plugin.yaml").read_text()
 NS = "nvidia-device-plugin"

@@ -136,7 +136,7 @@ def test_follow_ends_with_the_run(env: Env) -> None:
 
 
 def test_follow_streams_through_the_fault_proxy(env: Env) -> None:
-    from gpushift.twin import run_proxy, target_from_kubeconfig
+    from gpushift_twin import run_proxy, target_from_kubeconfig
 
     pod = _plugin_pod(env, "k8s-2")["metadata"]["name"]
     with run_proxy(target_from_kubeconfig(env.twin.kubeconfig, None)) as proxy:

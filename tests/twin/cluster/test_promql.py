@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpushift.twin.cluster import QueryError
-from gpushift.twin.cluster._promql import Aggregation, Matcher, Selector, evaluate, parse
+from gpushift_twin.cluster import QueryError
+from gpushift_twin.cluster._promql import Aggregation, Matcher, Selector, evaluate, parse
 
 LABEL = st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_]{0,8}", fullmatch=True).filter(
     lambda s: s not in ("by", "without")

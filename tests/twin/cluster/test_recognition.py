@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gpushift.twin.cluster._kubelet import PluginConfig, device_plugin_config, dra_mode, role
+from gpushift_twin.cluster._kubelet import PluginConfig, device_plugin_config, dra_mode, role
 
 TS = (
     "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from gpushift._kinds import by_kind
-from gpushift.twin import new_store
-from gpushift.twin.cluster import Cluster, example
+from gpushift_twin import new_store
+from gpushift_twin.cluster import Cluster, example
 
 
 def test_an_unparsable_quantity_leaves_the_other_pods_scheduled() -> None:

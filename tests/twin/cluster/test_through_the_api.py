@@ -12,8 +12,8 @@ import pytest
 
 from gpushift import kube
 from gpushift._kinds import by_kind
-from gpushift.twin.apiserver import ApiError, ApiStore, Twin, run_twin
-from gpushift.twin.cluster import Cluster, Delays, from_text
+from gpushift_twin.apiserver import ApiError, ApiStore, Twin, run_twin
+from gpushift_twin.cluster import Cluster, Delays, from_text
 
 POD = by_kind("Pod")
 NODE = by_kind("Node")

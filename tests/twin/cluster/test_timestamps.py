@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from gpushift.twin.apiserver import new_store, rfc3339
-from gpushift.twin.cluster import VirtualClock
+from gpushift_twin.apiserver import new_store, rfc3339
+from gpushift_twin.cluster import VirtualClock
 
 MANIFESTS = Path(__file__).resolve().parent / "manifests"
 DEVICE_PLUGIN = (MANIFESTS / "device-plugin.yaml").read_text()

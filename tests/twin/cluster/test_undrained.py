@@ -23,9 +23,9 @@ from tests.twin.cluster.conftest import wait_for
 from gpushift import kube
 from gpushift._kinds import by_kind
 from gpushift.render import write_example
-from gpushift.twin.apiserver import rfc3339
-from gpushift.twin.cluster import example
-from gpushift.twin.flux import run_gitops
+from gpushift_twin.apiserver import rfc3339
+from gpushift_twin.cluster import example
+from gpushift_twin.flux import run_gitops
 
 NODE = "k8s-1"
 # The DRA consumer's claim: the same request as the rendered media claim template.

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from tests.twin.cluster.conftest import THREE_ONE_CARD_NODES, Driver, serve
 
-from gpushift.twin.cluster._volumes import provisioned_volume, statefulset_claims
+from gpushift_twin.cluster._volumes import provisioned_volume, statefulset_claims
 
 
 @pytest.fixture(scope="module")

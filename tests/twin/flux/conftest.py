@@ -19,9 +19,9 @@ import pytest
 from gpushift import kube
 from gpushift._kinds import by_kind
 from gpushift.render import write_example
-from gpushift.twin import Twin
-from gpushift.twin.cluster import Cluster, example
-from gpushift.twin.flux import Flux, run_gitops
+from gpushift_twin import Twin
+from gpushift_twin.cluster import Cluster, example
+from gpushift_twin.flux import Flux, run_gitops
 
 TIME_SCALE = 200.0
 needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")

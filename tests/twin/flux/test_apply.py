@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpushift._kinds import by_kind
-from gpushift.twin.flux._apply import immutable_error
+from gpushift_twin.flux._apply import immutable_error
 
 
 def _deployment(labels: dict[str, str]) -> dict[str, object]:

@@ -16,7 +16,7 @@ import pytest
 from tests.twin.flux.conftest import kubectl_json, needs_kubectl, serve_repo, wait_for
 
 from gpushift.cli import main
-from gpushift.twin.flux import read_secret
+from gpushift_twin.flux import read_secret
 
 NODES = "nodes:\n- {name: n1, gpus: [{product: NVIDIA L4}]}\n"
 ROOT = """\

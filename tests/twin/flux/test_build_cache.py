@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from gpushift.twin.flux import BUILD_CACHE_ENV
-from gpushift.twin.flux._build import BuildError, build, build_path
-from gpushift.twin.flux._buildcache import content_key
+from gpushift_twin.flux import BUILD_CACHE_ENV
+from gpushift_twin.flux._build import BuildError, build, build_path
+from gpushift_twin.flux._buildcache import content_key
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
 
@@ -194,7 +194,7 @@ def test_two_processes_wanting_one_build_at_once_run_kustomize_once(tmp_path: Pa
     }
     code = (
         "import json, sys; from pathlib import Path;"
-        "from gpushift.twin.flux._build import build_path;"
+        "from gpushift_twin.flux._build import build_path;"
         "print(json.dumps(build_path(Path(sys.argv[1]), 'apps/plex', revision='r', lenient=False)))"
     )
     procs = [

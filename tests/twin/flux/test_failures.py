@@ -9,7 +9,7 @@ from tests.twin.flux.conftest import Env, ready_condition, start, wait_for
 from tests.twin.flux.test_homelab import _converged
 
 from gpushift.render import write_example
-from gpushift.twin.flux import git_set
+from gpushift_twin.flux import git_set
 
 
 def _switch(env: Env, directory: Path) -> None:

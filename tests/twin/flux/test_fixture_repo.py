@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from tests.twin.flux.conftest import ready_condition, wait_for
 
-from gpushift.twin.cluster import from_text, run_cluster
-from gpushift.twin.flux import not_ready, start_flux
+from gpushift_twin.cluster import from_text, run_cluster
+from gpushift_twin.flux import not_ready, start_flux
 
 REPO = Path(__file__).resolve().parents[4] / "shared/fixtures/repos/LukeEvansTech__talos-cluster"
 NODES = """

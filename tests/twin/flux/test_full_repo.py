@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from gpushift._kinds import by_kind
-from gpushift.twin.cluster import from_text, run_cluster
-from gpushift.twin.flux import start_flux
+from gpushift_twin.cluster import from_text, run_cluster
+from gpushift_twin.flux import start_flux
 
 REPO = Path(__file__).resolve().parents[4] / "shared/fixtures/full/LukeEvansTech__talos-cluster"
 KUBECTL = shutil.which("kubectl")

@@ -10,7 +10,7 @@ import pytest
 from tests.twin.flux.conftest import Env, ready_condition, start, wait_for
 
 from gpushift.render import write_example
-from gpushift.twin.flux import git_set, not_ready, wait_ready
+from gpushift_twin.flux import git_set, not_ready, wait_ready
 
 pytestmark = [pytest.mark.slow(seconds=14)]
 

@@ -11,9 +11,9 @@ import pytest
 from tests.twin.flux.conftest import ready_condition, wait_for
 
 from gpushift._kinds import by_kind
-from gpushift.twin import Store, new_store
-from gpushift.twin.cluster import VirtualClock
-from gpushift.twin.flux import Flux, bootstrap
+from gpushift_twin import Store, new_store
+from gpushift_twin.cluster import VirtualClock
+from gpushift_twin.flux import Flux, bootstrap
 
 KS_HEADER = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n"
 
@@ -292,7 +292,7 @@ def test_git_ref_switch_changes_the_revision(flux: tuple[Store, Path, VirtualClo
 
 
 def test_health_check_times_out_on_the_virtual_clock(tmp_path: Path) -> None:
-    from gpushift.twin.cluster import example, run_cluster
+    from gpushift_twin.cluster import example, run_cluster
 
     repo = tmp_path / "repo"
     # Asks for more GPUs than any node has: it stays Pending, the Deployment never Available.

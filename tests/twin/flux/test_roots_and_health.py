@@ -13,10 +13,10 @@ from tests.twin.flux.conftest import ready_condition, wait_for
 
 from gpushift._errors import UsageError
 from gpushift._kinds import by_kind
-from gpushift.twin import Store, new_store
-from gpushift.twin.cluster import VirtualClock
-from gpushift.twin.flux import Flux, bootstrap
-from gpushift.twin.flux._roots import find_roots
+from gpushift_twin import Store, new_store
+from gpushift_twin.cluster import VirtualClock
+from gpushift_twin.flux import Flux, bootstrap
+from gpushift_twin.flux._roots import find_roots
 
 KS = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n"
 CHILD = KS + (

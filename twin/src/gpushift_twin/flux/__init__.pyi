@@ -1,0 +1,30 @@
+"""Type stub of gpushift_twin.flux: its public names, which __init__.py loads on first use."""
+
+from ._buildcache import BUILD_CACHE_ENV
+from ._control import (
+    git_set,
+    not_ready,
+    wait_for_kubeconfig,
+    wait_ready,
+)
+from ._crds import install_crds
+from ._runner import Flux, bootstrap, run_gitops
+from ._seeds import read_secret
+from ._serve import read_vars, start_flux
+from ._sources import local_path
+
+__all__ = [
+    "BUILD_CACHE_ENV",
+    "Flux",
+    "bootstrap",
+    "git_set",
+    "install_crds",
+    "local_path",
+    "not_ready",
+    "read_secret",
+    "read_vars",
+    "run_gitops",
+    "start_flux",
+    "wait_for_kubeconfig",
+    "wait_ready",
+]

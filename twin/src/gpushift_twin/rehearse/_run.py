@@ -1,0 +1,475 @@
+"""One rehearsal: the twin, the cutover to DRA, its verdict, the rollback, its verdict.
+
+:func:`rehearse` does the I/O (subprocesses, watches) and returns a frozen
+:class:`Rehearsal`; text, JSON and the HTML report are pure functions of that value.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from gpushift import kube
+from gpushift import verdict as gpu_verdict
+from gpushift.common import InputError, Obj, UsageError, write_file
+from gpushift_twin.rehearse._cards import Card, read_map
+from gpushift_twin.rehearse._cutover import CutoverCommand, merge_command, run_direction
+from gpushift_twin.rehearse._events import KillPoint, RunRecord, fold_run
+from gpushift_twin.rehearse._lifetime import Interrupted, Lifetime
+from gpushift_twin.rehearse._progress import Progress
+from gpushift_twin.rehearse._sampler import Sample, Sampler
+from gpushift_twin.rehearse._twinproc import (
+    CONTROL_PLANES,
+    TwinOptions,
+    TwinStartError,
+    gpushift_argv,
+    running_proxy,
+    running_twin,
+)
+
+_GIT = kube.ResourceRef.named("GitRepository", "source.toolkit.fluxcd.io/v1")
+
+#: The inventory a ``--repo`` rehearsal runs on without ``--nodes``: three nodes, one L4 each.
+DEFAULT_NODES = """\
+nodes:
+- name: gpu-node
+  count: 3
+  gpus:
+  - product: NVIDIA L4
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class RehearseOptions:
+    """What to rehearse on and how (see ``gpushift rehearse --help``)."""
+
+    example: str | None = "homelab"
+    repo: Path | None = None
+    root: str | None = None
+    nodes: Path | None = None
+    target: str | None = None
+    #: ``--secret NS/NAME=FILE``: Secrets the repository reads but does not produce.
+    secrets: tuple[str, ...] = ()
+    #: None: 100 on the embedded server, 1 (real time, the only one) on upstream.
+    time_scale: float | None = None
+    error_rate: float = 0.0
+    drop_watch_every: float = 0.0
+    kill_at: KillPoint | None = None
+    seed: int = 0
+    #: None: 600 s on the embedded server, 1200 s on upstream (real time is slower).
+    attempt_timeout: float | None = None
+    #: None: 300 s on the embedded server, 600 s on upstream.
+    settle_timeout: float | None = None
+    step_timeout: str = "10m"
+    control_plane: str = "embedded"
+
+    @property
+    def upstream(self) -> bool:
+        """Whether the rehearsal runs on the upstream control plane."""
+        return self.control_plane == "upstream"
+
+    @property
+    def scale(self) -> float:
+        """The time scale in force."""
+        if self.time_scale is not None:
+            return self.time_scale
+        return 1.0 if self.upstream else 100.0
+
+    @property
+    def attempt_seconds(self) -> float:
+        """Wall seconds one cutover attempt may take."""
+        if self.attempt_timeout is not None:
+            return self.attempt_timeout
+        return 1200.0 if self.upstream else 600.0
+
+    @property
+    def settle_seconds(self) -> float:
+        """Wall seconds the twin may take to settle."""
+        if self.settle_timeout is not None:
+            return self.settle_timeout
+        return 600.0 if self.upstream else 300.0
+
+    def validate(self) -> None:
+        """Raises UsageError/InputError for options that cannot be acted on."""
+        if self.control_plane not in CONTROL_PLANES:
+            raise UsageError(
+                f"--control-plane: choose {' or '.join(CONTROL_PLANES)}, got {self.control_plane!r}"
+            )
+        if self.upstream and self.time_scale is not None and self.time_scale != 1:
+            raise UsageError(
+                f"--time-scale {self.time_scale:g}: only 1 on --control-plane upstream (real "
+                "time; the virtual clock needs the twin's API server)"
+            )
+        if (self.example is None) == (self.repo is None):
+            raise UsageError("give exactly one of --example and --repo")
+        if self.example is not None and self.example != "homelab":
+            raise UsageError(f"--example: choose homelab, got {self.example!r}")
+        if self.example is not None and (self.target or self.root or self.nodes or self.secrets):
+            raise UsageError("--target, --root, --nodes and --secret go with --repo")
+        if self.repo is not None:
+            if not self.repo.is_dir():
+                raise InputError("no such directory", path=str(self.repo))
+            if not self.target:
+                raise UsageError("--repo needs --target DIR|REV (the tree to move to)")
+            if not Path(self.target).is_dir() and not _is_revision(self.repo, self.target):
+                raise InputError(
+                    f"--target {self.target!r}: neither a directory nor a git revision of the "
+                    "repository",
+                    path=str(self.repo),
+                )
+        if self.nodes is not None and not self.nodes.is_file():
+            raise InputError("no such file", path=str(self.nodes))
+        if self.scale <= 0:
+            raise UsageError(f"--time-scale must be positive, got {self.scale:g}")
+        if not 0 <= self.error_rate <= 1:
+            raise UsageError(f"--error-rate must be between 0 and 1, got {self.error_rate:g}")
+        if self.drop_watch_every < 0:
+            raise UsageError("--drop-watch-every must not be negative")
+
+    @property
+    def subject(self) -> str:
+        """What is rehearsed, in words."""
+        if self.example is not None:
+            return f"example {self.example}"
+        return f"{self.repo} → {self.target}"
+
+
+def _is_revision(repo: Path, rev: str) -> bool:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+            capture_output=True,
+            check=False,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+@dataclass(frozen=True, slots=True)
+class Rehearsal:
+    """A whole rehearsal: both directions, their verdicts, the monitor, the samples, the maps.
+
+    ``wall_origin`` is the UTC instant sample and step offsets count from.
+    """
+
+    subject: str
+    time_scale: float
+    faults: dict[str, Any]
+    runs: tuple[RunRecord, ...]
+    verdicts: tuple[Obj, ...]
+    violations: tuple[Obj, ...]
+    samples: tuple[Sample, ...]
+    cards: tuple[tuple[str, tuple[Card, ...]], ...]
+    wall_seconds: float
+    wall_origin: datetime
+    notes: tuple[str, ...] = field(default=())
+    #: Why ``--kill-at``'s moment never came (the kill was asked for and not made).
+    kill_missed: str | None = None
+    #: ``embedded`` (the twin's API server) or ``upstream`` (kube-apiserver and its kin).
+    control_plane: str = "embedded"
+
+    @property
+    def ok(self) -> bool:
+        """No violation recorded, both directions done, and ``--kill-at`` (if given) struck."""
+        return (
+            not self.violations
+            and bool(self.runs)
+            and all(r.result == "done" for r in self.runs)
+            and self.kill_missed is None
+        )
+
+    @property
+    def exit_code(self) -> int:
+        """0 when :attr:`ok`; 1 otherwise."""
+        return 0 if self.ok else 1
+
+
+def verdict(kubeconfig: Path, *, fallback: RunRecord) -> Obj:
+    """What ``gpushift verdict live -o json`` prints for the twin, taken in this process (the
+    same code, without starting an interpreter for it); the cutover's own result, marked as
+    such, when the cluster cannot be read."""
+    try:
+        with kube.connect(kubeconfig=kubeconfig) as client:
+            doc = gpu_verdict.take_snapshot(client)
+        return {"source": "gpushift verdict", **gpu_verdict.judge(doc)}
+    except (kube.KubeError, InputError):
+        return {
+            "source": "cutover result",
+            "verdict": fallback.result,
+            "reasons": list(fallback.reasons),
+        }
+
+
+def rollback_target(kubeconfig: Path) -> str:
+    """What the GitRepository points at before the move, as a ``git-set`` argument: its ref
+    (commit, else branch) or, with no ref, its directory."""
+    with kube.connect(kubeconfig=kubeconfig) as client:
+        repo = client.get(_GIT, name="flux-system", namespace="flux-system")
+    spec = repo.get("spec") or {}
+    ref = spec.get("ref") or {}
+    if ref.get("commit"):
+        return str(ref["commit"])
+    if ref.get("branch"):
+        return str(ref["branch"])
+    return str(spec.get("url", "")).removeprefix("file://")
+
+
+class RehearsalInterruptedError(Exception):
+    """SIGINT or SIGTERM stopped the rehearsal; the message is the one line that says what
+    was stopped, and where the cutover's journal is kept."""
+
+    def __init__(self, line: str, *, journal: Path | None) -> None:
+        super().__init__(line)
+        self.journal = journal
+
+
+#: Where an interrupted rehearsal keeps the cutover's journal (beside the cutover's own local
+#: journals, relative to the working directory).
+KEPT_JOURNALS = Path(".gpushift") / "rehearsals"
+
+
+def rehearse(
+    options: RehearseOptions,
+    *,
+    progress: Progress | None = None,
+    workdir: Path | None = None,
+) -> Rehearsal:
+    """Run the rehearsal. Every process it starts ends with it: on SIGINT or SIGTERM (in the
+    main thread) they are stopped within 10 s, the temporary directory is removed, and
+    :class:`RehearsalInterruptedError` is raised.
+
+    Raises:
+        UsageError/InputError: bad options (before anything starts).
+        TwinStartError: the twin did not start or settle (on upstream: the binaries are not
+            built, the message names ``make upstream``).
+        RehearsalInterruptedError: SIGINT or SIGTERM.
+    """
+    options.validate()
+    if options.upstream:
+        from gpushift import upstream
+
+        try:
+            upstream.ControlPlane.binaries()
+        except upstream.NotBuiltError as err:
+            raise TwinStartError(str(err)) from None
+    gpushift = gpushift_argv()
+    progress = progress or Progress(enabled=False)
+    lifetime = Lifetime()
+    # The relay is the outer context: a second Ctrl-C cannot cut the removal short.
+    with (
+        lifetime.relay(),
+        tempfile.TemporaryDirectory(prefix="gpushift-rehearse-") as tmp,
+    ):
+        work = workdir or Path(tmp)
+        # What the children write to their temporary directory goes with the rehearsal's,
+        # even from a child that had to be killed.
+        children_tmp = Path(tmp) / "tmp"
+        children_tmp.mkdir()
+        env = {"TMPDIR": str(children_tmp)}
+        try:
+            return _rehearse(
+                options, gpushift=gpushift, work=work, progress=progress, run=(lifetime, env)
+            )
+        except Interrupted as signal_:
+            lifetime.stop_all()
+            journal = _keep_journal(work / "cutover-journal.json")
+            raise RehearsalInterruptedError(
+                _interrupted_line(signal_, progress.current, lifetime.stopped, journal),
+                journal=journal,
+            ) from None
+        finally:
+            lifetime.stop_all()
+            progress.close()
+
+
+def _keep_journal(path: Path) -> Path | None:
+    """The cutover's journal (JSON lines, the run's id on the first) and the GPU snapshot
+    beside it, copied out of the temporary directory to ``KEPT_JOURNALS/RUN/``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    try:
+        run = str(json.loads(text.partition("\n")[0]).get("run") or "")
+    except (ValueError, AttributeError):
+        run = ""
+    kept = KEPT_JOURNALS / (run or datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"))
+    try:
+        for name in (path.name, "cutover-before.gpusnapshot.json"):
+            with contextlib.suppress(FileNotFoundError):
+                write_file(kept / name, (path.parent / name).read_text(encoding="utf-8"))
+    except OSError:
+        return None
+    return kept / path.name
+
+
+def _interrupted_line(signal_: Interrupted, phase: str, stopped: int, journal: Path | None) -> str:
+    by = "Ctrl-C" if signal_.signum == signal.SIGINT else "SIGTERM"
+    line = f"interrupted by {by} during {phase or 'the start'}; stopped {stopped} process"
+    line += "" if stopped == 1 else "es"
+    if journal is not None:
+        line += f"; the cutover journal is kept at {journal}"
+    return line
+
+
+def _twin_options(options: RehearseOptions, work: Path) -> TwinOptions:
+    nodes = options.nodes
+    if options.repo is not None and nodes is None:
+        nodes = work / "nodes.yaml"
+        nodes.write_text(DEFAULT_NODES, encoding="utf-8")
+    return TwinOptions(
+        example=options.example,
+        repo=options.repo,
+        root=options.root,
+        nodes=nodes,
+        secrets=options.secrets,
+        time_scale=options.scale,
+        error_rate=options.error_rate,
+        drop_watch_every=options.drop_watch_every,
+        seed=options.seed,
+        control_plane=options.control_plane,
+    )
+
+
+def _target(options: RehearseOptions, work: Path) -> str:
+    if options.target is not None:
+        path = Path(options.target)
+        return str(path.resolve()) if path.is_dir() else options.target
+    from gpushift.render import write_example
+
+    # The homelab's move: the same repository rendered for DRA with 5 shares per card.
+    return str(write_example(work / "target", allocator="dra", sharing=5))
+
+
+_Run = tuple[Lifetime, dict[str, str]]
+
+
+def _rehearse(
+    options: RehearseOptions, *, gpushift: list[str], work: Path, progress: Progress, run: _Run
+) -> Rehearsal:
+    lifetime, env = run
+    target = _target(options, work)
+    where = f"time-scale {options.scale:g}"
+    if options.upstream:
+        where = "on the upstream control plane, real time"
+    progress.phase(f"starting the twin ({options.subject}, {where})")
+    twin_options = _twin_options(options, work)
+    with running_twin(
+        twin_options,
+        workdir=work,
+        settle=options.settle_seconds,
+        env={**os.environ, **env},
+        lifetime=lifetime,
+    ) as twin:
+        if not (twin_options.upstream and twin_options.faulted):
+            return _on_twin(
+                options,
+                kubeconfig=twin.kubeconfig,
+                target=target,
+                gpushift=gpushift,
+                work=work,
+                progress=progress,
+                run=run,
+            )
+        # `twin serve` injects no faults with agents on kube-apiserver: the fault proxy in
+        # front of the twin's front serves every client of the rehearsal instead (the
+        # twin's own agents talk to kube-apiserver directly, as on the embedded server).
+        progress.phase("starting the fault proxy")
+        with running_proxy(twin_options, twin, workdir=work, env={**os.environ, **env}) as proxied:
+            return _on_twin(
+                options,
+                kubeconfig=proxied,
+                target=target,
+                gpushift=gpushift,
+                work=work,
+                progress=progress,
+                run=run,
+            )
+
+
+def _on_twin(
+    options: RehearseOptions,
+    *,
+    kubeconfig: Path,
+    target: str,
+    gpushift: list[str],
+    work: Path,
+    progress: Progress,
+    run: _Run,
+) -> Rehearsal:
+    lifetime, env = run
+    back = rollback_target(kubeconfig)
+    origin = time.monotonic()
+    wall_origin = datetime.now(UTC)
+    runs: list[RunRecord] = []
+    verdicts: list[Obj] = []
+    cards: list[tuple[str, tuple[Card, ...]]] = []
+    notes: list[str] = []
+    kill_missed: str | None = None
+    with Sampler(kubeconfig, origin=origin) as sampler:
+        cards.append(("before", read_map(kubeconfig)))
+        for to, merge_to, kill in (
+            ("dra", target, options.kill_at),
+            ("device-plugin", back, None),
+        ):
+            progress.phase(f"cutover to {to}")
+            command = CutoverCommand(
+                gpushift=tuple(gpushift),
+                kubeconfig=kubeconfig,
+                merge=merge_command(gpushift, merge_to, kubeconfig=kubeconfig),
+                journal=work / "cutover-journal.json",
+                step_timeout=options.step_timeout,
+                repo=options.repo,
+                root=options.root,
+                target=merge_to if options.repo is not None else None,
+            )
+            attempts = run_direction(
+                command,
+                to,
+                kill=kill,
+                timeout=options.attempt_seconds,
+                stderr=work / f"cutover-{to}.stderr",
+                on_event=progress.event,
+                lifetime=lifetime,
+                env=env,
+            )
+            record = fold_run(to, attempts, origin=wall_origin, kill=kill)
+            runs.append(record)
+            if kill is not None and record.killed_at is None:
+                kill_missed = f"--kill-at {kill}: no kill: {kill.missed(attempts[0].events)}"
+                notes.append(kill_missed)
+            progress.phase(f"verdict after the move to {to}")
+            verdicts.append(verdict(kubeconfig, fallback=record))
+            cards.append((f"after {to}", read_map(kubeconfig)))
+            if record.result != "done":
+                notes.append(f"the move to {to} ended {record.result}; the rollback was not run")
+                break
+        sampler.now()
+    if sampler.errors:
+        notes.append(f"{len(sampler.errors)} watch interruptions, each resumed")
+    return Rehearsal(
+        subject=options.subject,
+        time_scale=options.scale,
+        faults={"errorRate": options.error_rate, "dropWatchEvery": options.drop_watch_every},
+        runs=tuple(runs),
+        verdicts=tuple(verdicts),
+        violations=tuple(sampler.violations),
+        samples=tuple(sampler.samples),
+        cards=tuple(cards),
+        wall_seconds=time.monotonic() - origin,
+        wall_origin=wall_origin,
+        notes=tuple(notes),
+        kill_missed=kill_missed,
+        control_plane=options.control_plane,
+    )
