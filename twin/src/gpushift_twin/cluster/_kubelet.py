@@ -60,6 +60,17 @@ _DEVICE_PLUGIN_IMAGES = ("k8s-device-plugin",)
 #: plugin's driver root; dcgm-exporter may not list ResourceSlices; the GPU plugin
 #: crash-loops (OOMKilled).
 NODE_FAULTS = ("nvml-init-failure", "driver-root-missing", "dcgm-rbac-missing", "plugin-crashloop")
+#: The GPU Operator's validation init containers (image ``…/gpu-operator-validator``) and the
+#: operand each waits for on its node (assets/state-*: ``driver-validation`` for the driver,
+#: ``toolkit-validation`` for ``toolkit-ready``, which needs the toolkit, and the validator's
+#: ``plugin-validation`` for the device plugin). An operand whose DaemonSet does not select the
+#: node is on the host there (``driver.enabled=false``, ``pre-installed``), so nothing waits.
+_VALIDATIONS = {
+    "driver-validation": "nvidia-driver-daemonset",
+    "toolkit-validation": "nvidia-container-toolkit-daemonset",
+    "plugin-validation": "nvidia-device-plugin-daemonset",
+}
+_VALIDATOR_IMAGE = "gpu-operator-validator"
 #: The kubelet's crash-loop back-off: first delay and ceiling (pkg/kubelet/kubelet.go).
 _BACKOFF, _MAX_BACKOFF = 10, 300
 #: The prestart script's retry interval (kubelet-plugin-prestart.sh ``_WAIT_S``).
@@ -268,6 +279,8 @@ class PodState:
     mount_backoff: float = 0.0
     #: When a Job's pod exits 0 (containers of other pods run until deleted).
     done_at: float | None = None
+    #: The validation init container the pod waits in (an operand not ready on the node).
+    gated: str | None = None
 
 
 @dataclass(slots=True)
@@ -561,6 +574,14 @@ class Kubelet:
                     st.start_at = now + 5
                     ctx.wake_at(st.start_at)
                     continue
+                waiting = self._validation(agent, node, pod, pods)
+                if waiting is not None:
+                    if st.gated != waiting:
+                        st.gated = waiting
+                        _pods.initializing(ctx, pod, init=waiting)
+                    st.start_at = now + 5  # the validator's poll
+                    ctx.wake_at(st.start_at)
+                    continue
                 r = role(pod)
                 if r is not None and r[0] == "dra" and self._prestart(agent, pod, st):
                     continue
@@ -603,6 +624,37 @@ class Kubelet:
         live = {f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods}
         for card in agent.ledger.cards:
             card.tenants[:] = [t for t in card.tenants if t.pod in live]
+
+    def _validation(self, agent: NodeAgent, node: Obj, pod: Obj, pods: list[Obj]) -> str | None:
+        """The first GPU Operator validation init container of ``pod`` whose operand is not
+        yet running on this node, or None."""
+        ns = str(pod["metadata"].get("namespace"))
+        labels = node["metadata"].get("labels") or {}
+        for c in (pod.get("spec") or {}).get("initContainers") or []:
+            operand = _VALIDATIONS.get(str(c.get("name")))
+            if operand is None or _VALIDATOR_IMAGE not in str(c.get("image", "")):
+                continue
+            try:
+                ds = self.ctx.store.get(self.ctx.kinds.daemonset, name=operand, namespace=ns)
+            except ApiError:
+                continue  # not deployed: on the host
+            selector = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
+            wanted = selector.get("nodeSelector") or {}
+            if any(labels.get(k) != v for k, v in wanted.items()):
+                continue  # not on this node: on the host here
+            if not any(self._runs(agent, p, operand) for p in pods):
+                return str(c["name"])
+        return None
+
+    def _runs(self, agent: NodeAgent, pod: Obj, daemonset: str) -> bool:
+        meta = pod["metadata"]
+        if meta.get("deletionTimestamp") or not any(
+            o.get("kind") == "DaemonSet" and o.get("name") == daemonset
+            for o in meta.get("ownerReferences") or []
+        ):
+            return False
+        st = agent.pods.get(meta["uid"])
+        return st is not None and st.started and not st.crash
 
     # -- logs, crash loops, the DRA prestart script --
 
