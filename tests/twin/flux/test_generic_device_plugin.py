@@ -6,7 +6,9 @@ upstream chart and home-ops repositories deploy them: one with ``--domain kernel
 ``--device`` flag (``tun``, one group of ``count: 1000``), one reading its devices from a
 ConfigMap mounted at ``--config`` (``fuse``: two groups, ``count: 10`` and no count, so 11;
 no ``--domain``, so ``squat.ai``). Both select nodes labelled ``example.org/vpn: "true"``:
-``n1`` only.
+``n1`` only. A third, as tparker00/home-ops deploys it, is an app-template DaemonSet on every
+node whose config comes from the chart's own ``configMaps`` through ``persistence``
+(``tun``, ``count: 1000``, default domain: ``squat.ai/tun``).
 """
 
 from __future__ import annotations
@@ -68,6 +70,56 @@ data:
             paths: [{path: /dev/fuse}]
           - paths: [{path: /dev/fuse}]
 """
+APP_TEMPLATE = """\
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: tun-device, namespace: kube-system}
+spec:
+  interval: 30m
+  chart:
+    spec:
+      chart: app-template
+      version: 3.7.3
+      sourceRef: {kind: HelmRepository, name: bjw-s, namespace: kube-system}
+  values:
+    configMaps:
+      config:
+        data:
+          config.yaml: |-
+            devices:
+              - name: tun
+                groups:
+                  - count: 1000
+                    paths:
+                      - path: /dev/net/tun
+    controllers:
+      generic-device-plugin:
+        type: daemonset
+        strategy: RollingUpdate
+        containers:
+          app:
+            image:
+              repository: ghcr.io/squat/generic-device-plugin
+              tag: 36bfc606bba2064de6ede0ff2764cbb52edff70d
+            args: [--log-level=info, --config=/config/config.yaml]
+    persistence:
+      config:
+        type: configMap
+        identifier: config
+        globalMounts:
+          - path: /config/config.yaml
+            subPath: config.yaml
+      dev:
+        type: hostPath
+        hostPath: /dev
+        globalMounts:
+          - readOnly: true
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata: {name: bjw-s, namespace: kube-system}
+spec: {type: oci, interval: 1h, url: oci://ghcr.io/bjw-s/helm}
+"""
 CONSUMER = """\
 apiVersion: apps/v1
 kind: Deployment
@@ -93,6 +145,7 @@ def _repo(root: Path) -> Path:
         "tun.yaml": PLUGIN.format(name="tun-plugin", args=TUN_ARGS, extra=""),
         "fuse.yaml": PLUGIN.format(name="fuse-plugin", args=FUSE_ARGS, extra=FUSE_MOUNTS),
         "fuse-config.yaml": FUSE_CONFIG,
+        "tun-device.yaml": APP_TEMPLATE,
         "vpn.yaml": CONSUMER.format(name="vpn", replicas=2, selector="", resource="kernel.org/tun"),
         # Pinned to the node the plugins do not select: it can never get a device.
         "stuck.yaml": CONSUMER.format(
@@ -127,16 +180,17 @@ def test_generic_plugin_resources_on_the_nodes_it_selects(tmp_path: Path) -> Non
                 n["metadata"]["name"]: {
                     k: v
                     for k, v in n["status"]["allocatable"].items()
-                    if k in ("kernel.org/tun", "squat.ai/fuse")
+                    if k in ("kernel.org/tun", "squat.ai/fuse", "squat.ai/tun")
                 }
                 for n in nodes
             }
-            return out if out.get("n1", {}).keys() == {"kernel.org/tun", "squat.ai/fuse"} else None
+            full = len(out.get("n1", {})) == 3 and len(out.get("n2", {})) == 1
+            return out if full else None
 
         # 1000 devices, served in kube-apiserver's canonical form.
         assert wait_for(allocatable, what="the plugins' resources") == {
-            "n1": {"kernel.org/tun": "1k", "squat.ai/fuse": "11"},
-            "n2": {},
+            "n1": {"kernel.org/tun": "1k", "squat.ai/fuse": "11", "squat.ai/tun": "1k"},
+            "n2": {"squat.ai/tun": "1k"},
         }
         running = wait_for(
             lambda: (
