@@ -1,13 +1,15 @@
 """Finding a repository's own Flux roots, so the twin starts it as its cluster does.
 
-Two layouts are recognised:
+Three layouts are recognised:
 
 * ``flux bootstrap``: ``clusters/<name>/flux-system/gotk-sync.yaml`` holds the GitRepository
   and the root Kustomization (``flux-system``, path ``./clusters/<name>``);
 * the cluster templates (onedr0p/cluster-template and the home-ops repositories built on it):
   the Kustomizations of ``kubernetes/flux/cluster/*.yaml`` (``cluster-apps`` …), with their
   ``patches``, ``postBuild`` and ``sourceRef``; the GitRepository they name is made by the
-  flux-operator's FluxInstance, so the twin makes it.
+  flux-operator's FluxInstance, so the twin makes it;
+* the older cluster template: ``kubernetes/flux/config/cluster.yaml`` holds the GitRepository
+  (``home-kubernetes`` …) and the root Kustomization ``cluster`` (path ``./kubernetes/flux``).
 
 Pure: reading files and choosing; :func:`gpushift_twin.flux.bootstrap` creates the objects.
 """
@@ -113,6 +115,28 @@ def _bootstrap_layout(directory: Path, *, root: str | None) -> Roots | None:
     )
 
 
+def _config_layout(directory: Path) -> Roots | None:
+    # The older cluster template: kubernetes/flux/config/cluster.yaml holds the GitRepository
+    # and the Kustomization ``cluster`` (path ./kubernetes/flux), which applies apps.yaml.
+    path = directory / "kubernetes" / "flux" / "config" / "cluster.yaml"
+    if not path.is_file():
+        return None
+    docs = _docs(path, directory)
+    kss = [o for o in docs if _is(o, _KS_API, "Kustomization")]
+    if not kss:
+        return None
+    gits = [o for o in docs if _is(o, _GIT_API, "GitRepository")]
+    ref = (kss[0].get("spec") or {}).get("sourceRef") or {}
+    ns = str((kss[0].get("metadata") or {}).get("namespace") or "flux-system")
+    name = str(ref.get("name") or "flux-system")
+    base = next((g for g in gits if (g.get("metadata") or {}).get("name") == name), None)
+    return Roots(
+        git=_git(name, str(ref.get("namespace") or ns), directory, base),
+        kustomizations=tuple(_own(k) for k in kss),
+        origin=path.relative_to(directory).as_posix(),
+    )
+
+
 def _template_layout(directory: Path) -> Roots | None:
     folder = directory / "kubernetes" / "flux" / "cluster"
     if not folder.is_dir():
@@ -162,4 +186,8 @@ def find_roots(directory: Path, *, root: str | None = None) -> Roots | None:
     Raises ``UsageError`` when several clusters are bootstrapped and ``root`` names none of
     them, ``InputError`` for a root file that is not YAML.
     """
-    return _bootstrap_layout(directory, root=root) or _template_layout(directory)
+    return (
+        _bootstrap_layout(directory, root=root)
+        or _template_layout(directory)
+        or _config_layout(directory)
+    )
