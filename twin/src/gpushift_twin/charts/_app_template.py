@@ -3,6 +3,7 @@ DaemonSets (bjw-s-labs/helm-charts charts/library/common/templates)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -121,19 +122,31 @@ def _config_maps(release: str, namespace: str, values: Mapping[str, Any]) -> dic
     return out
 
 
+_RELEASE_TPL = re.compile(r"\{\{-?\s*\.Release\.(Name|Namespace)\s*-?\}\}")
+
+
+def _tpl(text: str, *, release: str, namespace: str) -> str | None:
+    """``tpl`` of a name for the two things such names use, the release's name and
+    namespace; None for any other template (the twin does not run Go templates)."""
+    out = _RELEASE_TPL.sub(lambda m: release if m.group(1) == "Name" else namespace, text)
+    return None if "{{" in out else out
+
+
 def _volumes(
-    values: Mapping[str, Any], config_maps: Mapping[str, Obj]
+    values: Mapping[str, Any], config_maps: Mapping[str, Obj], *, release: str, namespace: str
 ) -> list[tuple[Obj, list[tuple[str | None, str | None, Obj]]]]:
     """``persistence`` items the twin models (configMap, hostPath, emptyDir): each volume and
     its mounts as ``(controller, container, mount)`` (None: every one). Claims, Secrets and
     NFS are left out: the twin would mount them no differently from nothing."""
     out: list[tuple[Obj, list[tuple[str | None, str | None, Obj]]]] = []
-    for ident, item in _enabled(d(values.get("persistence"))):
+    # Go templates range over a map in key order.
+    for ident, item in sorted(_enabled(d(values.get("persistence")))):
         kind = str(item.get("type") or "persistentVolumeClaim")
         volume: Obj = {"name": ident}
         if kind == "configMap":
             ref = config_maps.get(str(item.get("identifier") or ""))
-            name = str(item.get("name") or (ref["metadata"]["name"] if ref else ""))
+            named = _tpl(str(item.get("name") or ""), release=release, namespace=namespace)
+            name = named or (ref["metadata"]["name"] if ref else "")
             if not name:
                 continue
             volume["configMap"] = {"name": name}
@@ -178,7 +191,7 @@ def render(*, release: str, namespace: str, values: Mapping[str, Any]) -> Render
     defaults = d(values.get("defaultPodOptions"))
     strategy = values.get("defaultPodOptionsStrategy", "overwrite")
     config_maps = _config_maps(release, namespace, values)
-    volumes = _volumes(values, config_maps)
+    volumes = _volumes(values, config_maps, release=release, namespace=namespace)
     objects: list[Obj] = list(config_maps.values())
     for cid, ctrl in controllers:
         options = dict(defaults)
