@@ -287,11 +287,15 @@ def test_llmkube_pod_labels_reach_the_pods() -> None:
 
 
 def test_app_template_config_maps_and_persistence() -> None:
-    # bjw-s common: one configMap is named after the release; persistence of type configMap
-    # by identifier or by a tpl name, hostPath mounted at its own path by default, an item
-    # without mounts at /<identifier>, advancedMounts for one container only.
+    # bjw-s common: with two configMaps each is <release>-<identifier>; persistence of type
+    # configMap by identifier or by a tpl name (one made elsewhere is left out), hostPath
+    # mounted at its own path by default, an item without mounts at /<identifier>,
+    # advancedMounts for one container only.
     values = {
-        "configMaps": {"config": {"data": {"config.yaml": "devices: []\n"}}},
+        "configMaps": {
+            "config": {"data": {"config.yaml": "devices: []\n"}},
+            "scripts": {"data": {"run.sh": "exit 0\n"}},
+        },
         "controllers": {
             "main": {
                 "containers": {
@@ -314,20 +318,22 @@ def test_app_template_config_maps_and_persistence() -> None:
             "dev": {"type": "hostPath", "hostPath": "/dev", "globalMounts": [{"readOnly": True}]},
             "cache": {"type": "emptyDir"},
             "data": {"existingClaim": "app-data"},
+            "other": {"type": "configMap", "name": "made-by-an-operator"},
         },
     }
     out = render("app-template", release="tun", namespace="net", values=values).objects
-    cm, deploy = out
-    assert (cm["kind"], cm["metadata"]["name"], cm["data"]) == (
+    config, scripts, deploy = out
+    assert (config["kind"], config["metadata"]["name"], config["data"]) == (
         "ConfigMap",
-        "tun",
+        "tun-config",
         {"config.yaml": "devices: []\n"},
     )
+    assert scripts["metadata"]["name"] == "tun-scripts"
     pod = deploy["spec"]["template"]["spec"]
     # In identifier order, as Go templates range over the persistence map.
     assert pod["volumes"] == [
         {"name": "cache", "emptyDir": {}},
-        {"name": "config", "configMap": {"name": "tun"}},
+        {"name": "config", "configMap": {"name": "tun-config"}},
         {"name": "dev", "hostPath": {"path": "/dev"}},
         {"name": "scripts", "configMap": {"name": "tun-scripts"}},
     ]

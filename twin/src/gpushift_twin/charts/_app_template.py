@@ -135,9 +135,9 @@ def _tpl(text: str, *, release: str, namespace: str) -> str | None:
 def _volumes(
     values: Mapping[str, Any], config_maps: Mapping[str, Obj], *, release: str, namespace: str
 ) -> list[tuple[Obj, list[tuple[str | None, str | None, Obj]]]]:
-    """``persistence`` items the twin models (configMap, hostPath, emptyDir): each volume and
-    its mounts as ``(controller, container, mount)`` (None: every one). Claims, Secrets and
-    NFS are left out: the twin would mount them no differently from nothing."""
+    """``persistence`` items the twin models (a configMap of the chart's own, hostPath,
+    emptyDir): each volume and its mounts as ``(controller, container, mount)`` (None: every
+    one). Claims, Secrets, NFS and ConfigMaps made elsewhere are left out."""
     out: list[tuple[Obj, list[tuple[str | None, str | None, Obj]]]] = []
     # Go templates range over a map in key order.
     for ident, item in sorted(_enabled(d(values.get("persistence")))):
@@ -147,7 +147,9 @@ def _volumes(
             ref = config_maps.get(str(item.get("identifier") or ""))
             named = _tpl(str(item.get("name") or ""), release=release, namespace=namespace)
             name = named or (ref["metadata"]["name"] if ref else "")
-            if not name:
+            if name not in {c["metadata"]["name"] for c in config_maps.values()}:
+                # Made outside the chart (an operator the twin does not model, say): the
+                # twin cannot know it exists, so it is left out like a claim.
                 continue
             volume["configMap"] = {"name": name}
             if item.get("items"):
