@@ -5,7 +5,6 @@ rest. Checked from outside with the official Kubernetes client and kubectl."""
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 import time
@@ -13,10 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kubernetes import client, config
-
-ROOT = Path(__file__).resolve().parents[2]
-GPUSHIFT = [sys.executable, "-m", "gpushift"]
+from kubernetes import client
+from tests.upstream.conftest import GPUSHIFT, ROOT, api_client, served, until
+from tests.upstream.conftest import core as _core
 
 pytestmark = [pytest.mark.upstream, pytest.mark.slow(seconds=300)]
 
@@ -27,30 +25,7 @@ def homelab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, fl
     returned; stopped with SIGTERM at the end, which must exit 0."""
     out = tmp_path_factory.mktemp("homelab") / "kubeconfig"
     began = time.monotonic()
-    proc = subprocess.Popen(
-        [
-            *GPUSHIFT,
-            "twin",
-            "serve",
-            "--control-plane",
-            "upstream",
-            "--example",
-            "homelab",
-            "--port",
-            "0",
-            "--kubeconfig-out",
-            str(out),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        cwd=ROOT,
-    )
-    try:
-        assert proc.stdout is not None
-        first = proc.stdout.readline()
-        assert first.startswith("gpushift twin serving https://127.0.0.1:"), first
-        assert proc.stdout.readline().strip() == f"export KUBECONFIG={out.resolve()}"
+    with served(out, "--example", "homelab"):
         ready = subprocess.run(
             [*GPUSHIFT, "twin", "wait-ready", "--kubeconfig", str(out), "--timeout", "240"],
             capture_output=True,
@@ -60,23 +35,6 @@ def homelab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, fl
         )
         assert ready.returncode == 0, ready.stderr[-2000:]
         yield out, time.monotonic() - began
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-
-def _core(kubeconfig: Path) -> client.CoreV1Api:
-    return client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
-
-
-def _until(check: object, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "not within the time"
-        time.sleep(0.5)
 
 
 def test_nodes_are_ready_with_the_device_plugins_gpus(homelab: tuple[Path, float]) -> None:
@@ -92,9 +50,9 @@ def test_nodes_are_ready_with_the_device_plugins_gpus(homelab: tuple[Path, float
         assert node.status.allocatable["nvidia.com/gpu"] == "5"
         assert node.status.node_info.kubelet_version == "v1.37.2"
         assert not [t for t in node.spec.taints or [] if t.key.startswith("node.kubernetes.io/")]
-    leases = client.CoordinationV1Api(
-        config.new_client_from_config(config_file=str(kubeconfig))
-    ).list_namespaced_lease("kube-node-lease")
+    leases = client.CoordinationV1Api(api_client(kubeconfig)).list_namespaced_lease(
+        "kube-node-lease"
+    )
     assert sorted(x.spec.holder_identity for x in leases.items) == ["k8s-1", "k8s-2", "k8s-3"]
 
 
@@ -158,7 +116,7 @@ def test_a_deleted_pod_goes_and_its_replicaset_replaces_it(homelab: tuple[Path, 
             and plex[0].status.phase == "Running"
         )
 
-    _until(replaced, 60)
+    until(replaced, 60)
 
 
 def _kubectl(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -244,17 +202,17 @@ def test_a_claim_is_provisioned_and_a_missing_configmap_blocks_the_mount(
             for e in core.list_namespaced_event("default").items
         )
 
-    _until(failed_mount, 60)
+    until(failed_mount, 60)
     claim = core.read_namespaced_persistent_volume_claim("data", "default")
     assert claim.status.phase == "Bound"  # kube-controller-manager bound the twin's volume
     assert core.read_namespaced_pod("user", "default").status.phase == "Pending"
     core.create_namespaced_config_map(
         "default", {"metadata": {"name": "settings"}, "data": {"a": "b"}}
     )
-    _until(lambda: core.read_namespaced_pod("user", "default").status.phase == "Running", 60)
+    until(lambda: core.read_namespaced_pod("user", "default").status.phase == "Running", 60)
     core.delete_namespaced_pod("user", "default")
     core.delete_namespaced_persistent_volume_claim("data", "default")
-    _until(lambda: not core.list_persistent_volume().items, 60)
+    until(lambda: not core.list_persistent_volume().items, 60)
 
 
 def test_the_cutover_to_dra_finishes(homelab: tuple[Path, float], tmp_path: Path) -> None:

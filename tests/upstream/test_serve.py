@@ -49,6 +49,14 @@ def _gpushift(*args: str, env: dict[str, str] | None = None) -> subprocess.Compl
             "--state: not with --control-plane upstream (the twin's API server only)",
         ),
         (
+            ["--control-plane", "upstream", "--example", "homelab", "--kubernetes-version", "1.35"],
+            "--kubernetes-version: not with --control-plane upstream (the twin's API server only)",
+        ),
+        (
+            ["--control-plane", "upstream", "--bare", "--kubernetes-version", "1.35"],
+            "--kubernetes-version: not with --control-plane upstream (the twin's API server only)",
+        ),
+        (
             ["--control-plane", "upstream", "--repo", "."],
             "--repo needs --nodes",
         ),

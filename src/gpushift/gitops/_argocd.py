@@ -43,6 +43,7 @@ from gpushift import _yaml
 from gpushift.flux import KUSTOMIZATION_FILES, Doc, Item, Tree, norm, parent
 from gpushift.flux import KustomizeBuilder as Builder
 from gpushift.gitops._model import Manifest, Source, ValueLayer
+from gpushift.gitops._subcharts import dependencies
 
 _ARGO = "argoproj.io/"
 _KINDS = ("Application", "ApplicationSet")
@@ -722,19 +723,8 @@ def chart_sources(tree: Tree, app: Manifest, resolve: Resolve, load: Load) -> It
         layers = base_layers + _helm_layers(app, helm, src, directory, refs, load)
         name = str(chart_yaml.get("name", ""))
         yield ChartSource(app, name, _str(chart_yaml.get("version")), release, ns, layers)
-        for dep in _list(chart_yaml.get("dependencies")):
-            dep = _dict(dep)
-            if not dep.get("name"):
-                continue
-            key = str(dep.get("alias") or dep["name"])
-            sub = tuple(
-                ValueLayer(
-                    _dict(layer.values.get(key)), layer.source.child((key,)), layer.locatable
-                )
-                for layer in layers
-                if isinstance(layer.values.get(key), dict)
-            )
-            yield ChartSource(app, str(dep["name"]), _str(dep.get("version")), release, ns, sub)
+        for dep in dependencies(chart_yaml, layers):
+            yield ChartSource(app, dep.chart, dep.version, release, ns, dep.layers)
 
 
 def _helm_layers(

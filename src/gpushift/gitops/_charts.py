@@ -6,12 +6,13 @@ under the user's values so that a key the user left out reads as the chart would
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from gpushift.gitops._model import ChartId
+from gpushift.gitops._model import ChartId, HelmRelease
 
 # Chart (or OCI artifact) names, lower-case, to identity. Mirrors carry the upstream name,
 # sometimes with a prefix (ghcr.io/home-operations/charts-mirror/nvidia-gpu-operator).
@@ -209,7 +210,8 @@ _KNOWN: dict[ChartId, frozenset[str]] = {
             "node-feature-discovery",
         }
     ),
-    # bjw-s-labs/helm-charts common library values.yaml (app-template 4.x/5.x)
+    # bjw-s-labs/helm-charts common library values.yaml (app-template 4.x/5.x; the other
+    # majors are in _APP_TEMPLATE_KNOWN)
     "app-template": frozenset(
         {
             "global",
@@ -232,6 +234,142 @@ _KNOWN: dict[ChartId, frozenset[str]] = {
         }
     ),
 }
+
+
+#: app-template's top-level values by major version, before 4.x (4.x and later: ``_KNOWN``).
+#: 1.x: the common library 1.x values.yaml: one main container at the top level (``image``,
+#: ``env``, ``resources``, ``securityContext``), pod fields at the top level (``nodeSelector``,
+#: ``podSecurityContext``, ...), ``controller`` singular, extra containers in
+#: ``additionalContainers``/``sidecars``/``initContainers`` (bjw-s/helm-charts
+#: docs/app-template/upgrade-instructions.md, "From 1.x.x to 2.0.x"). Both spellings of the
+#: ConfigMap and Secret maps are kept, as the 1.x line renamed them.
+#: 2.x and 3.x: common 3.7.3 values.schema.json (2.x's values.yaml is a subset): ``controllers``
+#: and ``defaultPodOptions``, no ``defaultPodOptionsStrategy``, ``rbac`` or
+#: ``configMapsFromFolder`` yet.
+_APP_TEMPLATE_KNOWN: dict[int, frozenset[str]] = {
+    1: frozenset(
+        {
+            "global",
+            "controller",
+            "image",
+            "command",
+            "args",
+            "env",
+            "envFrom",
+            "probes",
+            "resources",
+            "securityContext",
+            "podSecurityContext",
+            "lifecycle",
+            "termination",
+            "additionalContainers",
+            "sidecars",
+            "initContainers",
+            "nodeSelector",
+            "affinity",
+            "tolerations",
+            "topologySpreadConstraints",
+            "runtimeClassName",
+            "priorityClassName",
+            "schedulerName",
+            "hostNetwork",
+            "hostPID",
+            "hostIPC",
+            "hostname",
+            "hostAliases",
+            "dnsPolicy",
+            "dnsConfig",
+            "enableServiceLinks",
+            "automountServiceAccountToken",
+            "imagePullSecrets",
+            "podAnnotations",
+            "podLabels",
+            "serviceAccount",
+            "service",
+            "ingress",
+            "route",
+            "persistence",
+            "configMaps",
+            "configmap",
+            "secrets",
+            "secret",
+            "serviceMonitor",
+            "networkpolicies",
+            "addons",
+            "autoscaling",
+            "volumeClaimTemplates",
+        }
+    ),
+    2: frozenset(
+        {
+            "global",
+            "defaultPodOptions",
+            "controllers",
+            "enforceServiceAccountCreation",
+            "serviceAccount",
+            "configMaps",
+            "secrets",
+            "ingress",
+            "route",
+            "service",
+            "serviceMonitor",
+            "networkpolicies",
+            "persistence",
+            "rawResources",
+        }
+    ),
+}
+_APP_TEMPLATE_KNOWN[3] = _APP_TEMPLATE_KNOWN[2]
+
+
+_MAJOR = re.compile(r"^[=v~^]*\s*v?(\d+)")
+#: Keys only app-template 1.x has at the top level: a tree that sets them without
+#: ``controllers`` is written for 1.x.
+_V1_ONLY = frozenset({"controller", "image", "podSecurityContext", "additionalContainers"})
+
+
+def version_major(version: str | None) -> int | None:
+    """The major version a chart version or Flux semver constraint pins, or None: ``3.7.3``,
+    ``v3.7.3``, ``3.x``, ``~3.7``, ``^3.1``, ``>=3.0.0 <4.0.0`` pin 3; ``*``, ``>=3.0.0`` (the
+    newest release wins) and alternatives of different majors pin none."""
+    if version is None:
+        return None
+    majors = set()
+    for alt in version.split("||"):
+        tokens = [t for t in re.split(r"[\s,]+", alt.strip()) if t]
+        if not tokens:
+            return None
+        if any(t.startswith(">") for t in tokens) and not any(t.startswith("<") for t in tokens):
+            return None
+        m = _MAJOR.match(tokens[0].lstrip("><"))
+        if m is None:
+            return None
+        majors.add(int(m.group(1)))
+    return majors.pop() if len(majors) == 1 else None
+
+
+def app_template_major(hr: HelmRelease) -> int | None:
+    """The app-template major a release uses: its chart version's, else 1 when its values are
+    written in 1.x's layout (1.x-only keys and no ``controllers``), else None (unknown: the
+    current layout is read)."""
+    major = version_major(hr.chart_version)
+    if major is not None:
+        return major
+    values = hr.user_values
+    if "controllers" not in values and any(k in values for k in _V1_ONLY):
+        return 1
+    return None
+
+
+def app_template_keys(major: int | None) -> frozenset[str]:
+    """app-template's top-level values keys for chart major ``major``; for an unknown version
+    the union of the majors with ``controllers`` (2.x and later)."""
+    if major is not None and major in _APP_TEMPLATE_KNOWN:
+        return _APP_TEMPLATE_KNOWN[major]
+    newest = _KNOWN["app-template"]
+    if major is not None:
+        return newest
+    return newest | _APP_TEMPLATE_KNOWN[2]
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,7 +52,7 @@ from gpushift.flux import (
     substitute_tree,
     value_at_target_path,
 )
-from gpushift.gitops import _argocd, _crd_consumers, _modelpool, _pods
+from gpushift.gitops import _argocd, _crd_consumers, _modelpool, _plugins, _pods
 from gpushift.gitops._bodies import HelmReleaseSpec, KustomizationSpec
 from gpushift.gitops._charts import chart_defaults, chart_identity
 from gpushift.gitops._distribution import distribution_evidence
@@ -78,6 +78,7 @@ from gpushift.gitops._model import (
     ValuesRef,
     Workload,
 )
+from gpushift.gitops._subcharts import dependencies
 from gpushift.gitops._summary import truthy
 from gpushift.gitops._timeslicing import looks_like_config, parse_config
 
@@ -235,12 +236,24 @@ def _load(paths: Sequence[str | Path]) -> Repo:
     objects = tuple(state.objects)
     for o in objects:
         state.index.setdefault((o.kind, o.name), []).append(o)
-    releases = tuple(_helm_release(state, o) for o in objects if _is_hr(o)) + tuple(
-        _chart_release(c) for c in _argo_charts(state)
+    flux_releases = tuple(_helm_release(state, o) for o in objects if _is_hr(o))
+    releases = (
+        flux_releases
+        + tuple(sub for hr in flux_releases for sub in _subchart_releases(state, hr))
+        + tuple(_chart_release(c) for c in _argo_charts(state))
     )
     model_pools = _modelpool.model_pools(objects)
     workloads = _modelpool.mark_members(tuple(_workloads(objects, releases)), model_pools)
     time_slicing, dp_configs = _time_slicing(state, objects, releases)
+    all_configs = list(time_slicing)
+    plugins = _plugins.device_plugins(
+        releases=releases,
+        workloads=workloads,
+        pointers=dp_configs,
+        objects=objects,
+        configs=all_configs,
+    )
+    time_slicing = tuple(all_configs)
     claims = tuple(_claim(o) for o in objects if o.kind in _CLAIM_KINDS)
     device_classes = tuple(_device_classes(objects, releases))
     runtime_classes = tuple(_runtime_classes(objects, releases))
@@ -264,6 +277,7 @@ def _load(paths: Sequence[str | Path]) -> Repo:
         distribution=distribution_evidence(objects, releases, tree.texts),
         cluster_root=state.cluster_root,
         taken_roots=tuple(state.taken_roots),
+        device_plugins=plugins,
     )
 
 
@@ -696,6 +710,51 @@ def _chart_release(c: _argocd.ChartSource) -> HelmRelease:
         obj=c.obj,
         layers=c.layers,
     )
+
+
+def _chart_directory(state: _State, obj: Manifest) -> str | None:
+    """The directory of the tree holding the chart a HelmRelease installs from a
+    GitRepository or Bucket (``spec.chart.spec.chart`` is a path in the source), if its
+    ``Chart.yaml`` is there."""
+    chart = _dict(_dict(_dict(obj.body.get("spec")).get("chart")).get("spec"))
+    path = chart.get("chart")
+    kind = _dict(chart.get("sourceRef")).get("kind")
+    if not path or kind not in ("GitRepository", "Bucket"):
+        return None
+    directory = _resolve_path(state, str(path))
+    if directory is None:
+        return None
+    meta = f"{directory}/Chart.yaml" if directory != "." else "Chart.yaml"
+    return directory if meta in state.tree.texts else None
+
+
+def _subchart_releases(state: _State, hr: HelmRelease) -> Iterator[HelmRelease]:
+    """The known charts a HelmRelease's chart from git depends on, each as a release of its
+    own with the values under its alias: the chart's ``values.yaml`` (or
+    ``spec.chart.spec.valuesFiles``, paths in the source), then the release's values."""
+    directory = _chart_directory(state, hr.obj)
+    if directory is None:
+        return
+    prefix = "" if directory == "." else directory + "/"
+    meta = _load_values(state, prefix + "Chart.yaml")
+    chart_spec = _dict(_dict(_dict(hr.obj.body.get("spec")).get("chart")).get("spec"))
+    files = chart_spec.get("valuesFiles")
+    paths = [str(f) for f in files] if isinstance(files, list) else [prefix + "values.yaml"]
+    # The chart's values sit in other files: keys found there are placed at the chart line.
+    at_chart = hr.obj.source.child(("spec", "chart", "spec", "chart"))
+    base = []
+    for rel in paths:
+        found = _load_values(state, rel)
+        if found is not None and isinstance(found[0], dict):
+            base.append(ValueLayer(found[0], at_chart, False))
+    layers = (*base, *hr.layers)
+    for dep in dependencies(meta[0] if meta else {}, layers):
+        if chart_identity(dep.chart) == "other":
+            continue
+        source = _argocd.ChartSource(
+            hr.obj, dep.chart, dep.version, hr.release_name, hr.target_namespace, dep.layers
+        )
+        yield replace(_chart_release(source), name=hr.name, suspend=hr.suspend)
 
 
 def _under(rel: str, directory: str) -> bool:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from gpushift import _yaml
 from gpushift.flux import Keys, YamlError
+from gpushift.gitops._nodes import NodePool
 
 #: Charts the model understands; everything else is ``other``.
 ChartId = Literal[
@@ -41,6 +42,8 @@ SharingSummaryMode = Literal[
     "exclusive", "time-slicing", "mps", "consumable-shares", "memory", "unlimited"
 ]
 RequestKind = Literal["extended", "claim", "bridged", "none"]
+#: What deploys a device plugin: one of the two charts, or a DaemonSet written as a manifest.
+DevicePluginDeployer = Literal["gpu-operator", "nvidia-device-plugin", "manifest"]
 
 #: The extended resource the NVIDIA device plugin advertises.
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -568,6 +571,59 @@ class DevicePluginConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class DevicePlugin:
+    """One NVIDIA device plugin the repository deploys, on the nodes its pod spec selects.
+
+    ``deployer`` says what runs it: gpu-operator (``devicePlugin.enabled`` with its
+    ClusterPolicy), the standalone chart (``devicePlugin.enabled``), or a DaemonSet applied as
+    a manifest (the ``k8s-device-plugin`` image running the plugin, or the static manifest's
+    ``nvidia-device-plugin`` names). ``release`` is the chart's HelmRelease, ``workload`` the
+    manifest's DaemonSet. ``pool`` is the nodes it runs on (unconstrained: every GPU node).
+    ``config`` is a chart's config pointer; for a manifest ``config_file`` is the plugin's
+    ``--config-file`` (or ``CONFIG_FILE``) path, ``config_map`` and ``config_key`` the
+    ConfigMap volume and key it resolves to. ``selected`` is the config the plugin loads, and
+    ``missing`` what could not be found (``configmap``, ``default-key`` or ``volume``).
+    """
+
+    deployer: DevicePluginDeployer
+    obj: Manifest
+    pool: NodePool
+    release: HelmRelease | None = None
+    workload: Workload | None = None
+    config: DevicePluginConfig | None = None
+    config_file: str | None = None
+    config_map: str | None = None
+    config_key: str | None = None
+    selected: TimeSlicingConfig | None = None
+    missing: Literal["configmap", "default-key", "volume"] | None = None
+
+    @property
+    def active(self) -> bool:
+        """Whether it is deployed (the release active and not suspended, or the manifest)."""
+        return self.release.active if self.release is not None else self.obj.active
+
+    @property
+    def source(self) -> Source:
+        """Where it is written: the HelmRelease or the DaemonSet."""
+        return self.obj.source
+
+    @property
+    def name(self) -> str:
+        """``Kind/namespace/name`` of the release or DaemonSet."""
+        o = self.obj
+        return f"{o.kind}/{o.namespace}/{o.name}" if o.namespace else f"{o.kind}/{o.name}"
+
+    @property
+    def sharing(self) -> SharingSummary:
+        """How this plugin shares its cards: its selected config's strategy and replicas, or
+        ``exclusive`` (no config, or one the plugin rejects)."""
+        cfg = self.selected
+        if cfg is not None and cfg.error is None and cfg.strategy != "none":
+            return SharingSummary(cfg.strategy, cfg.replicas)
+        return SharingSummary("exclusive")
+
+
+@dataclass(frozen=True, slots=True)
 class DeviceRequest:
     """One device request of a claim spec (``exactly`` or a ``firstAvailable`` entry).
 
@@ -711,6 +767,9 @@ class Repo:
     #: Deployed Flux Kustomizations, HelmReleases and Argo CD Applications that nothing in the
     #: tree deploys: the roots the walk started from.
     taken_roots: tuple[Manifest, ...] = ()
+    #: Every NVIDIA device plugin the tree defines (charts first, in release order, then
+    #: DaemonSet manifests); use ``.active`` to filter.
+    device_plugins: tuple[DevicePlugin, ...] = ()
 
     def find(self, kind: str, name: str, namespace: str | None = None) -> tuple[Manifest, ...]:
         """Objects of ``kind`` named ``name`` (in ``namespace`` when given)."""
@@ -776,6 +835,20 @@ class SharingSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class PluginSharing:
+    """One active device plugin in the summary: what it is, the nodes it runs on, and how it
+    shares their cards (one entry per node pool when a DaemonSet runs per pool)."""
+
+    plugin: str
+    nodes: str
+    sharing: SharingSummary
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"plugin", "nodes", "sharing": {"mode", "replicas"}}``."""
+        return {"plugin": self.plugin, "nodes": self.nodes, "sharing": self.sharing.to_dict()}
+
+
+@dataclass(frozen=True, slots=True)
 class Summary:
     """The repository's GPU summary (issue §2)."""
 
@@ -796,6 +869,8 @@ class Summary:
     #: (kind, namespace, name) of what nothing in the tree deploys, taken as roots because
     #: the tree holds no cluster root; empty when it does.
     taken_roots: tuple[tuple[str, str | None, str], ...] = ()
+    #: The active device plugins, each with its nodes and sharing (empty without one).
+    device_plugins: tuple[PluginSharing, ...] = ()
 
     @property
     def gpu_stack(self) -> bool:
@@ -812,6 +887,7 @@ class Summary:
             "allocator": self.allocator,
             "dra_stack": self.dra_stack,
             "sharing": self.sharing.to_dict(),
+            "device_plugins": [p.to_dict() for p in self.device_plugins],
             "consumers": [c.to_dict() for c in self.consumers],
             "parked": [c.to_dict() for c in self.parked],
             "gpu_nodes": list(self.gpu_nodes),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from gpushift.gitops._charts import app_template_major
 from gpushift.gitops._model import (
     GPU_RESOURCE,
     Container,
@@ -174,16 +175,76 @@ _CONTROLLER_KINDS = {
 }
 
 
-def app_template_workloads(hr: HelmRelease) -> Iterator[Workload]:
-    """One workload per enabled app-template controller.
+#: The container options ``controllers.<id>.defaultContainerOptions`` gives every container of
+#: the controller (common 3.x schemas/controllers.json).
+_CONTAINER_DEFAULTS = ("args", "command", "env", "envFrom", "image", "resources", "securityContext")
+#: app-template 1.x's top-level pod fields, each with the pod-spec field it sets.
+_V1_POD_FIELDS: tuple[tuple[str, str], ...] = (
+    ("nodeSelector", "nodeSelector"),
+    ("affinity", "affinity"),
+    ("tolerations", "tolerations"),
+    ("topologySpreadConstraints", "topologySpreadConstraints"),
+    ("runtimeClassName", "runtimeClassName"),
+    ("priorityClassName", "priorityClassName"),
+    ("schedulerName", "schedulerName"),
+    ("hostNetwork", "hostNetwork"),
+    ("hostPID", "hostPID"),
+    ("hostIPC", "hostIPC"),
+    ("podSecurityContext", "securityContext"),
+    ("podLabels", "labels"),
+    ("podAnnotations", "annotations"),
+)
 
-    Pod options are ``defaultPodOptions`` overlaid by the controller's ``pod`` (key by key, as
-    the default ``defaultPodOptionsStrategy: overwrite`` does; ``merge`` merges maps).
+
+def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        cur = out.get(k)
+        out[k] = _merged(cur, v) if isinstance(cur, dict) and isinstance(v, dict) else v
+    return out
+
+
+def _with_defaults(
+    spec: Mapping[str, Any], defaults: Mapping[str, Any], *, merge: bool
+) -> Mapping[str, Any]:
+    """A container spec with the controller's ``defaultContainerOptions`` under it: key by key
+    (``overwrite``, the default strategy), or maps merged (``merge``)."""
+    if not defaults:
+        return spec
+    out = dict(spec)
+    for k in _CONTAINER_DEFAULTS:
+        if k not in defaults:
+            continue
+        if k not in out:
+            out[k] = defaults[k]
+        elif merge and isinstance(out[k], dict) and isinstance(defaults[k], dict):
+            out[k] = _merged(defaults[k], out[k])
+    return out
+
+
+def app_template_workloads(hr: HelmRelease) -> Iterator[Workload]:
+    """One workload per enabled app-template controller, read in the layout of the chart
+    version the release uses (``app_template_major``).
+
+    1.x: one controller (``controller``) whose main container and pod fields sit at the top
+    level. 2.x and later: ``controllers``, pod options ``defaultPodOptions`` overlaid by the
+    controller's ``pod`` key by key (4.x's ``defaultPodOptionsStrategy: merge`` merges maps;
+    earlier majors have no such key); from 3.x each controller's ``defaultContainerOptions``
+    fill its containers (init containers too unless
+    ``applyDefaultContainerOptionsToInitContainers: false``); pod ``resourceClaims`` are
+    rendered from 5.x only (the earlier schemas reject the key). An unknown version reads the
+    newest layout.
     """
+    major = app_template_major(hr)
+    if major == 1:
+        yield from _app_template_v1(hr)
+        return
     values = hr.values
     controllers = _dict(values.get("controllers"))
     defaults = _dict(values.get("defaultPodOptions"))
     strategy = values.get("defaultPodOptionsStrategy", "overwrite")
+    if major is not None and major < 4:
+        strategy = "overwrite"
     base = hr.values_source
     enabled = [
         (cid, c)
@@ -204,13 +265,35 @@ def app_template_workloads(hr: HelmRelease) -> Iterator[Workload]:
             else:
                 options[k] = v
             sources[k] = csrc.child(("pod", k))
+        if major is not None and major < 5:
+            options.pop("resourceClaims", None)
+            sources.pop("resourceClaims", None)
+        cdefaults: Mapping[str, Any] = {}
+        if major is None or major >= 3:
+            cdefaults = _dict(ctrl.get("defaultContainerOptions"))
+        merge = ctrl.get("defaultContainerOptionsStrategy") == "merge"
+        init_defaults = (
+            cdefaults
+            if ctrl.get("applyDefaultContainerOptionsToInitContainers", True) is not False
+            else {}
+        )
         containers = tuple(
-            _container(str(n), c, init=False, source=csrc.child(("containers", n)))
+            _container(
+                str(n),
+                _with_defaults(c, cdefaults, merge=merge),
+                init=False,
+                source=csrc.child(("containers", n)),
+            )
             for n, c in _dict(ctrl.get("containers")).items()
             if isinstance(c, dict) and c.get("enabled", True) is not False
         )
         inits = tuple(
-            _container(str(n), c, init=True, source=csrc.child(("initContainers", n)))
+            _container(
+                str(n),
+                _with_defaults(c, init_defaults, merge=merge),
+                init=True,
+                source=csrc.child(("initContainers", n)),
+            )
             for n, c in _dict(ctrl.get("initContainers")).items()
             if isinstance(c, dict) and c.get("enabled", True) is not False
         )
@@ -237,6 +320,54 @@ def app_template_workloads(hr: HelmRelease) -> Iterator[Workload]:
             monitoring=False,
             replicas=replicas if isinstance(replicas, int) else None,
         )
+
+
+def _app_template_v1(hr: HelmRelease) -> Iterator[Workload]:
+    """app-template 1.x: the controller (``controller``), its main container from the top
+    level (named after the release, as app-template sets the name override to it), extra
+    containers from ``additionalContainers`` and ``sidecars``, ``initContainers``, and the
+    pod fields from the top level."""
+    values = hr.values
+    base = hr.values_source
+    ctrl = _dict(values.get("controller"))
+    if ctrl.get("enabled", True) is False:
+        return
+    main = _container(hr.release_name, values, init=False, source=base)
+    extra = tuple(
+        _container(str(n), c, init=False, source=base.child((field, n)))
+        for field in ("additionalContainers", "sidecars")
+        for n, c in _dict(values.get(field)).items()
+        if isinstance(c, dict)
+    )
+    inits = tuple(
+        _container(str(n), c, init=True, source=base.child(("initContainers", n)))
+        for n, c in _dict(values.get("initContainers")).items()
+        if isinstance(c, dict)
+    )
+    options: dict[str, Any] = {}
+    sources: dict[str, Source] = {}
+    for key, opt in _V1_POD_FIELDS:
+        if values.get(key) not in (None, "", {}, []):
+            options[opt] = values[key]
+            sources[opt] = base.child((key,))
+    replicas = ctrl.get("replicas")
+    yield Workload(
+        kind=_CONTROLLER_KINDS.get(str(ctrl.get("type", "deployment")).lower(), "Deployment"),
+        namespace=hr.target_namespace,
+        name=hr.release_name,
+        origin_kind="app-template",
+        origin=hr.obj,
+        pod=PodSpec(
+            containers=(main, *extra),
+            init_containers=inits,
+            resource_claims=(),
+            options=options,
+            option_sources=sources,
+            source=base,
+        ),
+        monitoring=False,
+        replicas=replicas if isinstance(replicas, int) else None,
+    )
 
 
 # -- dcgm-exporter chart ----------------------------------------------------------------------

@@ -12,6 +12,7 @@ from gpushift.gitops._model import (
     DraStack,
     HelmRelease,
     Manifest,
+    PluginSharing,
     Repo,
     RequestKind,
     SharingSummary,
@@ -74,28 +75,9 @@ def cluster_policies(repo: Repo) -> tuple[HelmRelease | Manifest, ...]:
 
 
 def device_plugin_active(repo: Repo) -> bool:
-    """Whether an active release deploys the NVIDIA device plugin.
-
-    gpu-operator's ``devicePlugin.enabled`` defaults to true (and needs the ClusterPolicy
-    stack, ``clusterPolicy.deployCR``, default true); a standalone nvidia-device-plugin
-    release counts unless ``devicePlugin.enabled`` is false.
-    """
-    for hr in repo.releases("gpu-operator"):
-        if truthy(hr.value("devicePlugin", "enabled"), default=True) and truthy(
-            hr.value("clusterPolicy", "deployCR"), default=True
-        ):
-            return True
-    for hr in repo.releases("nvidia-device-plugin"):
-        if truthy(hr.value("devicePlugin", "enabled"), default=True):
-            return True
-    for w in repo.workloads:
-        # A device plugin applied as a plain manifest (nvidia-device-plugin-daemonset, or the
-        # static nvidia-device-plugin.yml whose container is nvidia-device-plugin-ctr).
-        if w.active and w.kind == "DaemonSet" and w.origin_kind == "manifest":
-            names = [w.name, *(c.name for c in w.pod.containers)]
-            if any(n.startswith("nvidia-device-plugin") for n in names):
-                return True
-    return False
+    """Whether an active device plugin runs (``Repo.device_plugins``: gpu-operator's with its
+    ClusterPolicy, the standalone chart's, or a DaemonSet manifest)."""
+    return any(p.active for p in repo.device_plugins)
 
 
 def dra_releases(repo: Repo) -> tuple[HelmRelease, ...]:
@@ -160,19 +142,18 @@ def _dra_sharing(hr: HelmRelease) -> SharingSummary:
 
 
 def _plugin_sharing(repo: Repo) -> SharingSummary:
-    for ptr in repo.device_plugin_configs:
-        if not ptr.owner.active:
-            continue
-        if ptr.owner.chart == "gpu-operator" and not (
-            truthy(ptr.owner.value("devicePlugin", "enabled"), default=True)
-            and truthy(ptr.owner.value("clusterPolicy", "deployCR"), default=True)
-        ):
-            continue
-        cfg = ptr.selected
-        if cfg is not None and cfg.error is None and cfg.strategy != "none":
-            # api/config/v1 sharing.go SharingStrategy(): mps or time-slicing.
-            return SharingSummary(cfg.strategy, cfg.replicas)
+    """The sharing of the first active device plugin that shares (``exclusive`` when none
+    does); per-plugin sharing is ``Summary.device_plugins``."""
+    for plugin in repo.device_plugins:
+        if plugin.active and plugin.sharing.mode != "exclusive":
+            return plugin.sharing
     return SharingSummary("exclusive")
+
+
+def _plugin_pools(repo: Repo) -> tuple[PluginSharing, ...]:
+    return tuple(
+        PluginSharing(p.name, p.pool.describe(), p.sharing) for p in repo.device_plugins if p.active
+    )
 
 
 def _nvidia_claim(claim: Claim) -> bool:
@@ -195,6 +176,8 @@ _STACK_PREFIXES = (
 def _request_kind(w: Workload, repo: Repo, *, dp: bool, dra: bool) -> RequestKind | None:
     """How ``w`` asks for an NVIDIA GPU, or None when it has nothing to do with one."""
     if w.origin_kind == "manifest" and w.name.startswith(_STACK_PREFIXES):
+        return None
+    if any(p.workload is w for p in repo.device_plugins):
         return None
     for pc in w.pod.resource_claims:
         name = pc.template or pc.claim
@@ -282,4 +265,5 @@ def summarize(repo: Repo) -> Summary:
             if repo.cluster_root
             else tuple((o.kind, o.namespace, o.name) for o in repo.taken_roots)
         ),
+        device_plugins=_plugin_pools(repo),
     )

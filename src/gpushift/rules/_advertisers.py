@@ -10,18 +10,10 @@ per resource name).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
 
-from gpushift.gitops import (
-    GPU_RESOURCE,
-    HelmRelease,
-    Source,
-    Workload,
-    known_values_keys,
-)
+from gpushift.gitops import GPU_RESOURCE, DevicePlugin, HelmRelease, NodePool, known_values_keys
 from gpushift.reports import Finding
-from gpushift.rules._context import Context, name_of, operator_plugin_on, standalone_plugin_on
+from gpushift.rules._context import Context
 
 #: gpu-operator's device-plugin DaemonSet selects this label, which the operator sets on every
 #: GPU node (NVIDIA/gpu-operator@v26.7.0 assets/state-device-plugin/0500_daemonset.yaml,
@@ -32,76 +24,45 @@ OPERATOR_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
 GPU_NODES = "every GPU node"
 
 
-@dataclass(frozen=True, slots=True)
-class _Plugin:
-    """One device plugin: who deploys it, where, and which nodes it selects.
-
-    ``selector`` is the explicit nodeSelector (empty: the deployer's default, all GPU nodes).
-    """
-
-    name: str
-    how: str
-    selector: Mapping[str, str]
-    source: Source
-    line: int
-
-
 def check(*, ctx: Context) -> Iterator[Finding]:
-    """dual-device-plugin."""
-    plugins = list(_plugins(ctx))
-    for i, first in enumerate(plugins):
-        for second in plugins[i + 1 :]:
-            shared = _shared(first.selector, second.selector)
-            if shared is None:
+    """dual-device-plugin: every pair of active device plugins whose node pools meet."""
+    plugins = [(p, *_how(p)) for p in ctx.plugin_advertisers]
+    for i, (first, first_how, _) in enumerate(plugins):
+        for second, second_how, line in plugins[i + 1 :]:
+            if first.pool.disjoint(second.pool):
                 continue
             yield ctx.finding(
                 "dual-device-plugin",
                 source=second.source,
-                line=second.line,
+                line=line,
                 obj=second.name,
                 msg=(
-                    f"{first.name} ({first.how}) and {second.name} ({second.how}) both run the "
-                    f"NVIDIA device plugin on {shared}: two registrations of {GPU_RESOURCE} on "
-                    "one node, each allocating the same cards; keep one device plugin per node"
+                    f"{first.name} ({first_how}) and {second.name} ({second_how}) both run the "
+                    f"NVIDIA device plugin on {_shared(first.pool, second.pool)}: two "
+                    f"registrations of {GPU_RESOURCE} on one node, each allocating the same "
+                    "cards; keep one device plugin per node"
                 ),
             )
 
 
-def _plugins(ctx: Context) -> Iterator[_Plugin]:
-    for op in ctx.operators:
-        # Only the ClusterPolicy stack (clusterPolicy.deployCR, default true) runs the plugin.
-        if operator_plugin_on(op):
-            given = op.is_set("devicePlugin", "enabled")
-            how = (
-                "devicePlugin.enabled is true" if given else "devicePlugin.enabled defaults to true"
-            )
-            yield _Plugin(
-                name_of(op.obj),
-                how,
-                {},
-                op.source,
-                op.line_of("devicePlugin", "enabled"),
-            )
-    for hr in ctx.repo.releases("nvidia-device-plugin"):
-        if standalone_plugin_on(hr):
-            ignored = _ignored_switches(hr)
-            yield _Plugin(
-                name_of(hr.obj),
-                _standalone_how(hr, ignored),
-                _selector(hr.value("nodeSelector")),
-                hr.source,
-                hr.line_of(ignored[0]) if ignored else hr.line_of("devicePlugin", "enabled"),
-            )
-    for w in ctx.workloads:
-        if _manifest_plugin(w):
-            src = w.pod.option_source("nodeSelector")
-            yield _Plugin(
-                name_of(w.origin),
-                "applied as a manifest",
-                _selector(w.pod.node_selector),
-                w.origin.source,
-                src.line_of(()) if "nodeSelector" in w.pod.option_sources else w.origin.source.line,
-            )
+def _how(p: DevicePlugin) -> tuple[str, int]:
+    """Why the plugin runs, and the line that says so (a manifest's node selection)."""
+    hr = p.release
+    if hr is not None and p.deployer == "gpu-operator":
+        given = hr.is_set("devicePlugin", "enabled")
+        how = "devicePlugin.enabled is true" if given else "devicePlugin.enabled defaults to true"
+        return how, hr.line_of("devicePlugin", "enabled")
+    if hr is not None:
+        ignored = _ignored_switches(hr)
+        line = hr.line_of(ignored[0]) if ignored else hr.line_of("devicePlugin", "enabled")
+        return _standalone_how(hr, ignored), line
+    w = p.workload
+    line = p.source.line
+    for option in ("nodeSelector", "affinity"):
+        if w is not None and option in w.pod.option_sources:
+            line = w.pod.option_source(option).line_of(())
+            break
+    return "applied as a manifest", line
 
 
 def _ignored_switches(hr: HelmRelease) -> list[str]:
@@ -125,31 +86,14 @@ def _standalone_how(hr: HelmRelease, ignored: list[str]) -> str:
     return "devicePlugin.enabled defaults to true"
 
 
-def _manifest_plugin(w: Workload) -> bool:
-    # The static nvidia-device-plugin.yml: DaemonSet nvidia-device-plugin-daemonset, container
-    # nvidia-device-plugin-ctr.
-    if w.kind != "DaemonSet" or w.origin_kind != "manifest":
-        return False
-    return any(
-        n.startswith("nvidia-device-plugin") for n in (w.name, *(c.name for c in w.pod.containers))
-    )
-
-
-def _selector(value: Any) -> dict[str, str]:
-    if not isinstance(value, Mapping):
-        return {}
-    return {str(k): str(v) for k, v in value.items()}
-
-
-def _shared(a: Mapping[str, str], b: Mapping[str, str]) -> str | None:
-    """The nodes both selectors can match, described, or None when they cannot meet.
-
-    Two nodeSelectors exclude each other only when they require different values of one label;
-    an empty selector is the deployer's default (every GPU node).
-    """
-    if any(k in b and b[k] != v for k, v in a.items()):
-        return None
-    both = {**a, **b}
-    if not both:
+def _shared(a: NodePool, b: NodePool) -> str:
+    """The nodes both pools can hold, described (the pools are known to meet)."""
+    if a.unconstrained and b.unconstrained:
         return GPU_NODES
-    return "GPU nodes with nodeSelector " + ", ".join(f"{k}={v}" for k, v in sorted(both.items()))
+    if a.unconstrained:
+        return "GPU " + b.describe()
+    if b.unconstrained:
+        return "GPU " + a.describe()
+    selector = tuple(dict.fromkeys((*a.selector, *b.selector)))
+    both = NodePool(selector, a.terms or b.terms)
+    return "GPU " + both.describe()

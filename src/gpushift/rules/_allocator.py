@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpushift.gitops import GPU_RESOURCE, Workload, truthy
+from gpushift.gitops import GPU_RESOURCE, Workload, node_pool, truthy
 from gpushift.reports import Finding
 from gpushift.rules._context import (
     Context,
     dra_gpus_on,
     is_nvidia_claim,
-    name_of,
     nvidia_requests,
     operator_plugin_on,
     option_line,
@@ -61,15 +60,17 @@ def check(*, ctx: Context) -> Iterator[Finding]:
 
 def _plugin_owners(ctx: Context) -> str:
     parts = []
-    for h in ctx.plugin_advertisers:
-        if h.chart == "gpu-operator":
-            given = h.is_set("devicePlugin", "enabled")
+    for p in ctx.plugin_advertisers:
+        if p.release is not None and p.deployer == "gpu-operator":
+            given = p.release.is_set("devicePlugin", "enabled")
             how = (
                 "devicePlugin.enabled is true" if given else "devicePlugin.enabled defaults to true"
             )
-            parts.append(f"{name_of(h.obj)} ({how})")
+            parts.append(f"{p.name} ({how})")
+        elif p.deployer == "manifest":
+            parts.append(f"{p.name} (applied as a manifest)")
         else:
-            parts.append(name_of(h.obj))
+            parts.append(p.name)
     return ", ".join(parts)
 
 
@@ -81,6 +82,8 @@ def _unserved(ctx: Context) -> Iterator[Finding]:
     for w in ctx.running:
         if not plugin and not dra:
             yield from _unserved_extended(ctx, w)
+        elif plugin and not dra:
+            yield from _off_pool(ctx, w)
         if not dra:
             for claim in ctx.workload_claims(w):
                 if is_nvidia_claim(claim):
@@ -111,6 +114,29 @@ def _unserved_extended(ctx: Context, w: Workload) -> Iterator[Finding]:
                 msg=(
                     f"container {c.name} of {w.kind} {w.name} requests {res}, but neither a device "
                     "plugin nor a DRA driver with GPUs enabled is deployed; the pod stays Pending"
+                ),
+            )
+            return
+
+
+def _off_pool(ctx: Context, w: Workload) -> Iterator[Finding]:
+    """no-advertiser for a pod whose node selection meets no device plugin's nodes: with one
+    DaemonSet per node pool, a pod pinned to a pool without one stays Pending."""
+    pool = node_pool(w.pod.node_selector, w.pod.affinity)
+    if pool.unconstrained or any(not p.pool.disjoint(pool) for p in ctx.plugin_advertisers):
+        return
+    where = "; ".join(f"{p.name} on {p.pool.describe()}" for p in ctx.plugin_advertisers)
+    for c in w.pod.all_containers:
+        for res in nvidia_requests(c):
+            yield ctx.in_workload(
+                "no-advertiser",
+                w,
+                source=c.source,
+                line=c.source.line_of(request_keys(c, res)),
+                msg=(
+                    f"container {c.name} of {w.kind} {w.name} requests {res} on "
+                    f"{pool.describe()}, where no device plugin runs ({where}) and no DRA "
+                    "driver publishes GPUs; the pod stays Pending"
                 ),
             )
             return

@@ -17,6 +17,7 @@ from gpushift.gitops import (
     NVIDIA_PREFIX,
     Claim,
     Container,
+    DevicePlugin,
     HelmRelease,
     Manifest,
     PodSpec,
@@ -24,6 +25,8 @@ from gpushift.gitops import (
     Source,
     Workload,
     gpu_clusters,
+    operator_runs_plugin,
+    standalone_runs_plugin,
     truthy,
 )
 from gpushift.reports import Finding, Severity
@@ -184,13 +187,15 @@ class Context:
         return self.repo.releases("dra-driver-nvidia-gpu")
 
     @functools.cached_property
-    def plugin_advertisers(self) -> tuple[HelmRelease, ...]:
-        """Active releases that run the device plugin and so advertise ``nvidia.com/gpu``."""
-        ops = tuple(op for op in self.operators if operator_plugin_on(op))
-        alone = tuple(
-            h for h in self.repo.releases("nvidia-device-plugin") if standalone_plugin_on(h)
-        )
-        return ops + alone
+    def plugin_advertisers(self) -> tuple[DevicePlugin, ...]:
+        """Active device plugins, which advertise ``nvidia.com/gpu``: the model's
+        ``Repo.device_plugins`` (charts and DaemonSet manifests), as the summary counts them."""
+        return tuple(p for p in self.repo.device_plugins if p.active)
+
+    @functools.cached_property
+    def plugin_workloads(self) -> frozenset[int]:
+        """``id`` of the workloads that are device plugins (the GPU stack, not consumers)."""
+        return frozenset(id(p.workload) for p in self.repo.device_plugins if p.workload)
 
     @functools.cached_property
     def dra_advertisers(self) -> tuple[HelmRelease, ...]:
@@ -260,19 +265,11 @@ class Context:
         return tuple(out)
 
 
-def operator_plugin_on(op: HelmRelease) -> bool:
-    """gpu-operator runs the device plugin unless ``devicePlugin.enabled`` is false or it
-    deploys no ClusterPolicy (``clusterPolicy.deployCR``, default true), whose stack it is."""
-    return truthy(op.value("devicePlugin", "enabled"), default=True) and truthy(
-        op.value("clusterPolicy", "deployCR"), default=True
-    )
-
-
-def standalone_plugin_on(hr: HelmRelease) -> bool:
-    """The standalone chart runs its device plugin unless ``devicePlugin.enabled`` is false
-    (NVIDIA/k8s-device-plugin deployments/helm/nvidia-device-plugin/values.yaml); a copy with
-    it off runs only GFD."""
-    return truthy(hr.value("devicePlugin", "enabled"), default=True)
+#: gpu-operator runs the device plugin unless ``devicePlugin.enabled`` is false or it deploys
+#: no ClusterPolicy; the standalone chart unless ``devicePlugin.enabled`` is false (the model's
+#: own tests, so rules and summary agree).
+operator_plugin_on = operator_runs_plugin
+standalone_plugin_on = standalone_runs_plugin
 
 
 def dra_gpus_on(driver: HelmRelease) -> bool:

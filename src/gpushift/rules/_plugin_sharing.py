@@ -11,15 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpushift.gitops import DevicePluginConfig, TimeSlicingConfig, truthy
+from gpushift.gitops import DevicePlugin, TimeSlicingConfig, node_pool, runs_gfd, truthy
 from gpushift.reports import Finding
 from gpushift.rules._context import (
     Context,
     name_of,
     nvidia_requests,
-    operator_plugin_on,
     request_keys,
-    standalone_plugin_on,
 )
 
 #: The label GFD sets on MPS-capable nodes; the device-plugin chart's MPS control daemon
@@ -29,18 +27,19 @@ MPS_CAPABLE_LABEL = "nvidia.com/mps.capable"
 
 
 def check(*, ctx: Context) -> Iterator[Finding]:
-    """sharing-request-rejected and mps-without-gfd."""
-    for ptr in _plugin_configs(ctx):
-        cfg = ptr.selected
+    """sharing-request-rejected and mps-without-gfd, for every active device plugin's
+    selected config (charts and DaemonSet manifests alike)."""
+    for plugin in ctx.plugin_advertisers:
+        cfg = plugin.selected
         if cfg is None or cfg.error is not None or cfg.strategy == "none":
             continue
-        yield from _requests(ctx, ptr, cfg)
+        yield from _requests(ctx, plugin, cfg)
         if cfg.strategy == "mps" and not gfd_running(ctx):
             yield ctx.finding(
                 "mps-without-gfd",
                 source=cfg.source,
                 line=cfg.source.line_of(()),
-                obj=name_of(ptr.owner.obj),
+                obj=plugin.name,
                 msg=(
                     f"the device plugin shares GPUs with MPS (config {cfg.key!r}) but no "
                     f"gpu-feature-discovery runs: the MPS control daemon only starts on nodes "
@@ -48,18 +47,6 @@ def check(*, ctx: Context) -> Iterator[Finding]:
                     "(gfd.enabled: true)"
                 ),
             )
-
-
-def _plugin_configs(ctx: Context) -> Iterator[DevicePluginConfig]:
-    for ptr in ctx.repo.device_plugin_configs:
-        owner = ptr.owner
-        if not owner.active:
-            continue
-        if owner.chart == "gpu-operator" and not operator_plugin_on(owner):
-            continue
-        if owner.chart == "nvidia-device-plugin" and not standalone_plugin_on(owner):
-            continue
-        yield ptr
 
 
 def gfd_running(ctx: Context) -> bool:
@@ -78,14 +65,19 @@ def gfd_running(ctx: Context) -> bool:
         if truthy(hr.value("gfd", "enabled"), default=False):
             return True
     return any(
-        w.kind == "DaemonSet" and w.name.startswith("gpu-feature-discovery") for w in ctx.workloads
+        (w.kind == "DaemonSet" and w.name.startswith("gpu-feature-discovery"))
+        or (w.origin_kind == "manifest" and runs_gfd(w.origin))
+        for w in ctx.workloads
     )
 
 
-def _requests(ctx: Context, ptr: DevicePluginConfig, cfg: TimeSlicingConfig) -> Iterator[Finding]:
+def _requests(ctx: Context, plugin: DevicePlugin, cfg: TimeSlicingConfig) -> Iterator[Finding]:
     shared = {r.name: cfg.advertised(r) for r in cfg.resources if (r.replicas or 0) > 1}
     how = "MPS" if cfg.strategy == "mps" else "time-slicing"
     for w in ctx.running:
+        # A pod that cannot land on this plugin's nodes is not served by its config.
+        if plugin.pool.disjoint(node_pool(w.pod.node_selector, w.pod.affinity)):
+            continue
         for c in w.pod.all_containers:
             for res, amount in nvidia_requests(c).items():
                 if res in shared and shared[res] != res:

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpushift.gitops import GPU_RESOURCE, DevicePluginConfig, TimeSlicingConfig, truthy
+from gpushift.gitops import (
+    GPU_RESOURCE,
+    DevicePlugin,
+    DevicePluginConfig,
+    TimeSlicingConfig,
+    truthy,
+)
 from gpushift.reports import Finding
 from gpushift.rules._context import Context
 
@@ -47,6 +53,9 @@ def check(*, ctx: Context) -> Iterator[Finding]:
         if dp.missing is None or not dp.owner.active or not _consumed(dp):
             continue
         yield _missing(ctx, dp)
+    for plugin in ctx.plugin_advertisers:
+        if plugin.deployer == "manifest" and plugin.missing in ("configmap", "default-key"):
+            yield _manifest_missing(ctx, plugin)
 
 
 def _config_line(config: TimeSlicingConfig) -> int:
@@ -88,4 +97,31 @@ def _missing(ctx: Context, dp: DevicePluginConfig) -> Finding:
         owner,
         line=line,
         msg=msg,
+    )
+
+
+def _manifest_missing(ctx: Context, plugin: DevicePlugin) -> Finding:
+    """A DaemonSet's plugin loads its config from a ConfigMap volume the tree cannot serve:
+    the ConfigMap is missing, or it has no such key."""
+    w = plugin.workload
+    src = plugin.source
+    line = src.line
+    if w is not None and "volumes" in w.pod.option_sources:
+        src = w.pod.option_source("volumes")
+        line = src.line_of(())
+    where = f" in namespace {plugin.obj.namespace}" if plugin.obj.namespace else ""
+    if plugin.missing == "configmap":
+        msg = (
+            f"the device plugin loads {plugin.config_file} from ConfigMap "
+            f"{plugin.config_map!r}, which does not exist{where}: the volume cannot be "
+            "mounted and the plugin does not start"
+        )
+    else:
+        msg = (
+            f"the device plugin loads {plugin.config_file} from key {plugin.config_key!r} of "
+            f"ConfigMap {plugin.config_map!r}, which has no such key: the plugin cannot load "
+            "its config"
+        )
+    return ctx.finding(
+        "time-slicing-config-missing", source=src, line=line, obj=plugin.name, msg=msg
     )

@@ -28,6 +28,9 @@ def check(*, ctx: Context) -> Iterator[Finding]:
     """gpu-access-without-allocation, visible-devices-override, monitoring-consumes-gpu,
     stale-sharing-labels and dcgm-dra-attribution."""
     for w in ctx.workloads:
+        if id(w) in ctx.plugin_workloads:
+            # A device plugin reaches every card by design: it is the allocator.
+            continue
         asks = _asks_for_gpu(ctx, w)
         if asks:
             yield from _visible_devices(ctx, w)

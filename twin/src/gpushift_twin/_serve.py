@@ -214,23 +214,11 @@ def _node_faults(items: tuple[str, ...], known: tuple[str, ...], names: set[str]
 
 
 def _flux(store: Store, cluster: Cluster | None, options: ServeOptions) -> Flux | None:
-    if options.repo is None and options.example is None:
-        return None
-    assert cluster is not None  # check(): --repo needs --nodes, --example runs the cluster
-    from gpushift_twin.flux import start_flux
+    if cluster is None:
+        return None  # check(): --repo needs --nodes, and --example runs the cluster
+    from gpushift_twin.flux import flux_for
 
-    return start_flux(
-        store,
-        cluster.clock,
-        repo=options.repo,
-        example=options.example,
-        root=options.root,
-        vars_file=options.vars_file,
-        write_example=options.write_example,
-        operator_delay=options.operator_delay,
-        strict_health=options.strict_health,
-        secrets=options.secrets,
-    )
+    return flux_for(store, cluster.clock, options=options)
 
 
 def _loopback(host: str) -> bool:

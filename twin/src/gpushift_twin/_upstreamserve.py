@@ -82,7 +82,7 @@ def serve_upstream_cluster(options: UpstreamOptions) -> None:
     )
     from gpushift_twin.cluster import NODE_FAULTS, Cluster, example
     from gpushift_twin.cluster import load as load_inventory
-    from gpushift_twin.flux import start_flux
+    from gpushift_twin.flux import flux_for
 
     if options.nodes is not None and options.example is not None:
         raise UsageError("give at most one of --nodes and --example")
@@ -127,19 +127,7 @@ def serve_upstream_cluster(options: UpstreamOptions) -> None:
             raise upstream.StartError(f"the twin's nodes could not register: {err}") from None
         token = new_token()
         cluster.token = token
-        if options.repo is not None or options.example is not None:
-            flux = start_flux(
-                store,
-                cluster.clock,
-                repo=options.repo,
-                example=options.example,
-                root=options.root,
-                vars_file=options.vars_file,
-                write_example=options.write_example,
-                operator_delay=options.operator_delay,
-                strict_health=options.strict_health,
-                secrets=options.secrets,
-            )
+        flux = flux_for(store, cluster.clock, options=options)
         cluster.start()
         if flux is not None:
             flux.start()

@@ -220,6 +220,7 @@ class ControlPlaneChoice(enum.StrEnum):
 _TWIN_ONLY = (
     "state",
     "access_log",
+    "kubernetes_version",
     "nodes",
     "example",
     "repo",
@@ -231,8 +232,9 @@ _TWIN_ONLY = (
 )
 
 
-#: Of those, the ones that need the twin's API server even with agents on a real one.
-_EMBEDDED_ONLY = ("state", "access_log")
+#: Of those, the ones that need the twin's API server even with agents on a real one. The
+#: release is kube-apiserver's there, and its kubelets report it.
+_EMBEDDED_ONLY = ("state", "access_log", "kubernetes_version")
 
 
 def _serve_upstream_cluster(ctx: typer.Context, *, port: int, kubeconfig_out: Path) -> None:
@@ -476,7 +478,8 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--kubernetes-version",
                 metavar="1.N[.P]",
-                help="The release the API server and the kubelets report.",
+                help="The release the API server and the kubelets report (the twin's API "
+                "server only: on --control-plane upstream it is kube-apiserver's).",
             ),
         ] = "1.37",
         control_plane: Annotated[

@@ -103,7 +103,14 @@ def create_claims(ctx: Context, pods: list[Obj]) -> None:
 
 
 def clean_claims(ctx: Context, pods: list[Obj]) -> None:
-    """Drop gone or finished pods from ``reservedFor``; deallocate and delete as upstream."""
+    """Drop gone or finished pods from ``reservedFor``; deallocate and delete as upstream.
+
+    In syncClaim's order: when the last consumer leaves, the status goes first (no
+    ``reservedFor``, no ``allocation``), then the finalizer, and a claim generated for a pod
+    that is gone or finished is deleted last, so no claim is ever seen going while still
+    allocated. A claim deleted while unused loses its allocation, then its finalizer. A claim
+    allocated but never reserved stays allocated (upstream deallocates on the transition only).
+    """
     live = {
         p["metadata"]["uid"] for p in pods if (p.get("status") or {}).get("phase") not in TERMINAL
     }
@@ -122,41 +129,56 @@ def clean_claims(ctx: Context, pods: list[Obj]) -> None:
         )
         owner_gone = owner is not None and owner.get("uid") not in live
         deleting = bool(meta.get("deletionTimestamp"))
-        if (
-            keep == reserved
-            and not (not keep and status.get("allocation"))
-            and not ((deleting or owner_gone) and not keep)
-        ):
-            continue
+        guarded = FINALIZER in (meta.get("finalizers") or [])
+        allocated = bool(status.get("allocation"))
         ns, name = meta["namespace"], meta["name"]
-        if not keep and (deleting or owner_gone):
-            if not deleting:
-                try:
-                    ctx.store.delete(ctx.kinds.claim, name=name, namespace=ns)
-                except ApiError:
-                    continue
-
-            def release(cur: Obj) -> Obj:
-                cur["metadata"]["finalizers"] = [
-                    f for f in cur["metadata"].get("finalizers") or [] if f != FINALIZER
-                ]
-                return cur
-
+        if len(keep) < len(reserved):
+            if not _write_status(ctx, name=name, namespace=ns, keep=keep):
+                continue
+            allocated = allocated and bool(keep)
+            if guarded and not allocated:
+                _release(ctx, name=name, namespace=ns)
+        elif guarded and deleting and not keep:
+            if allocated and not _write_status(ctx, name=name, namespace=ns, keep=[]):
+                continue
+            _release(ctx, name=name, namespace=ns)
+        if not keep and owner_gone and not deleting:
+            # A generated claim whose pod will not run again; the garbage collector would
+            # too, once the pod is gone.
             with contextlib.suppress(ApiError):
-                ctx.store.update(ctx.kinds.claim, name=name, namespace=ns, mutate=release)
-            continue
+                ctx.store.delete(ctx.kinds.claim, name=name, namespace=ns)
 
-        def unreserve(cur: Obj, keep: list[Obj] = keep) -> Obj:
-            st = cur.setdefault("status", {})
-            if keep:
-                st["reservedFor"] = keep
-            else:
-                st.pop("reservedFor", None)
-                st.pop("allocation", None)
-                st.pop("devices", None)
-            return cur
 
-        with contextlib.suppress(ApiError):
-            ctx.store.update(
-                ctx.kinds.claim, name=name, namespace=ns, mutate=unreserve, subresource="status"
-            )
+def _write_status(ctx: Context, *, name: str, namespace: str, keep: list[Obj]) -> bool:
+    """``reservedFor`` down to ``keep``; without any, deallocated too. False if it failed."""
+
+    def unreserve(cur: Obj) -> Obj:
+        st = cur.setdefault("status", {})
+        if keep:
+            st["reservedFor"] = keep
+        else:
+            st.pop("reservedFor", None)
+            st.pop("allocation", None)
+            st.pop("devices", None)
+        return cur
+
+    try:
+        ctx.store.update(
+            ctx.kinds.claim, name=name, namespace=namespace, mutate=unreserve, subresource="status"
+        )
+    except ApiError:
+        return False
+    return True
+
+
+def _release(ctx: Context, *, name: str, namespace: str) -> None:
+    """Remove the controller's finalizer (a failed write is retried next pass)."""
+
+    def release(cur: Obj) -> Obj:
+        cur["metadata"]["finalizers"] = [
+            f for f in cur["metadata"].get("finalizers") or [] if f != FINALIZER
+        ]
+        return cur
+
+    with contextlib.suppress(ApiError):
+        ctx.store.update(ctx.kinds.claim, name=name, namespace=namespace, mutate=release)

@@ -12,6 +12,7 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from gpushift.common import Kind, Obj
@@ -200,6 +201,14 @@ def _delete_order(pod: Obj) -> tuple[int, int, int, str]:
     return (1 if pod["spec"].get("nodeName") else 0, phase, int(is_ready(pod)), inverted)
 
 
+def _terminating(pod: Obj) -> bool:
+    """Being deleted and not finished (controller.IsPodTerminating)."""
+    return (
+        bool(pod["metadata"].get("deletionTimestamp"))
+        and (pod.get("status") or {}).get("phase") not in TERMINAL
+    )
+
+
 # --- ReplicaSet -------------------------------------------------------------------------------
 
 
@@ -238,15 +247,19 @@ def sync_replicasets(ctx: Context, pods: list[Obj]) -> None:
                     component="replicaset-controller",
                 )
         ready = sum(1 for p in active if is_ready(p))
+        # replica_set_utils.go calculateStatus; every count but replicas is omitempty, and
+        # terminatingReplicas (a pointer, so 0 is shown) counts pods being deleted that
+        # have not finished (controller.IsPodTerminating).
         _set_status(
             ctx,
             rs,
             status={
                 "replicas": len(active),
-                "fullyLabeledReplicas": len(active),
-                "readyReplicas": ready,
-                "availableReplicas": ready,
+                "fullyLabeledReplicas": len(active) or None,
+                "readyReplicas": ready or None,
+                "availableReplicas": ready or None,
                 "observedGeneration": meta.get("generation", 1),
+                "terminatingReplicas": sum(1 for p in mine if _terminating(p)),
             },
         )
 
@@ -305,6 +318,7 @@ def _new_replicaset(ctx: Context, deploy: Obj, *, hash_: str, revision: int, rep
             "namespace": meta["namespace"],
             "labels": dict(tmeta["labels"]),
             "annotations": {
+                **_copied_annotations(deploy),
                 REVISION: str(revision),
                 "deployment.kubernetes.io/desired-replicas": str(_replicas(deploy)),
                 "deployment.kubernetes.io/max-replicas": str(_replicas(deploy)),
@@ -322,6 +336,78 @@ def _new_replicaset(ctx: Context, deploy: Obj, *, hash_: str, revision: int, rep
             component="deployment-controller",
         )
     return created
+
+
+REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
+#: deployment_util.go annotationsToSkip: what a ReplicaSet does not take from its Deployment.
+_SKIPPED_ANNOTATIONS = frozenset(
+    {
+        "kubectl.kubernetes.io/last-applied-configuration",
+        REVISION,
+        REVISION_HISTORY,
+        "deployment.kubernetes.io/desired-replicas",
+        "deployment.kubernetes.io/max-replicas",
+        "deprecated.deployment.rollback.to",
+    }
+)
+
+
+def _copied_annotations(deploy: Obj) -> dict[str, str]:
+    """The Deployment's annotations a ReplicaSet of it carries (copyDeploymentAnnotations-
+    ToReplicaSet)."""
+    return {
+        k: v
+        for k, v in (deploy["metadata"].get("annotations") or {}).items()
+        if k not in _SKIPPED_ANNOTATIONS
+    }
+
+
+def _sync_revision(ctx: Context, deploy: Obj, *, new: Obj, olds: list[Obj]) -> None:
+    """sync.go getNewReplicaSet for a new ReplicaSet that exists: it takes the revision after
+    the old ones' highest (a rollback to an earlier template makes that ReplicaSet the newest
+    revision, its former one appended to ``revision-history``) and the Deployment's
+    annotations; the Deployment's own ``revision`` annotation follows it."""
+    annotations = dict(new["metadata"].get("annotations") or {})
+    wanted = {**annotations, **_copied_annotations(deploy)}
+    revision = _next_revision(olds)
+    before = annotations.get(REVISION, "")
+    if int(before or 0) < revision:
+        wanted[REVISION] = str(revision)
+        if before:
+            history = wanted.get(REVISION_HISTORY, "")
+            wanted[REVISION_HISTORY] = f"{history},{before}" if history else before
+    if wanted != annotations:
+        meta = new["metadata"]
+
+        def mutate(cur: Obj) -> Obj:
+            cur["metadata"]["annotations"] = wanted
+            return cur
+
+        try:
+            new = ctx.store.update(
+                ctx.kinds.replicaset, name=meta["name"], namespace=meta["namespace"], mutate=mutate
+            )
+        except ApiError:
+            return
+    _set_revision(ctx, deploy, str((new["metadata"].get("annotations") or {}).get(REVISION, "")))
+
+
+def _set_revision(ctx: Context, deploy: Obj, revision: str) -> None:
+    """The Deployment's ``deployment.kubernetes.io/revision`` (SetDeploymentRevision)."""
+    if not revision or (deploy["metadata"].get("annotations") or {}).get(REVISION) == revision:
+        return
+    meta = deploy["metadata"]
+
+    def mutate(cur: Obj) -> Obj:
+        cur["metadata"].setdefault("annotations", {})[REVISION] = revision
+        return cur
+
+    # Upstream writes it with the status (kube-apiserver's Deployment status strategy keeps
+    # annotations); the twin's status writes keep metadata, so it goes on the object.
+    with contextlib.suppress(ApiError):
+        ctx.store.update(
+            ctx.kinds.deployment, name=meta["name"], namespace=meta["namespace"], mutate=mutate
+        )
 
 
 def sync_deployments(ctx: Context, pods: list[Obj]) -> None:
@@ -345,6 +431,8 @@ def sync_deployments(ctx: Context, pods: list[Obj]) -> None:
         strategy = (spec.get("strategy") or {}).get("type") or "RollingUpdate"
         if spec.get("paused"):
             continue
+        if new is not None:
+            _sync_revision(ctx, deploy, new=new, olds=olds)
         if strategy == "Recreate":
             # pkg/controller/deployment recreate.go: scale old down, wait for their pods to be
             # gone (terminating ones included), only then scale the new one up: the gap.
@@ -364,6 +452,7 @@ def sync_deployments(ctx: Context, pods: list[Obj]) -> None:
                 new = _new_replicaset(
                     ctx, deploy, hash_=hash_, revision=_next_revision(rss), replicas=want
                 )
+                _set_revision(ctx, deploy, str(new["metadata"]["annotations"][REVISION]))
             else:
                 _scale(ctx, new, replicas=want, deploy=deploy)
         else:
@@ -378,6 +467,7 @@ def sync_deployments(ctx: Context, pods: list[Obj]) -> None:
                 new = _new_replicaset(
                     ctx, deploy, hash_=hash_, revision=_next_revision(rss), replicas=first
                 )
+                _set_revision(ctx, deploy, str(new["metadata"]["annotations"][REVISION]))
             elif _replicas(new) > want:
                 _scale(ctx, new, replicas=want, deploy=deploy)
             elif _replicas(new) < want:
@@ -467,16 +557,19 @@ def _deploy_status(ctx: Context, deploy: Obj, *, new: Obj | None, olds: list[Obj
         prog = cond(
             "Progressing", "True", "ReplicaSetUpdated", f'ReplicaSet "{name}" is progressing.'
         )
+    # Every count is omitempty in apps/v1 DeploymentStatus but terminatingReplicas, a
+    # pointer: the ReplicaSets' sum (GetTerminatingReplicaCountForReplicaSets).
     _set_status(
         ctx,
         deploy,
         status={
             "observedGeneration": deploy["metadata"].get("generation", 1),
-            "replicas": total("replicas", rss),
-            "updatedReplicas": updated,
-            "readyReplicas": total("readyReplicas", rss),
-            "availableReplicas": available,
-            "unavailableReplicas": max(want - available, 0),
+            "replicas": total("replicas", rss) or None,
+            "updatedReplicas": updated or None,
+            "readyReplicas": total("readyReplicas", rss) or None,
+            "availableReplicas": available or None,
+            "unavailableReplicas": max(want - available, 0) or None,
+            "terminatingReplicas": total("terminatingReplicas", rss),
             "conditions": [avail, prog],
         },
     )
@@ -649,12 +742,111 @@ def _daemon_node(pod: Obj) -> str | None:
     return None
 
 
+def _by_creation(pod: Obj) -> tuple[int, str, str]:
+    # podByCreationTimestampAndPhase: a scheduled pod first, then the older, then by name.
+    meta = pod["metadata"]
+    return (
+        0 if pod["spec"].get("nodeName") else 1,
+        str(meta.get("creationTimestamp") or ""),
+        str(meta.get("name") or ""),
+    )
+
+
 def _template_generation(pod: Obj) -> str | None:
     return (pod["metadata"].get("labels") or {}).get("pod-template-generation")
 
 
+def _available(ctx: Context, pod: Obj, *, min_ready: int) -> bool:
+    """podutil.IsPodAvailable: Ready for at least ``min_ready`` seconds; when it will be,
+    another pass is asked for then."""
+    if not is_ready(pod):
+        return False
+    if min_ready <= 0:
+        return True
+    ready = next(
+        c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"
+    )
+    since = str(ready.get("lastTransitionTime") or "")
+    if not since:
+        return True
+    left = (
+        datetime.fromisoformat(since.replace("Z", "+00:00")).timestamp()
+        + min_ready
+        - ctx.clock.now().timestamp()
+    )
+    if left <= 0:
+        return True
+    ctx.wake_at(ctx.now() + left)
+    return False
+
+
+def _rolling_deletes(
+    ctx: Context,
+    *,
+    ds: Obj,
+    on_node: dict[str, list[Obj]],
+    wanted: set[str],
+    generation: int,
+) -> list[Obj]:
+    """The outdated pods one RollingUpdate pass deletes (update.go rollingUpdate, without
+    surge): every node with a daemon pod, and every node that should run one, counts; a node
+    whose only pods are terminating, or that has none yet, or whose updated pod is not
+    available, is unavailable. Outdated pods that are not available go at once; available
+    ones only while fewer than maxUnavailable nodes are unavailable. A pod already deleted
+    does not count once it is gone, so a rollout under an untolerated NoSchedule taint
+    deletes the outdated pods one at a time, each after the one before it has gone, and
+    replaces none (nothing may start there) until the taint goes."""
+    spec = ds.get("spec") or {}
+    rolling = (spec.get("updateStrategy") or {}).get("rollingUpdate") or {}
+    # kube-apiserver defaults maxUnavailable to 1; a percentage is of the nodes that should
+    # run a pod, rounded up, and 0 of none (updatedDesiredNodeCounts).
+    limit = _int_or_percent(rolling.get("maxUnavailable", 1), len(wanted), round_up=True)
+    surge = _int_or_percent(rolling.get("maxSurge", 0), len(wanted), round_up=True)
+    if wanted and limit == 0 and surge == 0:
+        limit = 1
+    min_ready = int(spec.get("minReadySeconds") or 0)
+    nodes: dict[str, list[Obj]] = {
+        node: [
+            p
+            for p in items
+            # getNodesToDaemonPods: a finished pod being deleted is the kubelet's business.
+            if not (
+                p["metadata"].get("deletionTimestamp")
+                and (p.get("status") or {}).get("phase") in TERMINAL
+            )
+        ]
+        for node, items in on_node.items()
+    }
+    for node in wanted:
+        nodes.setdefault(node, [])
+    unavailable = 0
+    replace: list[Obj] = []
+    candidates: list[Obj] = []
+    for node in sorted(nodes):
+        live = [p for p in nodes[node] if not p["metadata"].get("deletionTimestamp")]
+        new = [p for p in live if _template_generation(p) == str(generation)]
+        old = [p for p in live if _template_generation(p) != str(generation)]
+        if len(new) > 1 or len(old) > 1 or bool(new) == bool(old):
+            # Excess pods (the manage pass prunes them), or nothing live on the node.
+            unavailable += 1
+        elif new:
+            unavailable += 0 if _available(ctx, new[0], min_ready=min_ready) else 1
+        elif not _available(ctx, old[0], min_ready=min_ready):
+            replace.append(old[0])
+            unavailable += 1
+        elif unavailable < limit:
+            candidates.append(old[0])
+    room = min(max(limit - unavailable, 0), len(candidates))
+    return [*replace, *candidates[:room]]
+
+
 def sync_daemonsets(ctx: Context, *, pods: list[Obj], nodes: list[Obj]) -> None:
-    """DaemonSet controller: one pod per matching node; RollingUpdate of outdated pods."""
+    """DaemonSet controller: one pod per matching node; RollingUpdate of outdated pods.
+
+    As kube-controller-manager's: a pass that created or deleted pods for placement leaves
+    the rollout to the next pass (its expectations are not yet met), and the rollout is
+    :func:`_rolling_deletes`; new pods come from the placement of a later pass.
+    """
     owned = by_owner(pods)
     for ds in ctx.list(ctx.kinds.daemonset):
         meta = ds["metadata"]
@@ -674,6 +866,7 @@ def sync_daemonsets(ctx: Context, *, pods: list[Obj], nodes: list[Obj]) -> None:
             node = _daemon_node(p)
             if node is not None:
                 on_node[node].append(p)
+        acted = False
         # daemon_controller.go podsShouldBeOnNode: create only where the pod should run,
         # delete only where it should not continue running.
         for node in sorted(kept):
@@ -687,6 +880,7 @@ def sync_daemonsets(ctx: Context, *, pods: list[Obj], nodes: list[Obj]) -> None:
                 )
             ):
                 created = _create(ctx, _daemon_pod(ctx, ds, node=node, generation=generation))
+                acted = True
                 if created is not None:
                     on_node[node].append(created)
                     ctx.event(
@@ -697,12 +891,14 @@ def sync_daemonsets(ctx: Context, *, pods: list[Obj], nodes: list[Obj]) -> None:
                     )
             for extra in active[1:]:
                 _delete(ctx, extra)
+                acted = True
         for node, items in on_node.items():
             if node in kept:
                 continue
             for p in items:
                 if is_active(p):
                     _delete(ctx, p)
+                    acted = True
                     ctx.event(
                         ds,
                         reason="SuccessfulDelete",
@@ -723,42 +919,51 @@ def sync_daemonsets(ctx: Context, *, pods: list[Obj], nodes: list[Obj]) -> None:
                 for p in on_node.get(node, [])
             )
         )
-        # RollingUpdate: replace outdated pods, at most maxUnavailable unavailable at once.
-        # update.go rollingUpdate walks every node with a daemon pod: an outdated pod that
-        # stays on a node it should no longer run on is deleted too, and not replaced.
         strategy = spec.get("updateStrategy") or {}
-        current = [p for n in wanted for p in on_node.get(n, []) if is_active(p)]
-        staying = [p for n in sorted(kept - wanted) for p in on_node.get(n, []) if is_active(p)]
-        updated = [p for p in current if _template_generation(p) == str(generation)]
-        outdated = [p for p in [*current, *staying] if _template_generation(p) != str(generation)]
-        if outdated and (strategy.get("type") or "RollingUpdate") == "RollingUpdate":
-            limit = (
-                _int_or_percent(
-                    (strategy.get("rollingUpdate") or {}).get("maxUnavailable", 1),
-                    len(wanted),
-                    round_up=True,
-                )
-                or 1
-            )
-            unavailable = len(wanted) - sum(1 for p in current if is_ready(p))
-            for p in sorted(outdated, key=lambda p: (is_ready(p), p["metadata"]["name"])):
-                if unavailable >= limit and is_ready(p):
-                    break
+        if not acted and (strategy.get("type") or "RollingUpdate") == "RollingUpdate":
+            for p in _rolling_deletes(
+                ctx, ds=ds, on_node=on_node, wanted=wanted, generation=generation
+            ):
                 _delete(ctx, p)
-                if is_ready(p):
-                    unavailable += 1
-        ready = sum(1 for p in current if is_ready(p))
+                ctx.event(
+                    ds,
+                    reason="SuccessfulDelete",
+                    message=f"Deleted pod: {p['metadata']['name']}",
+                    component="daemonset-controller",
+                )
+        # daemon_controller.go updateDaemonSetStatus: on each node that should run a pod,
+        # its oldest pod (scheduled first, then by creation), one being deleted included,
+        # gives ready, available and updated; a finished pod being deleted does not count.
+        min_ready = int(spec.get("minReadySeconds") or 0)
+        firsts = [
+            min(counted, key=_by_creation)
+            for n in wanted
+            if (
+                counted := [
+                    p
+                    for p in on_node.get(n, [])
+                    if not (
+                        p["metadata"].get("deletionTimestamp")
+                        and (p.get("status") or {}).get("phase") in TERMINAL
+                    )
+                ]
+            )
+        ]
+        ready = sum(1 for p in firsts if is_ready(p))
+        available = sum(1 for p in firsts if _available(ctx, p, min_ready=min_ready))
+        updated = sum(1 for p in firsts if _template_generation(p) == str(generation))
         _set_status(
             ctx,
             ds,
             status={
                 "observedGeneration": generation,
                 "desiredNumberScheduled": len(wanted),
-                "currentNumberScheduled": sum(1 for n in wanted if on_node.get(n)),
+                "currentNumberScheduled": len(firsts),
                 "numberMisscheduled": misscheduled,
                 "numberReady": ready,
-                "numberAvailable": ready,
-                "numberUnavailable": max(len(wanted) - ready, 0),
-                "updatedNumberScheduled": len(updated),
+                # omitempty in apps/v1 DaemonSetStatus: a zero is left out.
+                "numberAvailable": available or None,
+                "numberUnavailable": max(len(wanted) - available, 0) or None,
+                "updatedNumberScheduled": updated or None,
             },
         )

@@ -10,13 +10,15 @@ from ._control import (
 from ._crds import install_crds
 from ._runner import Flux, bootstrap, run_gitops
 from ._seeds import read_secret
-from ._serve import read_vars, start_flux
+from ._serve import FluxOptions, flux_for, read_vars, start_flux
 from ._sources import local_path
 
 __all__ = [
     "BUILD_CACHE_ENV",
     "Flux",
+    "FluxOptions",
     "bootstrap",
+    "flux_for",
     "git_set",
     "install_crds",
     "local_path",

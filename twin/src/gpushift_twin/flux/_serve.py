@@ -6,7 +6,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from gpushift import common
 from gpushift.common import InputError, Obj, UsageError, by_kind
@@ -35,6 +35,50 @@ def read_vars(path: Path) -> dict[str, str]:
             raise InputError(f"variable {k}: expected a scalar value", path=str(path), line=1)
         out[str(k)] = "" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
     return out
+
+
+class FluxOptions(Protocol):
+    """The ``gpushift twin serve`` options Flux starts from, the same on either control
+    plane (``ServeOptions``, ``UpstreamOptions``); see :func:`start_flux` for each."""
+
+    @property
+    def repo(self) -> Path | None: ...
+    @property
+    def example(self) -> str | None: ...
+    @property
+    def root(self) -> str | None: ...
+    @property
+    def vars_file(self) -> Path | None: ...
+    @property
+    def write_example(self) -> Callable[[Path], Path] | None: ...
+    @property
+    def operator_delay(self) -> float: ...
+    @property
+    def strict_health(self) -> bool: ...
+    @property
+    def secrets(self) -> tuple[str, ...]: ...
+
+
+def flux_for(store: Store, clock: Any, *, options: FluxOptions) -> Flux | None:
+    """:func:`start_flux` with ``options``; None when they name neither a repository nor
+    the example (a twin without Flux).
+
+    Raises ``UsageError``/``InputError`` as :func:`start_flux` does.
+    """
+    if options.repo is None and options.example is None:
+        return None
+    return start_flux(
+        store,
+        clock,
+        repo=options.repo,
+        example=options.example,
+        root=options.root,
+        vars_file=options.vars_file,
+        write_example=options.write_example,
+        operator_delay=options.operator_delay,
+        strict_health=options.strict_health,
+        secrets=options.secrets,
+    )
 
 
 def start_flux(
