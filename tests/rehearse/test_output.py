@@ -15,6 +15,7 @@ from gpushift_twin.rehearse import (
     KillPoint,
     Rehearsal,
     Sample,
+    Unsettled,
     as_json,
     as_text,
     fold_run,
@@ -206,3 +207,25 @@ def test_on_upstream_text_and_report_say_real_time(stream: Any, origin: datetime
     page = render_report(real)
     assert "in real time on the upstream control plane" in page
     assert "time-scale" not in page
+
+
+def test_what_did_not_settle_is_in_json_and_does_not_change_the_exit_code(
+    stream: Any, origin: datetime
+) -> None:
+    base = _rehearsal(stream, origin)
+    pod = "pod storage/minio-1 Pending: 0/3 nodes are available: 3 node(s) didn't match …"
+    minio = Unsettled(("HelmRelease", "storage", "minio"), "Running 'install' action", (pod,))
+    with_it = Rehearsal(**{**_fields(base), "unsettled": (minio,), "pending": ("at the start: x",)})
+    doc = as_json(with_it)
+    assert doc["unsettled"] == [
+        {
+            "kind": "HelmRelease",
+            "namespace": "storage",
+            "name": "minio",
+            "message": "Running 'install' action",
+            "pods": [pod],
+        }
+    ]
+    assert doc["pending"] == ["at the start: x"]
+    assert minio.line() == f"HelmRelease/storage/minio: Running 'install' action; {pod}"
+    assert with_it.exit_code == base.exit_code

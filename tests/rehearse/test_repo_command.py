@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpushift_twin.rehearse import CutoverCommand
+from gpushift_twin.rehearse import CutoverCommand, merge_command
 
 
 def _command(tmp_path: Path, target: str, root: str | None = None) -> CutoverCommand:
@@ -39,3 +39,24 @@ def test_a_resume_does_not_run_the_preflight_again(tmp_path: Path) -> None:
     argv = _command(tmp_path, "/after").argv("dra", resume=True)
     assert argv[-1] == "--resume"
     assert "--repo" not in argv and "--target" not in argv
+
+
+def test_a_source_of_the_repositorys_own_name_reaches_the_cutover_and_the_merge(
+    tmp_path: Path,
+) -> None:
+    named = CutoverCommand(
+        gpushift=("gpushift",),
+        kubeconfig=tmp_path / "k",
+        merge="m",
+        journal=tmp_path / "j.json",
+        source="flux-system/home-kubernetes",
+    )
+    argv = named.argv("dra", resume=False)
+    assert argv[argv.index("--source") + 1] == "flux-system/home-kubernetes"
+    assert "--source" not in named.argv("dra", resume=True)  # the journal has it
+    merge = merge_command(["gpushift"], "/after", kubeconfig=Path("k"), source=named.source)
+    assert merge == (
+        "exec gpushift twin git-set /after --kubeconfig k --namespace flux-system "
+        "--name home-kubernetes"
+    )
+    assert "--name" not in merge_command(["gpushift"], "/after", kubeconfig=Path("k"))

@@ -814,3 +814,44 @@ def test_preflight_note_has_no_warning_when_the_higher_pods_never_preempt() -> N
         _ranked(objs, pod, 0, preemptionPolicy="Never")
     view = _view(objs)
     assert "warning" not in plan_step("preflight", view, OPTIONS, _ctx(view)).note
+
+
+def test_a_consumer_pending_because_the_device_plugin_runs_nowhere_names_the_fix() -> None:
+    from gpushift.runbook import WorkloadsUp
+
+    message = (
+        "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. preemption: 0/2 nodes are "
+        "available: 2 Preemption is not helpful for scheduling."
+    )
+    pod = _pod("media", "plex-1-x", ("ReplicaSet", "plex-1"), phase="Pending")
+    pod["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+    ]
+    plugin = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "nvidia-device-plugin", "namespace": "kube-system"},
+        "spec": {"template": {"spec": {"nodeSelector": {"gpu-type": "a100"}, "containers": []}}},
+    }
+    objs = [
+        _workload("Deployment", "media", "plex"),
+        _rs("media", "plex-1", "plex"),
+        pod,
+        plugin,
+        _node("k8s-0", gpu="0"),
+        _node("k8s-1", gpu=None),
+    ]
+    deploy = ObjectRef("apps/v1", "Deployment", "media", "plex")
+    # Back on the device plugin: allocatable 0 everywhere, and the DaemonSet selects no node.
+    ok, why = WorkloadsUp(((deploy, 1),), shared=False).check(_view(objs))
+    assert not ok
+    assert why == (
+        f"consumers: Deployment/media/plex 0/1 Running ({message} — allocatable nvidia.com/gpu "
+        "is 0 on every node: the device plugin did not start: DaemonSet "
+        "kube-system/nvidia-device-plugin selects gpu-type=a100, which no node has; add "
+        '`labels: {gpu-type: "a100"}` to the inventory\'s GPU nodes (--nodes), or make the '
+        "inventory from your nodes: gpushift twin inventory --from nodes.k8s.yaml)"
+    )
+    # On DRA the allocatable is 0 by design: the scheduler's message alone.
+    ok, why = WorkloadsUp(((deploy, 1),), shared=True).check(_view(objs))
+    assert why == f"consumers: Deployment/media/plex 0/1 Running ({message})"

@@ -62,6 +62,7 @@ from gpushift.runbook._model import (
     Step,
     Wait,
 )
+from gpushift.runbook._pending import pending_causes, scheduling_message, why_pending
 from gpushift.runbook._planner import (
     Context,
     barrier,
@@ -135,6 +136,7 @@ __all__ = [
     "normalise_server",
     "older_than",
     "parse_lines",
+    "pending_causes",
     "plan",
     "plan_json",
     "plan_lines",
@@ -143,7 +145,9 @@ __all__ = [
     "read_local",
     "read_target",
     "resume_waits",
+    "scheduling_message",
     "show_taint",
     "snapshot_of",
     "untainted",
+    "why_pending",
 ]

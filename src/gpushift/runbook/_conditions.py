@@ -18,6 +18,7 @@ from gpushift.runbook._discover import (
     pod_key,
 )
 from gpushift.runbook._model import DRA_DRIVER, Consumer, ObjectRef
+from gpushift.runbook._pending import pending_causes
 from gpushift.runbook._view import View
 
 Result = tuple[bool, str]
@@ -407,7 +408,15 @@ class WorkloadsUp:
     consumers: tuple[tuple[ObjectRef, int], ...]  # workload, replicas to see Running
     shared: bool
     bridged: bool = False
-    kinds = ("Pod", "ReplicaSet", "ResourceClaim", "Deployment", "StatefulSet", "DaemonSet")
+    kinds = (
+        "Pod",
+        "ReplicaSet",
+        "ResourceClaim",
+        "Deployment",
+        "StatefulSet",
+        "DaemonSet",
+        "Node",
+    )
 
     def describe(self) -> str:
         """For the plan."""
@@ -454,6 +463,15 @@ class WorkloadsUp:
                 note = f" ({why})" if why else ""
                 if self.bridged and "Insufficient nvidia.com/gpu" in why:
                     note = f" ({why}: {BRIDGE_REMEDIES})"
+                elif pending:
+                    # The cause on this cluster and its fix, as a rehearsal's notes give them.
+                    causes = pending_causes(
+                        pending[0],
+                        nodes=view.all("Node"),
+                        daemonsets=view.all("DaemonSet"),
+                        device_plugin=not self.shared,
+                    )
+                    note = f" ({why} — {causes})" if causes else note
                 waiting.append(f"{workload.key} {len(running)}/{want} Running{note}")
                 continue
             for pod in running:

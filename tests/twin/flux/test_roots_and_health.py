@@ -134,6 +134,58 @@ def test_a_bootstrapped_cluster_root_replaces_the_remote_with_the_directory(
     assert roots.git["spec"] == {"interval": "1m0s", "url": f"file://{repo.resolve()}"}
 
 
+CLUSTER_YAML = """\
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: home-kubernetes, namespace: flux-system}
+spec:
+  interval: 30m
+  url: https://github.com/example/homecluster.git
+  ref: {branch: main}
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: cluster, namespace: flux-system}
+spec:
+  interval: 30m
+  path: ./kubernetes/flux
+  sourceRef: {kind: GitRepository, name: home-kubernetes}
+"""
+APPS_YAML = """\
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: cluster-gitops-apps, namespace: flux-system}
+spec:
+  path: ./kubernetes/apps
+  sourceRef: {kind: GitRepository, name: fuzzlab-gitops}
+"""
+
+
+def test_the_older_templates_roots_keep_the_repositorys_own_source_name(tmp_path: Path) -> None:
+    # gelato/homecluster and tparker00/home-ops: kubernetes/flux/config/cluster.yaml.
+    repo = _write(
+        tmp_path / "a",
+        {
+            "kubernetes/flux/config/cluster.yaml": CLUSTER_YAML,
+            "kubernetes/flux/apps.yaml": APPS_YAML,
+        },
+    )
+    roots = find_roots(repo)
+    assert roots is not None and roots.origin == "kubernetes/flux/config/cluster.yaml"
+    assert [k["metadata"]["name"] for k in roots.kustomizations] == ["cluster"]
+    assert roots.git["metadata"]["name"] == "home-kubernetes"
+    assert roots.git["spec"] == {"interval": "30m", "url": f"file://{repo.resolve()}"}
+    # sepffuzzball/fuzzlab-gitops: only kubernetes/flux/apps.yaml, whose source the twin makes.
+    repo = _write(tmp_path / "b", {"kubernetes/flux/apps.yaml": APPS_YAML})
+    roots = find_roots(repo)
+    assert roots is not None and roots.origin == "kubernetes/flux/apps.yaml"
+    assert [k["metadata"]["name"] for k in roots.kustomizations] == ["cluster-gitops-apps"]
+    assert (roots.git["metadata"]["namespace"], roots.git["metadata"]["name"]) == (
+        "flux-system",
+        "fuzzlab-gitops",
+    )
+
+
 def test_several_bootstrapped_clusters_need_a_choice(tmp_path: Path) -> None:
     repo = _write(
         tmp_path,

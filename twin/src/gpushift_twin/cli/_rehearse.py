@@ -24,6 +24,12 @@ and runs it again with --resume; a run where that moment never comes (a step wit
 wait for) says why and exits 1. The fault flags pass through to the twin. --report writes
 one self-contained HTML page: the timeline chart and a per-card map before and after.
 
+It waits for what the move depends on: the GPU stack (device plugin, DRA driver,
+gpu-operator), the GPU consumers, and their dependsOn, health-check and parent Kustomization
+chains. The rest of the repository does not block; what of it never settles is reported with
+what it waits for, and every Pending GPU pod with kube-scheduler's reason, its cause and the
+fix. --strict-settle waits for every Flux object instead.
+
 --control-plane upstream runs the twin's agents and Flux on kube-apiserver,
 kube-controller-manager and kube-scheduler as `make upstream` built them (docs/twin.md, "A
 real control plane"): real time (--time-scale 1 only), longer timeouts, and the faults served
@@ -112,6 +118,14 @@ def register(app: typer.Typer) -> None:
                 "`make upstream` builds with the twin's agents on it (upstream)."
             ),
         ] = _ControlPlane.embedded,
+        strict_settle: Annotated[
+            bool,
+            typer.Option(
+                "--strict-settle",
+                help="Wait for every Flux object to be Ready before the move, not only for "
+                "what the move depends on.",
+            ),
+        ] = False,
     ) -> None:
         from gpushift_twin import rehearse as r
 
@@ -128,6 +142,7 @@ def register(app: typer.Typer) -> None:
             kill_at=r.KillPoint.parse(kill_at) if kill_at is not None else None,
             seed=seed,
             control_plane=control_plane.value,
+            strict_settle=strict_settle,
         )
         try:
             result = r.rehearse(options, progress=r.Progress(enabled=True))

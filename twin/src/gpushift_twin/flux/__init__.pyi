@@ -2,8 +2,10 @@
 
 from ._buildcache import BUILD_CACHE_ENV
 from ._control import (
+    NotReady,
     git_set,
     not_ready,
+    not_ready_objects,
     wait_for_kubeconfig,
     wait_ready,
 )
@@ -17,12 +19,14 @@ __all__ = [
     "BUILD_CACHE_ENV",
     "Flux",
     "FluxOptions",
+    "NotReady",
     "bootstrap",
     "flux_for",
     "git_set",
     "install_crds",
     "local_path",
     "not_ready",
+    "not_ready_objects",
     "read_secret",
     "read_vars",
     "run_gitops",

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpushift.common import InputError
 from gpushift.flux import REQUESTED_AT, ready
@@ -107,12 +107,25 @@ def _pending_request(obj: dict[str, Any]) -> bool:
     return token is not None and token != (obj.get("status") or {}).get("lastHandledReconcileAt")
 
 
-def not_ready(kube: Kube) -> list[str]:
-    """What is not settled, as ``Kind/namespace/name: message``: sources, Kustomizations and
-    HelmReleases that are not suspended and not Ready at their current generation, have a
-    reconcile request not yet handled, or (Kustomizations) have not applied their source's
-    current revision."""
-    out: list[str] = []
+class NotReady(NamedTuple):
+    """One Flux object that has not settled, and what its Ready condition says it waits for."""
+
+    kind: str
+    namespace: str
+    name: str
+    message: str
+
+    def line(self) -> str:
+        """``Kind/namespace/name: message``, as :func:`not_ready` lists it."""
+        return f"{self.kind}/{self.namespace}/{self.name}: {self.message}"
+
+
+def not_ready_objects(kube: Kube) -> list[NotReady]:
+    """What is not settled: sources, Kustomizations and HelmReleases that are not suspended
+    and not Ready at their current generation, have a reconcile request not yet handled, or
+    (Kustomizations) have not applied their source's current revision; each with its Ready
+    condition's message (``not reconciled yet`` before it has one)."""
+    out: list[NotReady] = []
     revisions: dict[tuple[str, str, str], str] = {}
     for ref, kind in ((_GIT, "GitRepository"), (_KS, "Kustomization"), (_HR, "HelmRelease")):
         for obj in kube.list(ref):
@@ -140,8 +153,13 @@ def not_ready(kube: Kube) -> list[str]:
                     ok, message = False, f"revision {want} not applied yet"
             if not ok:
                 what = message or "not reconciled yet"
-                out.append(f"{kind}/{meta.get('namespace')}/{meta['name']}: {what}")
+                out.append(NotReady(kind, str(meta.get("namespace")), str(meta["name"]), what))
     return out
+
+
+def not_ready(kube: Kube) -> list[str]:
+    """What is not settled (:func:`not_ready_objects`), as ``Kind/namespace/name: message``."""
+    return [n.line() for n in not_ready_objects(kube)]
 
 
 def wait_for_kubeconfig(

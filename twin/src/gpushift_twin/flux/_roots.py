@@ -8,8 +8,9 @@ Three layouts are recognised:
   the Kustomizations of ``kubernetes/flux/cluster/*.yaml`` (``cluster-apps`` …), with their
   ``patches``, ``postBuild`` and ``sourceRef``; the GitRepository they name is made by the
   flux-operator's FluxInstance, so the twin makes it;
-* the older cluster template: ``kubernetes/flux/config/cluster.yaml`` holds the GitRepository
-  (``home-kubernetes`` …) and the root Kustomization ``cluster`` (path ``./kubernetes/flux``).
+* the older cluster templates: ``kubernetes/flux/config/cluster.yaml`` (the GitRepository,
+  named after the repository, and the ``cluster`` Kustomization), else
+  ``kubernetes/flux/apps.yaml`` (``cluster-apps`` and the GitRepository it names).
 
 Pure: reading files and choosing; :func:`gpushift_twin.flux.bootstrap` creates the objects.
 """
@@ -98,7 +99,13 @@ def _bootstrap_layout(directory: Path, *, root: str | None) -> Roots | None:
                 "choose one with --root ./clusters/<name>"
             )
         found = wanted
-    docs = _docs(found[0], directory)
+    return _sync_file(found[0], directory)
+
+
+def _sync_file(path: Path, directory: Path) -> Roots | None:
+    """The roots of one file holding the root Kustomizations and (maybe) the GitRepository
+    the first of them reads, which the twin points at the directory."""
+    docs = _docs(path, directory)
     gits = [o for o in docs if _is(o, _GIT_API, "GitRepository")]
     kss = [o for o in docs if _is(o, _KS_API, "Kustomization")]
     if not kss:
@@ -111,30 +118,19 @@ def _bootstrap_layout(directory: Path, *, root: str | None) -> Roots | None:
     return Roots(
         git=_git(name, git_ns, directory, base),
         kustomizations=tuple(_own(k) for k in kss),
-        origin=found[0].relative_to(directory).as_posix(),
-    )
-
-
-def _config_layout(directory: Path) -> Roots | None:
-    # The older cluster template: kubernetes/flux/config/cluster.yaml holds the GitRepository
-    # and the Kustomization ``cluster`` (path ./kubernetes/flux), which applies apps.yaml.
-    path = directory / "kubernetes" / "flux" / "config" / "cluster.yaml"
-    if not path.is_file():
-        return None
-    docs = _docs(path, directory)
-    kss = [o for o in docs if _is(o, _KS_API, "Kustomization")]
-    if not kss:
-        return None
-    gits = [o for o in docs if _is(o, _GIT_API, "GitRepository")]
-    ref = (kss[0].get("spec") or {}).get("sourceRef") or {}
-    ns = str((kss[0].get("metadata") or {}).get("namespace") or "flux-system")
-    name = str(ref.get("name") or "flux-system")
-    base = next((g for g in gits if (g.get("metadata") or {}).get("name") == name), None)
-    return Roots(
-        git=_git(name, str(ref.get("namespace") or ns), directory, base),
-        kustomizations=tuple(_own(k) for k in kss),
         origin=path.relative_to(directory).as_posix(),
     )
+
+
+def _flux_folder_layout(directory: Path) -> Roots | None:
+    """The older cluster templates: ``kubernetes/flux/config/cluster.yaml`` (the GitRepository
+    of the repository's own name and the ``cluster`` Kustomization of ``./kubernetes/flux``),
+    else ``kubernetes/flux/apps.yaml`` (``cluster-apps`` on a GitRepository it names)."""
+    for rel in ("kubernetes/flux/config/cluster.yaml", "kubernetes/flux/apps.yaml"):
+        path = directory / rel
+        if path.is_file() and (roots := _sync_file(path, directory)) is not None:
+            return roots
+    return None
 
 
 def _template_layout(directory: Path) -> Roots | None:
@@ -189,5 +185,5 @@ def find_roots(directory: Path, *, root: str | None = None) -> Roots | None:
     return (
         _bootstrap_layout(directory, root=root)
         or _template_layout(directory)
-        or _config_layout(directory)
+        or _flux_folder_layout(directory)
     )

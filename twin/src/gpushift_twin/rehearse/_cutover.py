@@ -30,7 +30,9 @@ class CutoverCommand:
 
     With ``repo`` (a ``--repo`` rehearsal) a new run's preflight checks ``target``, the tree
     the merge switches to, as ``gpushift cutover --repo R [--root P] --target T``; a
-    ``--resume`` does not run the preflight again.
+    ``--resume`` does not run the preflight again. ``source`` (``NAMESPACE/NAME``) is the
+    GitRepository the merge moves, when it is not ``flux-system/flux-system`` (a resume reads
+    it from the journal).
     """
 
     gpushift: tuple[str, ...]
@@ -41,6 +43,7 @@ class CutoverCommand:
     repo: Path | None = None
     root: str | None = None
     target: str | None = None
+    source: str | None = None
 
     def argv(self, to: str, *, resume: bool) -> list[str]:
         """``gpushift cutover --to dra …`` (``rollback …`` for the way back)."""
@@ -62,6 +65,7 @@ class CutoverCommand:
         ]
         if resume:
             return [*out, "--resume"]
+        out += ["--source", self.source] if self.source else []
         if self.repo is not None:
             out += ["--repo", str(self.repo)]
             out += ["--root", self.root] if self.root else []
@@ -69,11 +73,17 @@ class CutoverCommand:
         return out
 
 
-def merge_command(gpushift: Sequence[str], target: str, *, kubeconfig: Path) -> str:
+def merge_command(
+    gpushift: Sequence[str], target: str, *, kubeconfig: Path, source: str | None = None
+) -> str:
     """The twin's merge as a shell command: ``exec gpushift twin git-set TARGET --kubeconfig
     K`` (``exec``: the cutover's shell becomes the command, so the signal the cutover's death
-    sends its merge reaches it)."""
+    sends its merge reaches it); ``source`` (``NAMESPACE/NAME``) names a GitRepository other
+    than ``flux-system/flux-system``."""
     argv = [*gpushift, "twin", "git-set", target, "--kubeconfig", str(kubeconfig)]
+    if source:
+        namespace, _, name = source.partition("/")
+        argv += ["--namespace", namespace, "--name", name]
     return "exec " + shlex.join(argv)
 
 

@@ -76,6 +76,8 @@ def as_json(rehearsal: Rehearsal) -> Obj:
         ],
         "samples": len(rehearsal.samples),
         "last": None if not rehearsal.samples else sample_json(rehearsal.samples[-1]),
+        "unsettled": [u.as_json() for u in rehearsal.unsettled],
+        "pending": list(rehearsal.pending),
         "notes": list(rehearsal.notes),
     }
 

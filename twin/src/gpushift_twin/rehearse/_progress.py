@@ -25,6 +25,7 @@ class Progress:
         self._status: Status | None = None
         self._started = time.monotonic()
         self._phase = ""
+        self._waiting = ""
         #: Where the rehearsal is: the phase, and the cutover's step in it (also when quiet).
         self.current = ""
 
@@ -44,6 +45,13 @@ class Progress:
             self._say(self.current, keep=True)
         elif kind == "wait":
             self._say(f"{self._phase}: {step}: waiting for {obj.get('for')}")
+
+    def waiting(self, text: str) -> None:
+        """What the phase waits for now; said only when it changes (polls repeat it)."""
+        line = f"{self._phase}: waiting for {text}"
+        if line != self._waiting:
+            self._waiting = line
+            self._say(line)
 
     def _say(self, text: str, *, keep: bool = False) -> None:
         """On a terminal, ``keep`` lines stay above the live line; waits only update it."""

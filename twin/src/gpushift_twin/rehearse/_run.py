@@ -27,6 +27,16 @@ from gpushift_twin.rehearse._events import KillPoint, RunRecord, fold_run
 from gpushift_twin.rehearse._lifetime import Interrupted, Lifetime
 from gpushift_twin.rehearse._progress import Progress
 from gpushift_twin.rehearse._sampler import Sample, Sampler
+from gpushift_twin.rehearse._settle import (
+    Cluster,
+    FluxKey,
+    Settled,
+    Unsettled,
+    explain_pods,
+    load_seeds,
+    settle,
+    still_unsettled,
+)
 from gpushift_twin.rehearse._twinproc import (
     CONTROL_PLANES,
     TwinOptions,
@@ -71,6 +81,8 @@ class RehearseOptions:
     settle_timeout: float | None = None
     step_timeout: str = "10m"
     control_plane: str = "embedded"
+    #: Wait for every Flux object to be Ready, not only for what the move depends on.
+    strict_settle: bool = False
 
     @property
     def upstream(self) -> bool:
@@ -178,6 +190,11 @@ class Rehearsal:
     kill_missed: str | None = None
     #: ``embedded`` (the twin's API server) or ``upstream`` (kube-apiserver and its kin).
     control_plane: str = "embedded"
+    #: Flux objects the move does not depend on that never settled, with what they wait for.
+    unsettled: tuple[Unsettled, ...] = ()
+    #: Pending pods of GPU consumers and the GPU stack, explained, each prefixed with when
+    #: (``at the start``, ``after the move to dra``, …).
+    pending: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -211,11 +228,30 @@ def verdict(kubeconfig: Path, *, fallback: RunRecord) -> Obj:
         }
 
 
-def rollback_target(kubeconfig: Path) -> str:
-    """What the GitRepository points at before the move, as a ``git-set`` argument: its ref
-    (commit, else branch) or, with no ref, its directory."""
+#: The annotation the twin's bootstrap sets on the root objects it makes.
+_BOOTSTRAPPED = "kustomize.toolkit.fluxcd.io/reconcile"
+
+
+def root_source(kubeconfig: Path) -> str:
+    """The GitRepository the twin's roots read, as ``NAMESPACE/NAME``:
+    ``flux-system/flux-system``, else the one the twin's bootstrap made (a repository whose
+    roots name their own, such as ``home-kubernetes``)."""
     with kube.connect(kubeconfig=kubeconfig) as client:
-        repo = client.get(_GIT, name="flux-system", namespace="flux-system")
+        repos = client.list(_GIT)
+    keys = [(str(r["metadata"].get("namespace")), str(r["metadata"]["name"])) for r in repos]
+    if ("flux-system", "flux-system") not in keys:
+        for repo, key in zip(repos, keys, strict=True):
+            if (repo["metadata"].get("annotations") or {}).get(_BOOTSTRAPPED) == "disabled":
+                return "/".join(key)
+    return "flux-system/flux-system"
+
+
+def rollback_target(kubeconfig: Path, source: str = "flux-system/flux-system") -> str:
+    """What the GitRepository ``source`` points at before the move, as a ``git-set``
+    argument: its ref (commit, else branch) or, with no ref, its directory."""
+    namespace, _, name = source.partition("/")
+    with kube.connect(kubeconfig=kubeconfig) as client:
+        repo = client.get(_GIT, name=name, namespace=namespace)
     spec = repo.get("spec") or {}
     ref = spec.get("ref") or {}
     if ref.get("commit"):
@@ -368,13 +404,18 @@ def _rehearse(
     with running_twin(
         twin_options,
         workdir=work,
-        settle=options.settle_seconds,
+        settle=None,
         env={**os.environ, **env},
         lifetime=lifetime,
     ) as twin:
+        progress.phase("waiting for the twin to settle")
+        # The tree the twin runs: the repository, or the example it wrote.
+        seeds = load_seeds(twin.source, options.root)
+        settled = _settle(options, twin.kubeconfig, seeds, progress=progress)
         if not (twin_options.upstream and twin_options.faulted):
             return _on_twin(
                 options,
+                settled=settled,
                 kubeconfig=twin.kubeconfig,
                 target=target,
                 gpushift=gpushift,
@@ -389,6 +430,7 @@ def _rehearse(
         with running_proxy(twin_options, twin, workdir=work, env={**os.environ, **env}) as proxied:
             return _on_twin(
                 options,
+                settled=settled,
                 kubeconfig=proxied,
                 target=target,
                 gpushift=gpushift,
@@ -398,9 +440,53 @@ def _rehearse(
             )
 
 
+def _settle(
+    options: RehearseOptions, kubeconfig: Path, seeds: frozenset[FluxKey], *, progress: Progress
+) -> Settled:
+    """Wait for what the move depends on (everything under ``--strict-settle``).
+
+    Raises:
+        TwinStartError: it did not settle within the settle timeout; the message names what
+            (at most three), and explains each Pending pod of a GPU consumer or the GPU stack.
+    """
+    timeout = options.settle_seconds
+    with kube.connect(kubeconfig=kubeconfig) as client:
+        settled = settle(
+            client,
+            seeds=seeds,
+            timeout=timeout,
+            strict=options.strict_settle,
+            on_pending=lambda left: progress.waiting(
+                f"{len(left)} object{'s' if len(left) != 1 else ''}, first {left[0]}"
+            ),
+        )
+    if settled.ok:
+        return settled
+    what = "everything (--strict-settle)" if options.strict_settle else "what the move depends on"
+    lines = [f"the twin did not settle within {timeout:g}s; waiting for {what}:"]
+    lines += [f"  {u.line()}" for u in settled.blocking[:3]]
+    if len(settled.blocking) > 3:
+        lines.append(f"  and {len(settled.blocking) - 3} more")
+    shown = {p for u in settled.blocking[:3] for p in u.pods}
+    lines += [f"  {p}" for p in settled.pods if p not in shown][:5]
+    raise TwinStartError("\n".join(lines))
+
+
+def _pending_after(kubeconfig: Path, to: str) -> list[str]:
+    """The Pending pods that ask for a GPU, explained, after the move to ``to``."""
+    try:
+        with kube.connect(kubeconfig=kubeconfig) as client:
+            cluster = Cluster.read(client)
+    except kube.KubeError:
+        return []
+    pods = explain_pods(cluster, frozenset(), device_plugin=to != "dra")
+    return [f"after the move to {to}: {line}" for lines in pods.values() for line in lines]
+
+
 def _on_twin(
     options: RehearseOptions,
     *,
+    settled: Settled,
     kubeconfig: Path,
     target: str,
     gpushift: list[str],
@@ -409,7 +495,9 @@ def _on_twin(
     run: _Run,
 ) -> Rehearsal:
     lifetime, env = run
-    back = rollback_target(kubeconfig)
+    source = root_source(kubeconfig)
+    back = rollback_target(kubeconfig, source)
+    named = None if source == "flux-system/flux-system" else source
     origin = time.monotonic()
     wall_origin = datetime.now(UTC)
     runs: list[RunRecord] = []
@@ -417,6 +505,7 @@ def _on_twin(
     cards: list[tuple[str, tuple[Card, ...]]] = []
     notes: list[str] = []
     kill_missed: str | None = None
+    pending = [f"at the start: {line}" for line in settled.pods]
     with Sampler(kubeconfig, origin=origin) as sampler:
         cards.append(("before", read_map(kubeconfig)))
         for to, merge_to, kill in (
@@ -427,12 +516,13 @@ def _on_twin(
             command = CutoverCommand(
                 gpushift=tuple(gpushift),
                 kubeconfig=kubeconfig,
-                merge=merge_command(gpushift, merge_to, kubeconfig=kubeconfig),
+                merge=merge_command(gpushift, merge_to, kubeconfig=kubeconfig, source=named),
                 journal=work / "cutover-journal.json",
                 step_timeout=options.step_timeout,
                 repo=options.repo,
                 root=options.root,
                 target=merge_to if options.repo is not None else None,
+                source=named,
             )
             attempts = run_direction(
                 command,
@@ -451,6 +541,7 @@ def _on_twin(
                 notes.append(kill_missed)
             progress.phase(f"verdict after the move to {to}")
             verdicts.append(verdict(kubeconfig, fallback=record))
+            pending += _pending_after(kubeconfig, to)
             cards.append((f"after {to}", read_map(kubeconfig)))
             if record.result != "done":
                 notes.append(f"the move to {to} ended {record.result}; the rollback was not run")
@@ -458,6 +549,9 @@ def _on_twin(
         sampler.now()
     if sampler.errors:
         notes.append(f"{len(sampler.errors)} watch interruptions, each resumed")
+    unsettled = _still_unsettled(kubeconfig, settled)
+    notes += [f"did not settle (not waited for): {u.line()}" for u in unsettled]
+    notes += pending
     return Rehearsal(
         subject=options.subject,
         time_scale=options.scale,
@@ -472,4 +566,18 @@ def _on_twin(
         notes=tuple(notes),
         kill_missed=kill_missed,
         control_plane=options.control_plane,
+        unsettled=unsettled,
+        pending=tuple(pending),
     )
+
+
+def _still_unsettled(kubeconfig: Path, settled: Settled) -> tuple[Unsettled, ...]:
+    """What did not settle when the rehearsal started and still has not at its end; what it
+    waited for at the start when the twin cannot be read."""
+    if not settled.others:
+        return ()
+    try:
+        with kube.connect(kubeconfig=kubeconfig) as client:
+            return still_unsettled(client, settled.others)
+    except kube.KubeError:
+        return settled.others
