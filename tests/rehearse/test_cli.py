@@ -17,7 +17,10 @@ from gpushift_twin.rehearse import RehearseOptions, TwinOptions
         (["--example", "homelab", "--repo", "."], "give exactly one of --example and --repo"),
         (["--example", "office"], "--example: choose homelab, got 'office'"),
         (["--repo", "."], "--repo needs --target DIR|REV"),
-        (["--example", "homelab", "--target", "."], "--target, --root and --nodes go with --repo"),
+        (
+            ["--example", "homelab", "--target", "."],
+            "--target, --root, --nodes and --secret go with --repo",
+        ),
         (["--time-scale", "0"], "--time-scale must be positive, got 0"),
         (["--error-rate", "1.5"], "--error-rate must be between 0 and 1, got 1.5"),
         (

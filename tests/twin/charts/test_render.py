@@ -284,3 +284,64 @@ def test_llmkube_pod_labels_reach_the_pods() -> None:
     labels = dep["spec"]["template"]["metadata"]["labels"]
     assert labels["llm-gpu-model"] == "true"
     assert labels["app"] == "llama"
+
+
+def test_app_template_config_maps_and_persistence() -> None:
+    # bjw-s common: with two configMaps each is <release>-<identifier>; persistence of type
+    # configMap by identifier or by a tpl name (one made elsewhere is left out), hostPath
+    # mounted at its own path by default, an item without mounts at /<identifier>,
+    # advancedMounts for one container only.
+    values = {
+        "configMaps": {
+            "config": {"data": {"config.yaml": "devices: []\n"}},
+            "scripts": {"data": {"run.sh": "exit 0\n"}},
+        },
+        "controllers": {
+            "main": {
+                "containers": {
+                    "app": {"image": {"repository": "ghcr.io/example/app", "tag": "1"}},
+                    "sidecar": {"image": {"repository": "ghcr.io/example/side", "tag": "1"}},
+                }
+            }
+        },
+        "persistence": {
+            "config": {
+                "type": "configMap",
+                "identifier": "config",
+                "globalMounts": [{"path": "/config/config.yaml", "subPath": "config.yaml"}],
+            },
+            "scripts": {
+                "type": "configMap",
+                "name": "{{ .Release.Name }}-scripts",
+                "advancedMounts": {"main": {"sidecar": [{"path": "/scripts"}]}},
+            },
+            "dev": {"type": "hostPath", "hostPath": "/dev", "globalMounts": [{"readOnly": True}]},
+            "cache": {"type": "emptyDir"},
+            "data": {"existingClaim": "app-data"},
+            "other": {"type": "configMap", "name": "made-by-an-operator"},
+        },
+    }
+    out = render("app-template", release="tun", namespace="net", values=values).objects
+    config, scripts, deploy = out
+    assert (config["kind"], config["metadata"]["name"], config["data"]) == (
+        "ConfigMap",
+        "tun-config",
+        {"config.yaml": "devices: []\n"},
+    )
+    assert scripts["metadata"]["name"] == "tun-scripts"
+    pod = deploy["spec"]["template"]["spec"]
+    # In identifier order, as Go templates range over the persistence map.
+    assert pod["volumes"] == [
+        {"name": "cache", "emptyDir": {}},
+        {"name": "config", "configMap": {"name": "tun-config"}},
+        {"name": "dev", "hostPath": {"path": "/dev"}},
+        {"name": "scripts", "configMap": {"name": "tun-scripts"}},
+    ]
+    app, sidecar = pod["containers"]
+    everywhere = [
+        {"name": "cache", "mountPath": "/cache"},
+        {"name": "config", "mountPath": "/config/config.yaml", "subPath": "config.yaml"},
+        {"name": "dev", "mountPath": "/dev", "readOnly": True},
+    ]
+    assert app["volumeMounts"] == everywhere
+    assert sidecar["volumeMounts"] == [*everywhere, {"name": "scripts", "mountPath": "/scripts"}]

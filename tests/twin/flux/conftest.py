@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import shutil
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -19,6 +24,7 @@ from gpushift_twin.cluster import Cluster, example
 from gpushift_twin.flux import Flux, run_gitops
 
 TIME_SCALE = 200.0
+needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
 
 
 @dataclass
@@ -75,3 +81,55 @@ def start(tmp: Path, *, operator_delay: float = 10.0) -> Iterator[Env]:
 def homelab(tmp_path: Path) -> Iterator[Env]:
     with start(tmp_path) as env:
         yield env
+
+
+def kubectl_json(kc: Path, *args: str) -> Any:
+    """``kubectl ARGS -o json`` against the kubeconfig ``kc``, parsed; None when it fails."""
+    out = subprocess.run(
+        ["kubectl", "--kubeconfig", str(kc), *args, "-o", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return json.loads(out.stdout) if out.returncode == 0 else None
+
+
+@contextlib.contextmanager
+def serve_repo(tmp: Path, repo: Path, nodes: str, *extra: str) -> Iterator[tuple[Path, Path]]:
+    """``gpushift twin serve --repo REPO --nodes`` (the inventory text ``nodes``) as a process
+    at time scale 200; yields its kubeconfig and the file its stderr goes to."""
+    inventory = tmp / "nodes.yaml"
+    inventory.write_text(nodes)
+    kc = tmp / "kc"
+    err = tmp / "stderr.txt"
+    with err.open("w") as sink:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gpushift",
+                "twin",
+                "serve",
+                "--nodes",
+                str(inventory),
+                "--repo",
+                str(repo),
+                "--time-scale",
+                "200",
+                "--port",
+                "0",
+                "--kubeconfig-out",
+                str(kc),
+                *extra,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=sink,
+            text=True,
+        )
+        try:
+            assert proc.stdout is not None
+            assert proc.stdout.readline().startswith("gpushift twin serving https://127.0.0.1:")
+            yield kc, err
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(20)

@@ -434,3 +434,25 @@ def test_a_kustomization_of_a_remote_repository_is_assumed_healthy(
         assert git["message"].startswith("assumed healthy: GitRepository ssh://git@github.com/")
     finally:
         flux.stop()
+
+
+GELATO = Path(__file__).resolve().parents[4] / "shared/fixtures/full/gelato__homecluster"
+
+
+def test_the_older_cluster_template_root() -> None:
+    # kubernetes/flux/config/cluster.yaml: GitRepository flux-system/home-kubernetes and the
+    # Kustomization flux-system/cluster (path ./kubernetes/flux, substituting from
+    # cluster-settings and cluster-secrets).
+    roots = find_roots(GELATO)
+    assert roots is not None
+    assert roots.origin == "kubernetes/flux/config/cluster.yaml"
+    assert roots.git["metadata"]["name"] == "home-kubernetes"
+    assert roots.git["metadata"]["namespace"] == "flux-system"
+    assert roots.git["spec"]["url"] == f"file://{GELATO.resolve()}"
+    assert "ref" not in roots.git["spec"]
+    [ks] = roots.kustomizations
+    assert (ks["metadata"]["name"], ks["spec"]["path"]) == ("cluster", "./kubernetes/flux")
+    assert [r["name"] for r in ks["spec"]["postBuild"]["substituteFrom"]] == [
+        "cluster-settings",
+        "cluster-secrets",
+    ]

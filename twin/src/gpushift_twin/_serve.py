@@ -75,6 +75,8 @@ class ServeOptions:
     repo: Path | None = None
     root: str | None = None
     vars_file: Path | None = None
+    #: ``--secret NS/NAME=FILE``: Secrets the repository reads but does not produce.
+    secrets: tuple[str, ...] = ()
     # Writes the embedded example's repository (render.write_example); rendering is a layer
     # above the twin, so the caller passes it in.
     write_example: Callable[[Path], Path] | None = None

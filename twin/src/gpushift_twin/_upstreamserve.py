@@ -35,6 +35,7 @@ class UpstreamOptions:
     repo: Path | None = None
     root: str | None = None
     vars_file: Path | None = None
+    secrets: tuple[str, ...] = ()
     write_example: Callable[[Path], Path] | None = None
     node_faults: tuple[str, ...] = ()
     strict_health: bool = False

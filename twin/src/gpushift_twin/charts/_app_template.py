@@ -3,6 +3,7 @@ DaemonSets (bjw-s-labs/helm-charts charts/library/common/templates)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -95,13 +96,105 @@ def _enabled(items: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     ]
 
 
+def _config_maps(release: str, namespace: str, values: Mapping[str, Any]) -> dict[str, Obj]:
+    """``configMaps``: the enabled ones by identifier (lib/configMap, and the name rule of
+    lib/_determineResourceNameFromValues: the release's name, with ``-<identifier>`` when
+    there are several; ``forceRename``, ``prefix`` and ``suffix`` as given)."""
+    enabled = _enabled(d(values.get("configMaps")))
+    out: dict[str, Obj] = {}
+    for ident, cm in enabled:
+        name = release
+        if cm.get("forceRename"):
+            name = str(cm["forceRename"])
+        else:
+            if cm.get("prefix") and str(cm["prefix"]) != name:
+                name = f"{cm['prefix']}-{name}"
+            if len(enabled) > 1 and not name.endswith(f"-{ident}"):
+                name = f"{name}-{ident}"
+            if cm.get("suffix") and str(cm["suffix"]) != name:
+                name = f"{name}-{cm['suffix']}"
+        out[ident] = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace, "labels": d(cm.get("labels"))},
+            "data": {str(k): str(v) for k, v in d(cm.get("data")).items()},
+        }
+    return out
+
+
+_RELEASE_TPL = re.compile(r"\{\{-?\s*\.Release\.(Name|Namespace)\s*-?\}\}")
+
+
+def _tpl(text: str, *, release: str, namespace: str) -> str | None:
+    """``tpl`` of a name for the two things such names use, the release's name and
+    namespace; None for any other template (the twin does not run Go templates)."""
+    out = _RELEASE_TPL.sub(lambda m: release if m.group(1) == "Name" else namespace, text)
+    return None if "{{" in out else out
+
+
+def _volumes(
+    values: Mapping[str, Any], config_maps: Mapping[str, Obj], *, release: str, namespace: str
+) -> list[tuple[Obj, list[tuple[str | None, str | None, Obj]]]]:
+    """``persistence`` items the twin models (a configMap of the chart's own, hostPath,
+    emptyDir): each volume and its mounts as ``(controller, container, mount)`` (None: every
+    one). Claims, Secrets, NFS and ConfigMaps made elsewhere are left out."""
+    out: list[tuple[Obj, list[tuple[str | None, str | None, Obj]]]] = []
+    # Go templates range over a map in key order.
+    for ident, item in sorted(_enabled(d(values.get("persistence")))):
+        kind = str(item.get("type") or "persistentVolumeClaim")
+        volume: Obj = {"name": ident}
+        if kind == "configMap":
+            ref = config_maps.get(str(item.get("identifier") or ""))
+            named = _tpl(str(item.get("name") or ""), release=release, namespace=namespace)
+            name = named or (ref["metadata"]["name"] if ref else "")
+            if name not in {c["metadata"]["name"] for c in config_maps.values()}:
+                # Made outside the chart (an operator the twin does not model, say): the
+                # twin cannot know it exists, so it is left out like a claim.
+                continue
+            volume["configMap"] = {"name": name}
+            if item.get("items"):
+                volume["configMap"]["items"] = item["items"]
+        elif kind == "hostPath" and item.get("hostPath"):
+            volume["hostPath"] = {"path": str(item["hostPath"])}
+        elif kind == "emptyDir":
+            volume["emptyDir"] = {}
+        else:
+            continue
+        mounts: list[tuple[str | None, str | None, Obj]] = []
+        given = item.get("globalMounts")
+        advanced = d(item.get("advancedMounts"))
+        if given is None and not advanced:
+            given = [{}]  # lib/pod/_volumeMounts: by default /<identifier> everywhere
+        for m in given or []:
+            mounts.append((None, None, _mount(ident, item, d(m))))
+        for ctrl, containers in advanced.items():
+            for cname, ms in d(containers).items():
+                for m in ms or []:
+                    mounts.append((str(ctrl), str(cname), _mount(ident, item, d(m))))
+        out.append((volume, mounts))
+    return out
+
+
+def _mount(ident: str, item: Mapping[str, Any], m: Mapping[str, Any]) -> Obj:
+    # lib/pod/_volumeMounts: /<identifier> unless given; a hostPath at its own path.
+    default = str(item["hostPath"]) if item.get("type") == "hostPath" else f"/{ident}"
+    mount: Obj = {"name": ident, "mountPath": str(m.get("path") or default)}
+    if m.get("subPath"):
+        mount["subPath"] = str(m["subPath"])
+    if m.get("readOnly") is not None:
+        mount["readOnly"] = bool(m["readOnly"])
+    return mount
+
+
 def render(*, release: str, namespace: str, values: Mapping[str, Any]) -> Rendered:
     """One workload per enabled controller; pod options are ``defaultPodOptions`` overlaid by
     the controller's ``pod`` (``defaultPodOptionsStrategy`` overwrite, or merge for maps)."""
     controllers = _enabled(d(values.get("controllers")))
     defaults = d(values.get("defaultPodOptions"))
     strategy = values.get("defaultPodOptionsStrategy", "overwrite")
-    objects: list[Obj] = []
+    config_maps = _config_maps(release, namespace, values)
+    volumes = _volumes(values, config_maps, release=release, namespace=namespace)
+    objects: list[Obj] = list(config_maps.values())
     for cid, ctrl in controllers:
         options = dict(defaults)
         for k, v in d(ctrl.get("pod")).items():
@@ -133,6 +226,16 @@ def render(*, release: str, namespace: str, values: Mapping[str, Any]) -> Render
         inits = [_container(n, c) for n, c in _enabled(d(ctrl.get("initContainers")))]
         if inits:
             pod["initContainers"] = inits
+        used: list[Obj] = []
+        for volume, mounts in volumes:
+            for c in pod["containers"]:
+                for ctrl_id, cname, mount in mounts:
+                    if ctrl_id in (None, cid) and cname in (None, c["name"]):
+                        c.setdefault("volumeMounts", []).append(dict(mount))
+                        if volume not in used:
+                            used.append(volume)
+        if used:
+            pod["volumes"] = [dict(v) for v in used]
         pod_meta: Obj = {"labels": {**selector, **d(options.get("labels"))}}
         if options.get("annotations"):
             pod_meta["annotations"] = dict(options["annotations"])

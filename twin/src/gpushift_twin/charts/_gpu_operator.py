@@ -31,6 +31,11 @@ DCGM_EXPORTER_IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter:4.4.1-4.6.0-ubuntu22.04"
 POLICY_NAME = "cluster-policy"
 #: NVIDIA/gpu-operator assets/*: operand DaemonSet names.
 DEVICE_PLUGIN = "nvidia-device-plugin-daemonset"
+DRIVER = "nvidia-driver-daemonset"
+TOOLKIT = "nvidia-container-toolkit-daemonset"
+DRIVER_IMAGE = "nvcr.io/nvidia/driver:580.95.05"
+TOOLKIT_IMAGE = "nvcr.io/nvidia/k8s/container-toolkit:v1.18.0"
+DRIVER_MANAGER_IMAGE = "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.9.0"
 GFD = "gpu-feature-discovery"
 DCGM_EXPORTER = "nvidia-dcgm-exporter"
 VALIDATOR = "nvidia-operator-validator"
@@ -232,6 +237,81 @@ def _dcgm_exporter(*, namespace: str, spec: Mapping[str, Any], runtime_class: st
     )
 
 
+def _driver(*, namespace: str, spec: Mapping[str, Any]) -> Obj:
+    """``nvidia-driver-daemonset`` (assets/state-driver): k8s-driver-manager first, which on
+    a node whose driver is already on the host labels it ``nvidia.com/gpu.deploy.driver=
+    pre-installed`` and so takes the node out of this DaemonSet."""
+    pod: Obj = {
+        "nodeSelector": {"nvidia.com/gpu.deploy.driver": "true"},
+        "tolerations": operand_tolerations(spec),
+        "priorityClassName": "system-node-critical",
+        "serviceAccountName": "nvidia-driver",
+        "initContainers": [
+            {
+                "name": "k8s-driver-manager",
+                "image": DRIVER_MANAGER_IMAGE,
+                "command": ["driver-manager"],
+                "args": ["uninstall_driver"],
+            }
+        ],
+        "containers": [
+            {
+                "name": "nvidia-driver-ctr",
+                "image": DRIVER_IMAGE,
+                "command": ["nvidia-driver"],
+                "args": ["init"],
+                "securityContext": {"privileged": True},
+            }
+        ],
+    }
+    return daemonset(
+        name=DRIVER,
+        namespace=namespace,
+        labels={"app": DRIVER},
+        selector={"app": DRIVER},
+        pod_spec=pod,
+    )
+
+
+def _toolkit(*, namespace: str, spec: Mapping[str, Any], runtime_class: str | None) -> Obj:
+    """``nvidia-container-toolkit-daemonset`` (assets/state-container-toolkit): waits for the
+    driver (``driver-validation``), then installs the runtime and writes ``toolkit-ready``."""
+    pod: Obj = {
+        "nodeSelector": {"nvidia.com/gpu.deploy.container-toolkit": "true"},
+        "tolerations": operand_tolerations(spec),
+        "priorityClassName": "system-node-critical",
+        "serviceAccountName": "nvidia-container-toolkit",
+        "initContainers": [
+            {
+                "name": "driver-validation",
+                "image": VALIDATOR_IMAGE,
+                "command": ["sh", "-c"],
+                "args": ["nvidia-validator"],
+                "env": env_list({"COMPONENT": "driver"}),
+            }
+        ],
+        "containers": [
+            {
+                "name": "nvidia-container-toolkit-ctr",
+                "image": TOOLKIT_IMAGE,
+                "command": ["/bin/bash", "-c"],
+                "args": ["nvidia-toolkit"],
+                "env": [*extra_env(get(spec, "toolkit", "env"))],
+                "securityContext": {"privileged": True},
+            }
+        ],
+    }
+    if runtime_class:
+        pod["runtimeClassName"] = runtime_class
+    return daemonset(
+        name=TOOLKIT,
+        namespace=namespace,
+        labels={"app": TOOLKIT},
+        selector={"app": TOOLKIT},
+        pod_spec=pod,
+    )
+
+
 def _validator(*, namespace: str, spec: Mapping[str, Any], runtime_class: str | None) -> Obj:
     inits = ["driver-validation", "toolkit-validation", "cuda-validation", "plugin-validation"]
     if not _enabled(spec, "devicePlugin"):
@@ -292,6 +372,15 @@ def operands(
                 "handler": "nvidia",
             }
         )
+    # driver.enabled and toolkit.enabled default to true (deployments/gpu-operator values.yaml).
+    if _enabled(spec, "driver"):
+        want.append(_driver(namespace=namespace, spec=spec))
+    else:
+        gone.append(("DaemonSet", DRIVER))
+    if _enabled(spec, "toolkit"):
+        want.append(_toolkit(namespace=namespace, spec=spec, runtime_class=runtime_class))
+    else:
+        gone.append(("DaemonSet", TOOLKIT))
     want.append(_validator(namespace=namespace, spec=spec, runtime_class=runtime_class))
     if _enabled(spec, "devicePlugin"):
         want.append(operand_daemonset(namespace=namespace, spec=spec, runtime_class=runtime_class))

@@ -11,26 +11,72 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from gpushift.common import Obj, by_kind, lookup
 from gpushift.common import as_dict as d
 from gpushift_twin.apiserver import ApiError, Store
 from gpushift_twin.charts import _gpu_operator, _llmkube
 from gpushift_twin.charts._accounts import service_accounts
+from gpushift_twin.charts._common import get
 from gpushift_twin.charts._writes import apply, delete, served
 
 log = logging.getLogger("gpushift_twin.charts")
 _GPU_PRESENT = "nvidia.com/gpu.present"
 _POLICY = ("nvidia.com/v1", "ClusterPolicy")
 _GPU_CLUSTER = ("nvidia.com/v1alpha1", "GPUCluster")
-#: controllers/state_manager.go gpuStateLabels (the operands modelled here).
+#: controllers/state_manager.go gpuStateLabels[container]: every operand's deploy label.
 _DEPLOY_LABELS = (
-    "nvidia.com/gpu.deploy.device-plugin",
+    "nvidia.com/gpu.deploy.driver",
     "nvidia.com/gpu.deploy.gpu-feature-discovery",
+    "nvidia.com/gpu.deploy.container-toolkit",
+    "nvidia.com/gpu.deploy.device-plugin",
+    "nvidia.com/gpu.deploy.dcgm",
     "nvidia.com/gpu.deploy.dcgm-exporter",
+    "nvidia.com/gpu.deploy.node-status-exporter",
     "nvidia.com/gpu.deploy.operator-validator",
 )
+_MIG_MANAGER = "nvidia.com/gpu.deploy.mig-manager"
+#: state_manager.go gpuNodeLabels: NFD's labels for an NVIDIA PCI device.
+_NFD_GPU = (
+    "feature.node.kubernetes.io/pci-10de.present",
+    "feature.node.kubernetes.io/pci-0302_10de.present",
+    "feature.node.kubernetes.io/pci-0300_10de.present",
+)
+_OPERANDS = "nvidia.com/gpu.deploy.operands"
+_DRIVER = "nvidia.com/gpu.deploy.driver"
+
+
+def gpu_node_labels(
+    labels: Mapping[str, str], deploy: tuple[str, ...] = _DEPLOY_LABELS
+) -> dict[str, str]:
+    """A node's labels after the operator's ``labelGPUNodes`` pass (state_manager.go).
+
+    NFD's NVIDIA PCI labels make a node ``nvidia.com/gpu.present=true``; a node so labelled
+    that no longer has them becomes ``false`` and loses every deploy label. On a GPU node
+    ``nvidia.com/gpu.deploy.operands=false`` removes the deploy labels; otherwise the missing
+    ones are added as ``true`` and a value already there (an admin's ``false``) is kept.
+    """
+    out = dict(labels)
+    has_gpu = any(out.get(k) == "true" for k in _NFD_GPU)
+    present = out.get(_GPU_PRESENT) == "true"
+    state = (*_DEPLOY_LABELS, *deploy, _MIG_MANAGER)
+    if not present and has_gpu:
+        out[_GPU_PRESENT] = "true"
+    elif present and not has_gpu:
+        out[_GPU_PRESENT] = "false"
+        for k in state:
+            out.pop(k, None)
+    if out.get(_GPU_PRESENT) == "true":
+        if out.get(_OPERANDS) == "false":
+            for k in state:
+                out.pop(k, None)
+        else:
+            for k in deploy:
+                out.setdefault(k, "true")
+            if out.get("nvidia.com/mig.capable") == "true":
+                out.setdefault(_MIG_MANAGER, "true")
+    return out
 
 
 class Operators:
@@ -53,23 +99,28 @@ class Operators:
 
     # -- gpu-operator --
 
-    def _label_nodes(self, deploy: tuple[str, ...] = _DEPLOY_LABELS) -> None:
+    def _label_nodes(
+        self, deploy: tuple[str, ...] = _DEPLOY_LABELS, *, host_driver: bool = False
+    ) -> None:
+        """The operator's node labelling (:func:`gpu_node_labels`). With ``host_driver`` the
+        driver state is on: the twin's GPU nodes carry their driver on the host, so the driver
+        DaemonSet's k8s-driver-manager labels each ``nvidia.com/gpu.deploy.driver=pre-installed``
+        and leaves it, as it does on such a node."""
         node_kind = by_kind("Node")
         for node in self.store.list(node_kind).objects:
             labels = d(node["metadata"].get("labels"))
-            if labels.get(_GPU_PRESENT) != "true":
-                continue
-            # addGPUStateLabels honours a value an admin set (e.g. "false" on one node).
-            missing = {k: "true" for k in deploy if not labels.get(k)}
-            if not missing:
+            want = gpu_node_labels(labels, deploy)
+            if host_driver and want.get(_DRIVER) == "true":
+                want[_DRIVER] = "pre-installed"
+            if want == labels:
                 continue
 
-            def add(cur: Obj, missing: dict[str, str] = missing) -> Obj:
-                cur["metadata"]["labels"] = {**missing, **d(cur["metadata"].get("labels"))}
+            def put(cur: Obj, want: dict[str, str] = want) -> Obj:
+                cur["metadata"]["labels"] = want
                 return cur
 
             self.store.update(
-                node_kind, name=node["metadata"]["name"], mutate=add, manager="gpu-operator"
+                node_kind, name=node["metadata"]["name"], mutate=put, manager="gpu-operator"
             )
 
     def _cluster_policies(self) -> float | None:
@@ -113,11 +164,12 @@ class Operators:
             self._set_state(policy, "notReady", namespace=ns)
             self._policy_seen[meta["uid"]] = (int(meta.get("generation", 1)), self.now() + 5.0)
             return
-        self._label_nodes()
+        spec = d(policy.get("spec"))
+        self._label_nodes(host_driver=get(spec, "driver", "enabled", default=True) is not False)
         monitors = lookup("monitoring.coreos.com/v1", "ServiceMonitor")
         want, gone = _gpu_operator.operands(
             namespace=ns,
-            spec=d(policy.get("spec")),
+            spec=spec,
             service_monitors=monitors is not None and served(self.store, monitors),
         )
         owner = {

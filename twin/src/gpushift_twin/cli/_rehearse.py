@@ -78,6 +78,15 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(help="What the merge switches to: a directory or a git revision."),
         ] = None,
+        secret: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--secret",
+                metavar="NS/NAME=FILE",
+                help="Supply a Secret --repo reads but does not produce (repeatable); FILE is "
+                "KEY=VALUE lines or a YAML Secret.",
+            ),
+        ] = None,
         time_scale: Annotated[
             float | None,
             typer.Option(
@@ -126,6 +135,7 @@ def register(app: typer.Typer) -> None:
             root=root,
             nodes=nodes,
             target=target,
+            secrets=tuple(secret or ()),
             time_scale=time_scale,
             error_rate=error_rate,
             drop_watch_every=drop_watch_every,

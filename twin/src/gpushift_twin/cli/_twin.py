@@ -226,6 +226,7 @@ _TWIN_ONLY = (
     "repo",
     "root",
     "vars_file",
+    "secret",
     "node_fault",
     "strict_health",
 )
@@ -277,6 +278,7 @@ def _serve_upstream_cluster(ctx: typer.Context, *, port: int, kubeconfig_out: Pa
                 repo=given.get("repo"),
                 root=given.get("root"),
                 vars_file=given.get("vars_file"),
+                secrets=tuple(given.get("secret") or ()),
                 write_example=write_example,
                 node_faults=tuple(given.get("node_fault") or ()),
                 strict_health=bool(given.get("strict_health")),
@@ -440,6 +442,15 @@ def register(app: typer.Typer) -> None:
             Path | None,
             typer.Option("--vars", help="YAML map of Flux substitution variables for --repo."),
         ] = None,
+        secret: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--secret",
+                metavar="NS/NAME=FILE",
+                help="Supply a Secret --repo reads but does not produce (repeatable); FILE is "
+                "KEY=VALUE lines or a YAML Secret.",
+            ),
+        ] = None,
         operator_delay: Annotated[
             float,
             typer.Option(
@@ -531,6 +542,7 @@ def register(app: typer.Typer) -> None:
                 repo=repo,
                 root=root,
                 vars_file=vars_file,
+                secrets=tuple(secret or ()),
                 write_example=write_example,
                 node_faults=tuple(node_fault or ()),
                 operator_delay=operator_delay,

@@ -5,6 +5,7 @@ from ._clock import VirtualClock
 from ._context import Delays
 from ._controllers import Cluster, run_cluster
 from ._from_nodes import inventory_from_nodes
+from ._generic import generic_resources
 from ._inventory import (
     EXAMPLES,
     MODELS,
@@ -46,6 +47,7 @@ __all__ = [
     "example",
     "fetch_violations",
     "from_text",
+    "generic_resources",
     "inventory_from_nodes",
     "load",
     "run_cluster",

@@ -37,6 +37,7 @@ from gpushift_twin.apiserver import ApiError
 from gpushift_twin.cluster import _gfd, _pods, _volumes
 from gpushift_twin.cluster import _logs as logs
 from gpushift_twin.cluster._context import Context
+from gpushift_twin.cluster._generic import generic_resources, is_generic_plugin
 from gpushift_twin.cluster._inventory import Gpu
 from gpushift_twin.cluster._nodes import pod_ip
 from gpushift_twin.cluster._pods import Crash
@@ -59,6 +60,17 @@ _DEVICE_PLUGIN_IMAGES = ("k8s-device-plugin",)
 #: plugin's driver root; dcgm-exporter may not list ResourceSlices; the GPU plugin
 #: crash-loops (OOMKilled).
 NODE_FAULTS = ("nvml-init-failure", "driver-root-missing", "dcgm-rbac-missing", "plugin-crashloop")
+#: The GPU Operator's validation init containers (image ``…/gpu-operator-validator``) and the
+#: operand each waits for on its node (assets/state-*: ``driver-validation`` for the driver,
+#: ``toolkit-validation`` for ``toolkit-ready``, which needs the toolkit, and the validator's
+#: ``plugin-validation`` for the device plugin). An operand whose DaemonSet does not select the
+#: node is on the host there (``driver.enabled=false``, ``pre-installed``), so nothing waits.
+_VALIDATIONS = {
+    "driver-validation": "nvidia-driver-daemonset",
+    "toolkit-validation": "nvidia-container-toolkit-daemonset",
+    "plugin-validation": "nvidia-device-plugin-daemonset",
+}
+_VALIDATOR_IMAGE = "gpu-operator-validator"
 #: The kubelet's crash-loop back-off: first delay and ceiling (pkg/kubelet/kubelet.go).
 _BACKOFF, _MAX_BACKOFF = 10, 300
 #: The prestart script's retry interval (kubelet-plugin-prestart.sh ``_WAIT_S``).
@@ -267,6 +279,8 @@ class PodState:
     mount_backoff: float = 0.0
     #: When a Job's pod exits 0 (containers of other pods run until deleted).
     done_at: float | None = None
+    #: The validation init container the pod waits in (an operand not ready on the node).
+    gated: str | None = None
 
 
 @dataclass(slots=True)
@@ -288,6 +302,8 @@ class NodeAgent:
     index: int
     gpus: tuple[Gpu, ...]
     endpoints: dict[str, Endpoint] = field(default_factory=dict)
+    #: Resources other device plugins registered (squat/generic-device-plugin).
+    generic: dict[str, Endpoint] = field(default_factory=dict)
     ledger: GpuLedger = field(default_factory=lambda: GpuLedger([]))
     pods: dict[str, PodState] = field(default_factory=dict)
     registered: str | None = None  # the device-plugin pod uid that registered
@@ -383,7 +399,7 @@ class Kubelet:
         if agent is None:
             return
         now = self.ctx.now()
-        for ep in agent.endpoints.values():
+        for ep in [*agent.endpoints.values(), *agent.generic.values()]:
             ep.stopped_at = now
             ep.zeroed = True
         agent.registered = None
@@ -433,6 +449,7 @@ class Kubelet:
             first_timer = len(ctx.wakeups)
             self._pods(agent, node, mine)
             roles: dict[str, tuple[Obj, Obj, PodState]] = {}
+            generic: list[tuple[Obj, Obj, PodState]] = []
             for p in mine:
                 st = agent.pods.get(p["metadata"]["uid"])
                 if st is None or not st.started or p["metadata"].get("deletionTimestamp"):
@@ -440,9 +457,12 @@ class Kubelet:
                 r = role(p)
                 if r is not None and str(r[1].get("name")) not in st.crash:
                     roles.setdefault(r[0], (p, r[1], st))
+                for c in (p.get("spec") or {}).get("containers") or []:
+                    if is_generic_plugin(c) and str(c.get("name")) not in st.crash:
+                        generic.append((p, c, st))
             dcgm = roles.get("dcgm")
             agent.dcgm = (dcgm[0], dcgm[1]) if dcgm is not None else None
-            needs_cm = "device-plugin" in roles or "gfd" in roles
+            needs_cm = "device-plugin" in roles or "gfd" in roles or bool(generic)
             if needs_cm and configmaps is None:
                 configmaps = {
                     (c["metadata"]["namespace"], c["metadata"]["name"]): c
@@ -458,6 +478,7 @@ class Kubelet:
                 configmaps or {},
             )
             self._dra(agent, node, roles.get("dra"), slices.get(name))
+            self._generic(agent, generic, configmaps or {})
             self._status(agent, node)
             timers = ctx.wakeups[first_timer:]
             self._seen[name] = (seen, min(timers) if timers else None)
@@ -553,6 +574,14 @@ class Kubelet:
                     st.start_at = now + 5
                     ctx.wake_at(st.start_at)
                     continue
+                waiting = self._validation(agent, node, pod, pods)
+                if waiting is not None:
+                    if st.gated != waiting:
+                        st.gated = waiting
+                        _pods.initializing(ctx, pod, init=waiting)
+                    st.start_at = now + 5  # the validator's poll
+                    ctx.wake_at(st.start_at)
+                    continue
                 r = role(pod)
                 if r is not None and r[0] == "dra" and self._prestart(agent, pod, st):
                     continue
@@ -595,6 +624,37 @@ class Kubelet:
         live = {f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods}
         for card in agent.ledger.cards:
             card.tenants[:] = [t for t in card.tenants if t.pod in live]
+
+    def _validation(self, agent: NodeAgent, node: Obj, pod: Obj, pods: list[Obj]) -> str | None:
+        """The first GPU Operator validation init container of ``pod`` whose operand is not
+        yet running on this node, or None."""
+        ns = str(pod["metadata"].get("namespace"))
+        labels = node["metadata"].get("labels") or {}
+        for c in (pod.get("spec") or {}).get("initContainers") or []:
+            operand = _VALIDATIONS.get(str(c.get("name")))
+            if operand is None or _VALIDATOR_IMAGE not in str(c.get("image", "")):
+                continue
+            try:
+                ds = self.ctx.store.get(self.ctx.kinds.daemonset, name=operand, namespace=ns)
+            except ApiError:
+                continue  # not deployed: on the host
+            selector = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
+            wanted = selector.get("nodeSelector") or {}
+            if any(labels.get(k) != v for k, v in wanted.items()):
+                continue  # not on this node: on the host here
+            if not any(self._runs(agent, p, operand) for p in pods):
+                return str(c["name"])
+        return None
+
+    def _runs(self, agent: NodeAgent, pod: Obj, daemonset: str) -> bool:
+        meta = pod["metadata"]
+        if meta.get("deletionTimestamp") or not any(
+            o.get("kind") == "DaemonSet" and o.get("name") == daemonset
+            for o in meta.get("ownerReferences") or []
+        ):
+            return False
+        st = agent.pods.get(meta["uid"])
+        return st is not None and st.started and not st.crash
 
     # -- logs, crash loops, the DRA prestart script --
 
@@ -933,13 +993,50 @@ class Kubelet:
                 ctx.store.update(ctx.kinds.slice, name=published["metadata"]["name"], mutate=mutate)
         agent.slice_mode = mode
 
+    # -- other device plugins --
+
+    def _generic(
+        self,
+        agent: NodeAgent,
+        running: list[tuple[Obj, Obj, PodState]],
+        configmaps: dict[tuple[str, str], Obj],
+    ) -> None:
+        """The resources generic device plugins register on this node; as the NVIDIA
+        plugin's, they turn unhealthy when the plugin goes and read 0 after the grace."""
+        ctx = self.ctx
+        now = ctx.now()
+        want: dict[str, int] = {}
+        for pod, container, st in running:
+            due = st.running_since + ctx.delays.plugin_register
+            if now < due:
+                ctx.wake_at(due)
+                continue
+            # A second registration of a resource name replaces the first (devicemanager).
+            want.update(generic_resources(pod, container, configmaps))
+        for resource, ep in agent.generic.items():
+            if resource in want:
+                continue
+            if ep.stopped_at is None:
+                ep.stopped_at = now
+            if not ep.zeroed:
+                grace = ep.stopped_at + ctx.delays.device_plugin_grace
+                if now >= grace:
+                    ep.zeroed = True
+                else:
+                    ctx.wake_at(grace)
+        for resource, units in want.items():
+            current = agent.generic.get(resource)
+            if current is None or current.stopped_at is not None or current.units != units:
+                agent.generic[resource] = Endpoint(units, 1)
+
     # -- node status --
 
     def _status(self, agent: NodeAgent, node: Obj) -> None:
         status = node.get("status") or {}
         capacity = dict(status.get("capacity") or {})
         allocatable = dict(status.get("allocatable") or {})
-        for resource, ep in agent.endpoints.items():
+        registered = {**agent.generic, **agent.endpoints}
+        for resource, ep in registered.items():
             # nodestatus setters.go: a removed plugin's capacity is set to 0, never deleted.
             capacity[resource] = "0" if ep.zeroed else str(ep.units)
             allocatable[resource] = "0" if ep.stopped_at is not None else str(ep.units)
@@ -950,11 +1047,11 @@ class Kubelet:
             st = cur.setdefault("status", {})
             st["capacity"] = {
                 **(st.get("capacity") or {}),
-                **{k: v for k, v in capacity.items() if k in agent.endpoints},
+                **{k: v for k, v in capacity.items() if k in registered},
             }
             st["allocatable"] = {
                 **(st.get("allocatable") or {}),
-                **{k: v for k, v in allocatable.items() if k in agent.endpoints},
+                **{k: v for k, v in allocatable.items() if k in registered},
             }
             return cur
 

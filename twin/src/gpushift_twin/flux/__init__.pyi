@@ -11,6 +11,7 @@ from ._control import (
 )
 from ._crds import install_crds
 from ._runner import Flux, bootstrap, run_gitops
+from ._seeds import read_secret
 from ._serve import FluxOptions, flux_for, read_vars, start_flux
 from ._sources import local_path
 
@@ -26,6 +27,7 @@ __all__ = [
     "local_path",
     "not_ready",
     "not_ready_objects",
+    "read_secret",
     "read_vars",
     "run_gitops",
     "start_flux",

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from gpushift import common
-from gpushift.common import InputError, UsageError
-from gpushift_twin.apiserver import Store
-from gpushift_twin.flux._roots import find_roots
+from gpushift.common import InputError, Obj, UsageError, by_kind
+from gpushift_twin.apiserver import ApiError, Store
+from gpushift_twin.flux import _seeds
+from gpushift_twin.flux._roots import find_roots, synthetic_root
 from gpushift_twin.flux._runner import Flux, bootstrap
 
 
@@ -54,6 +55,8 @@ class FluxOptions(Protocol):
     def operator_delay(self) -> float: ...
     @property
     def strict_health(self) -> bool: ...
+    @property
+    def secrets(self) -> tuple[str, ...]: ...
 
 
 def flux_for(store: Store, clock: Any, *, options: FluxOptions) -> Flux | None:
@@ -74,6 +77,7 @@ def flux_for(store: Store, clock: Any, *, options: FluxOptions) -> Flux | None:
         write_example=options.write_example,
         operator_delay=options.operator_delay,
         strict_health=options.strict_health,
+        secrets=options.secrets,
     )
 
 
@@ -88,16 +92,23 @@ def start_flux(
     write_example: Callable[[Path], Path] | None = None,
     operator_delay: float = 10.0,
     strict_health: bool = False,
+    secrets: Sequence[str] = (),
 ) -> Flux:
     """Install the CRDs, bootstrap the GitRepository and root Kustomization, and return the
     (not yet started) controllers. ``example`` writes the embedded repository to a temporary
     directory with ``write_example`` (``gpushift.render.write_example``: rendering is a layer
     above the twin), prints where, and removes it when the controllers stop; ``repo`` runs
     leniently (partial repositories), from the repository's own roots (:func:`find_roots`)
-    unless ``root`` names the path of a root for the twin to make.
+    unless ``root`` names the path of a root for the twin to make. Before the roots apply,
+    the Secrets and ConfigMaps they read that the repository itself produces are seeded, and
+    ``secrets`` (``--secret NS/NAME=FILE``) supplied (``_seeds``); a required one nothing
+    produces is named on stderr.
 
     Raises ``UsageError``/``InputError`` for bad options or files.
     """
+    supplied = dict(_seeds.read_secret(s) for s in secrets)
+    if supplied and repo is None:
+        raise UsageError("--secret goes with --repo")
     if repo is not None:
         if not repo.is_dir():
             raise InputError("no such directory", path=str(repo))
@@ -137,5 +148,31 @@ def start_flux(
     )
     if repo is None:
         flux.on_stop(holder.cleanup)  # the embedded repository lives as long as the run
+    else:
+        seeds = _seeds.plan(
+            directory,
+            roots or synthetic_root(directory, path=path),
+            supplied=supplied,
+            variables=variables,
+        )
+        for line in (*seeds.notes, *seeds.missing):
+            print(line, file=sys.stderr, flush=True)
+        _create(store, seeds.objects)
     bootstrap(store, directory=directory, path=path, variables=variables, roots=roots)
     return flux
+
+
+def _create(store: Store, objects: Sequence[Obj]) -> None:
+    # As bootstrap left them: created before anything of the repository's applies.
+    for obj in objects:
+        ns = str(obj["metadata"]["namespace"])
+        try:
+            store.create(by_kind("Namespace"), {"metadata": {"name": ns}}, manager="flux")
+        except ApiError as err:
+            if err.code != 409:
+                raise
+        try:
+            store.create(by_kind(str(obj["kind"])), obj, namespace=ns, manager="flux")
+        except ApiError as err:
+            if err.code != 409:
+                raise

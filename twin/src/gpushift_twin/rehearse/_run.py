@@ -67,6 +67,8 @@ class RehearseOptions:
     root: str | None = None
     nodes: Path | None = None
     target: str | None = None
+    #: ``--secret NS/NAME=FILE``: Secrets the repository reads but does not produce.
+    secrets: tuple[str, ...] = ()
     #: None: 100 on the embedded server, 1 (real time, the only one) on upstream.
     time_scale: float | None = None
     error_rate: float = 0.0
@@ -123,8 +125,8 @@ class RehearseOptions:
             raise UsageError("give exactly one of --example and --repo")
         if self.example is not None and self.example != "homelab":
             raise UsageError(f"--example: choose homelab, got {self.example!r}")
-        if self.example is not None and (self.target or self.root or self.nodes):
-            raise UsageError("--target, --root and --nodes go with --repo")
+        if self.example is not None and (self.target or self.root or self.nodes or self.secrets):
+            raise UsageError("--target, --root, --nodes and --secret go with --repo")
         if self.repo is not None:
             if not self.repo.is_dir():
                 raise InputError("no such directory", path=str(self.repo))
@@ -367,6 +369,7 @@ def _twin_options(options: RehearseOptions, work: Path) -> TwinOptions:
         repo=options.repo,
         root=options.root,
         nodes=nodes,
+        secrets=options.secrets,
         time_scale=options.scale,
         error_rate=options.error_rate,
         drop_watch_every=options.drop_watch_every,

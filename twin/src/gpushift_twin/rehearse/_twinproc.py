@@ -64,6 +64,8 @@ class TwinOptions:
     repo: Path | None = None
     root: str | None = None
     nodes: Path | None = None
+    #: ``--secret NS/NAME=FILE`` for ``twin serve`` (Secrets the repository does not produce).
+    secrets: tuple[str, ...] = ()
     time_scale: float = 100.0
     error_rate: float = 0.0
     drop_watch_every: float = 0.0
@@ -103,6 +105,8 @@ class TwinOptions:
             out += ["--root", self.root]
         if self.nodes is not None:
             out += ["--nodes", str(self.nodes)]
+        for secret in self.secrets:
+            out += ["--secret", secret]
         if self.faulted and not self.upstream:
             out += self.fault_argv()
         if self.access_log:
