@@ -96,3 +96,23 @@ def test_no_gpu_stack_is_refused(tmp_path: Path) -> None:
     (tmp_path / "app.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n")
     with pytest.raises(InputError, match="no active NVIDIA device plugin"):
         migrate(tmp_path, Options(to="dra"))
+
+
+def test_a_device_plugin_applied_as_a_manifest_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Two plugin DaemonSets, one per node pool, no chart: moving to DRA would leave them
+    # advertising beside the DRA driver, so migrate names the first and writes nothing.
+    root = tmp_path / "plugin-pools"
+    shutil.copytree(Path(__file__).parents[1] / "rules" / "repos" / "plugin-pools", root)
+    text = (root / "plugins" / "pool-a.yaml").read_text().splitlines()
+    line = text.index("apiVersion: apps/v1") + 1
+    before = snapshot(root)
+    assert main(["migrate", str(root), "--to", "dra", "--write"]) == 2
+    assert capsys.readouterr().err == (
+        f"gpushift: error: plugins/pool-a.yaml:{line}: the device plugin DaemonSet "
+        "kube-system/nvdp-pool-a is a plain manifest; gpushift migrates only a gpu-operator or "
+        "nvidia-device-plugin HelmRelease: move it into one, or remove it in the same change "
+        "by hand\n"
+    )
+    assert snapshot(root) == before

@@ -258,6 +258,18 @@ def bridged_cannot_ask_for_memory(consumers: tuple[Consumer, ...]) -> None:
 
 
 def old_stack(repo: Repo) -> HelmRelease:
+    # A plugin DaemonSet applied as a manifest would stay beside the DRA driver: both
+    # allocators on one card. What it shares and where is the operator's to move.
+    for plugin in repo.device_plugins:
+        if plugin.release is None and plugin.active:
+            obj = plugin.obj
+            raise InputError(
+                f"the device plugin DaemonSet {obj.namespace or 'default'}/{obj.name} is a "
+                "plain manifest; gpushift migrates only a gpu-operator or nvidia-device-plugin "
+                "HelmRelease: move it into one, or remove it in the same change by hand",
+                path=obj.source.path,
+                line=obj.source.line,
+            )
     found = [
         hr
         for hr in repo.releases("gpu-operator")
