@@ -20,6 +20,7 @@ from gpushift.gitops import (
     Repo,
     Source,
     Workload,
+    app_template_major,
     summarize,
     truthy,
 )
@@ -586,15 +587,20 @@ def convert_consumer(
         return False
     if w.origin_kind == "app-template":
         hr = next(h for h in repo.helm_releases if h.obj is w.origin)
+        major = app_template_major(hr)
+        if major is not None and major < 5:
+            # The chart's schema before 5.x rejects pod.resourceClaims: the release would
+            # fail to install. Like an llmkube workload, it keeps its nvidia.com/gpu request,
+            # which the DRA DeviceClass serves through extended-resource bridging.
+            b.note(
+                f"{where}: app-template {hr.chart_version} has no pod.resourceClaims, so it "
+                "stays on nvidia.com/gpu, served through extended-resource bridging; upgrade "
+                "the chart to 5 or later and migrate again for a claim"
+            )
+            return False
         for ct in gpu:
             inline_only(hr, (*(str(k) for k in ct.source.keys[2:]), "resources"))
         _app_template_pod(b, hr, w, template=template)
-        major = (hr.chart_version or "").split(".")[0].lstrip("v")
-        if major.isdigit() and int(major) < 5:
-            b.note(
-                f"{where}: app-template {hr.chart_version} has no pod.resourceClaims; "
-                "upgrade it to 5 or later"
-            )
     elif w.origin_kind == "manifest":
         b.edit(
             src.path,
