@@ -20,6 +20,7 @@ import pytest
 import yaml
 from tests.runbook.conftest import MEDIA, Env, homelab, wait_for
 
+from gpushift import kube
 from gpushift.runbook import JOURNAL_NAME
 from gpushift_twin import FaultConfig
 
@@ -163,8 +164,21 @@ def _api(kind: str) -> str | None:
 def test_a_timeout_in_text_then_abort_as_printed(tmp_path: Path) -> None:
     with homelab(tmp_path) as env:
         kc = str(env.twin.kubeconfig)
-        # The drain cannot finish in a millisecond: the drained step times out, after the
-        # suspend step changed everything and before any node was tainted.
+        # The drain cannot finish: plex's pod holds a finalizer, so it stays Terminating, and
+        # the drained step times out after the suspend step changed everything and before any
+        # node was tainted (at time-scale 200 the other pods are gone in well under a second).
+        plex = next(
+            p["metadata"]["name"]
+            for p in env.running("media")
+            if p["metadata"]["labels"].get("app.kubernetes.io/name") == "plex"
+        )
+        with env.client() as c:
+            c.patch(
+                kube.ResourceRef.named("Pod"),
+                name=plex,
+                namespace="media",
+                patch={"metadata": {"finalizers": ["example.com/hold"]}},
+            )
         given = ["--kubeconfig", kc, "--merge", env.merge(env.dra), "--yes"]
         given += ["--step-timeout", "1ms"]
         code, out, err = _run(env, ["cutover", "--to", "dra", *given])
