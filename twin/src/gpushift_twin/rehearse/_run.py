@@ -47,6 +47,7 @@ from gpushift_twin.rehearse._twinproc import (
 )
 
 _GIT = kube.ResourceRef.named("GitRepository", "source.toolkit.fluxcd.io/v1")
+_KUSTOMIZATION = kube.ResourceRef.named("Kustomization", "kustomize.toolkit.fluxcd.io/v1")
 
 #: The inventory a ``--repo`` rehearsal runs on without ``--nodes``: three nodes, one L4 each.
 DEFAULT_NODES = """\
@@ -233,11 +234,20 @@ _BOOTSTRAPPED = "kustomize.toolkit.fluxcd.io/reconcile"
 
 
 def root_source(kubeconfig: Path) -> str:
-    """The GitRepository the twin's roots read, as ``NAMESPACE/NAME``:
-    ``flux-system/flux-system``, else the one the twin's bootstrap made (a repository whose
-    roots name their own, such as ``home-kubernetes``)."""
+    """The GitRepository the twin's roots read, as ``NAMESPACE/NAME``: the ``sourceRef`` of
+    the root Kustomizations the twin's bootstrap made (a repository whose roots name their
+    own, such as ``home-kubernetes``, may also have a ``flux-system`` alias for what else reads
+    it); without such a root, ``flux-system/flux-system``, else the bootstrapped one."""
     with kube.connect(kubeconfig=kubeconfig) as client:
+        roots = client.list(_KUSTOMIZATION)
         repos = client.list(_GIT)
+    for ks in roots:
+        meta = ks["metadata"]
+        if (meta.get("annotations") or {}).get(_BOOTSTRAPPED) != "disabled":
+            continue
+        ref = (ks.get("spec") or {}).get("sourceRef") or {}
+        if ref.get("kind", "GitRepository") == "GitRepository" and ref.get("name"):
+            return f"{ref.get('namespace') or meta.get('namespace')}/{ref['name']}"
     keys = [(str(r["metadata"].get("namespace")), str(r["metadata"]["name"])) for r in repos]
     if ("flux-system", "flux-system") not in keys:
         for repo, key in zip(repos, keys, strict=True):
