@@ -10,6 +10,8 @@ from typing import Annotated
 
 import typer
 
+from gpushift_twin.cli._twin import Secrets
+
 _HELP = """Rehearse the cutover on a twin: the move to DRA, a verdict, the rollback, a verdict.
 
 Starts `gpushift twin serve` on 127.0.0.1 (--example homelab, or --repo PATH with --nodes,
@@ -78,15 +80,7 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(help="What the merge switches to: a directory or a git revision."),
         ] = None,
-        secret: Annotated[
-            list[str] | None,
-            typer.Option(
-                "--secret",
-                metavar="NS/NAME=FILE",
-                help="Supply a Secret --repo reads but does not produce (repeatable); FILE is "
-                "KEY=VALUE lines or a YAML Secret.",
-            ),
-        ] = None,
+        secret: Secrets = None,
         time_scale: Annotated[
             float | None,
             typer.Option(

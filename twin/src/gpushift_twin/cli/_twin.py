@@ -360,6 +360,18 @@ def _serve_upstream(ctx: typer.Context, *, port: int, kubeconfig_out: Path) -> N
         _a.fail(_a.FINDINGS, str(err))
 
 
+#: ``--secret NS/NAME=FILE`` of `twin serve` and `rehearse` (repeatable).
+Secrets = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--secret",
+        metavar="NS/NAME=FILE",
+        help="Supply a Secret --repo reads but does not produce (repeatable); FILE is "
+        "KEY=VALUE lines or a YAML Secret.",
+    ),
+]
+
+
 def register(app: typer.Typer) -> None:
     """Add the `twin` command group to the CLI."""
     twin = typer.Typer(
@@ -442,15 +454,7 @@ def register(app: typer.Typer) -> None:
             Path | None,
             typer.Option("--vars", help="YAML map of Flux substitution variables for --repo."),
         ] = None,
-        secret: Annotated[
-            list[str] | None,
-            typer.Option(
-                "--secret",
-                metavar="NS/NAME=FILE",
-                help="Supply a Secret --repo reads but does not produce (repeatable); FILE is "
-                "KEY=VALUE lines or a YAML Secret.",
-            ),
-        ] = None,
+        secret: Secrets = None,
         operator_delay: Annotated[
             float,
             typer.Option(
