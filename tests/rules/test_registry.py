@@ -51,12 +51,15 @@ EXPECTED = {
     # but a stated intent fails silently, so a warning.
     "gpucluster-clusterpolicy-conflict": "error",
     "dra-preemption-lost": "warning",
+    # A GPU Kustomization Flux cannot apply (a missing dependency or substitution source):
+    # nothing under it reaches the cluster, so an error.
+    "flux-reference-missing": "error",
 }
 
 
 def test_ids_and_severities_match_the_issue() -> None:
     assert {r.id: r.severity.value for r in RULES} == EXPECTED
-    assert len(RULES) == 33
+    assert len(RULES) == 34
 
 
 def test_lookup_by_id() -> None:

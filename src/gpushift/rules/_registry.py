@@ -119,6 +119,11 @@ RULES: tuple[Rule, ...] = (
         "The DRA driver's Kustomization does not wait for a healthy gpu-operator.",
     ),
     Rule(
+        "flux-reference-missing",
+        _E,
+        "A GPU Kustomization depends on, or substitutes from, something its namespace lacks.",
+    ),
+    Rule(
         "runtimeclass-missing",
         _W,
         "runtimeClassName nvidia is used but no RuntimeClass nvidia is defined or installed.",
