@@ -107,9 +107,9 @@ class Builder:
 
     def listing(self, target: str) -> tuple[str, str] | None:
         """``(kustomization file, entry as written)`` of the kustomization that lists ``target``
-        (a file or directory path) in ``resources``, looking in its own and parent directory."""
-        here = posixpath.dirname(target)
-        for directory in (here, posixpath.dirname(here)):
+        (a file or directory path) in ``resources``, the nearest one first: a ``ks.yaml`` may
+        sit several folders below the kustomization that lists it (``./nvidia/plugin/ks.yaml``)."""
+        for directory in _ancestors(posixpath.dirname(target)):
             kfile = posixpath.join(directory, KUSTOMIZATION) if directory else KUSTOMIZATION
             docs = self.docs(kfile)
             body = docs[0] if docs else None
@@ -141,6 +141,22 @@ class Builder:
             return
         self.edit(kfile, 0, ("resources",), "append", new=entry, reason=reason)
 
+    def list_beside(self, target: str, sibling: str, *, reason: str) -> None:
+        """Add ``target`` to the kustomization that lists ``sibling`` (an app's ``ks.yaml`` next
+        to it), written the way that entry is; to its parent folder's when none lists it."""
+        found = self.listing(sibling)
+        if found is None:
+            self.list_in_parent(target, reason=reason)
+            return
+        kfile, entry = found
+        here = posixpath.dirname(kfile)
+        rel = posixpath.relpath(target, here or ".")
+        new = "./" + rel if entry.startswith("./") else rel
+        listed = [e for e in self.docs(kfile)[0].get("resources") or [] if isinstance(e, str)]
+        if any(posixpath.normpath(posixpath.join(here, e)) == target for e in listed):
+            return
+        self.edit(kfile, 0, ("resources",), "append", new=new, reason=reason)
+
     def unlist(self, target: str, *, reason: str) -> bool:
         """Remove ``target`` from the kustomization that lists it; False when none does."""
         found = self.listing(target)
@@ -149,6 +165,14 @@ class Builder:
         kfile, entry = found
         self.edit(kfile, 0, ("resources",), "remove", old=entry, reason=reason)
         return True
+
+
+def _ancestors(directory: str) -> Iterator[str]:
+    """``a/b/c``, ``a/b``, ``a``, then ``""`` (the checked directory itself)."""
+    while directory not in ("", "."):
+        yield directory
+        directory = posixpath.dirname(directory)
+    yield ""
 
 
 def gpucluster_at(repo: Repo) -> tuple[str, int]:

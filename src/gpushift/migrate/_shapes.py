@@ -26,11 +26,13 @@ from gpushift.render import (
     ConsumerStyle,
     GpushiftConfig,
     bridge_device_class,
+    kustomization_ref,
     render_tree,
 )
 
 DRA_APP = "dra-driver-nvidia-gpu"
 DEVICE_PLUGIN_APP = "nvidia-device-plugin"
+OPERATOR_APP = "gpu-operator"
 CLAIM_TEMPLATES_APP = "gpu-claim-templates"
 CLAIM_TEMPLATE = "any-nvidia-gpu"
 DCGM_RBAC_FILE = "dcgm-exporter-rbac.yaml"
@@ -60,6 +62,8 @@ class Layout:
     source: tuple[str, str, str]
     #: Where the driver is on the nodes, as the tree says (None: the platform's default).
     driver_root: str | None = None
+    #: The one namespace the tree keeps its Flux Kustomizations in (None: each app's own).
+    flux_namespace: str | None = None
 
 
 def _config(
@@ -79,6 +83,7 @@ def _config(
             "gpuNamespace": layout.gpu_namespace,
             "appsPath": "./" + layout.apps,
             "source": {"kind": kind, "name": name, "namespace": ns},
+            "fluxNamespace": layout.flux_namespace,
         }
     )
     consumers = [
@@ -222,6 +227,25 @@ def _rename_template(text: str, name: str) -> str:
         docs[0]["metadata"]["name"] = name
 
     return _roundtrip(text, edit)
+
+
+def depending_on(text: str, *, name: str, namespace: str | None) -> str:
+    """A rendered Flux Kustomization that waits for the repository's own Kustomization ``name``
+    (in ``namespace``, None: its own) instead of the one render names; its comment stays."""
+
+    def edit(docs: list[Any]) -> None:
+        entry = docs[0]["spec"]["dependsOn"][0]
+        entry["name"] = name
+        entry.pop("namespace", None)
+        if namespace is not None:
+            entry["namespace"] = namespace
+
+    return _roundtrip(text, edit)
+
+
+def claim_templates_ref(layout: Layout, namespace: str) -> tuple[str, str]:
+    """``(name, namespace)`` of the Kustomization of ``namespace``'s claim templates."""
+    return kustomization_ref(CLAIM_TEMPLATES_APP, namespace, flux_namespace=layout.flux_namespace)
 
 
 def without_depends_on(text: str) -> str:

@@ -148,6 +148,9 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
         else True,
         source=source,
         driver_root=_driver_root(repo, old),
+        # A tree that keeps its Kustomizations in flux-system (and patches them all there with
+        # its substitutions) gets the new ones there too, not in the apps' namespaces.
+        flux_namespace=ks.namespace if ks.namespace and ks.namespace != gpu_ns else None,
     )
 
     consumers = [c for c in summary.consumers if c.request == "extended"]
@@ -183,11 +186,19 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
     schemas = schema_lines(b, [ks.source.path, *under(files, ks.directory or app + "/app")])
     moved = {} if operator else _runtime_classes(b, repo, ks)
     rendered_path = f"./{fapps}/{gpu_ns}/{_shapes.DRA_APP}/app"
+    driver_ks_ns = layout.flux_namespace or gpu_ns
     for rel, text in sorted(driver.items()):
         if rel == "ks.yaml":
             text = text.replace(f"path: {rendered_path}\n", f"path: ./{prefix}{dra_dir}/app\n")
             if not operator:
                 text = _shapes.without_depends_on(text)
+            elif ks.name != _shapes.OPERATOR_APP or ks.namespace != driver_ks_ns:
+                # It waits for the repository's own gpu-operator Kustomization, by its name.
+                text = _shapes.depending_on(
+                    text,
+                    name=ks.name,
+                    namespace=None if ks.namespace == driver_ks_ns else ks.namespace,
+                )
         if rel == "app/kustomization.yaml":
             text += "".join(f"  - ./{name}\n" for name in moved)
         b.add_file(f"{dra_dir}/{rel}", _with_schema(text, rel, schemas), "the DRA driver app")
@@ -197,7 +208,7 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
             text,
             "the RuntimeClass GPU pods use, moved from the device plugin app",
         )
-    b.list_in_parent(f"{dra_dir}/ks.yaml", reason="deploy the DRA driver")
+    b.list_beside(f"{dra_dir}/ks.yaml", ks.source.path, reason="deploy the DRA driver")
     if operator:
         _operator(b, repo, old, ks, options=options, gpu_ns=gpu_ns, rbac=rbac)
     else:
@@ -216,6 +227,7 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
             fapps=fapps,
             prefix=prefix,
             schemas=schemas,
+            layout=layout,
         )
 
     # Priorities do not change with the move, but what they do does (docs/rules.md).
@@ -757,12 +769,15 @@ def claim_templates(
     fapps: str,
     prefix: str,
     schemas: dict[str, str],
+    layout: _shapes.Layout,
 ) -> None:
     ns_dir = posixpath.join(apps, ns)
+    beside: str | None = None
     for w in workloads:
         ks = repo.kustomization(w.origin.kustomization)
         if ks is not None:
             ns_dir = posixpath.dirname(app_dir(ks))
+            beside = ks.source.path
             break
     target = f"{ns_dir}/{_shapes.CLAIM_TEMPLATES_APP}"
     if under(b.files, target):
@@ -776,7 +791,12 @@ def claim_templates(
             _with_schema(text, rel, schemas),
             f"the GPU claim template of namespace {ns}",
         )
-    b.list_in_parent(f"{target}/ks.yaml", reason=f"deploy the claim template of {ns}")
+    reason = f"deploy the claim template of {ns}"
+    if beside is None:
+        b.list_in_parent(f"{target}/ks.yaml", reason=reason)
+    else:
+        b.list_beside(f"{target}/ks.yaml", beside, reason=reason)
+    ct_name, ct_ns = _shapes.claim_templates_ref(layout, ns)
     # The consumers' pods reference the template: their Kustomizations wait for it.
     seen: set[str] = set()
     for w in workloads:
@@ -784,11 +804,11 @@ def claim_templates(
         if cks is None or cks.source.path in seen:
             continue
         seen.add(cks.source.path)
-        if any(d.name == _shapes.CLAIM_TEMPLATES_APP and d.namespace == ns for d in cks.depends_on):
+        if any(d.name == ct_name and d.namespace == ct_ns for d in cks.depends_on):
             continue
-        entry = {"name": _shapes.CLAIM_TEMPLATES_APP}
-        if cks.namespace != ns:
-            entry["namespace"] = ns
+        entry = {"name": ct_name}
+        if cks.namespace != ct_ns:
+            entry["namespace"] = ct_ns
         b.edit(
             cks.source.path,
             cks.source.doc,

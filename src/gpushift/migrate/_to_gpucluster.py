@@ -193,6 +193,7 @@ def plan_to_gpucluster(
         talos=False,
         preinstalled_driver=not truthy(old.value("driver", "enabled"), default=True),
         source=flux_source(ks),
+        flux_namespace=ks.namespace if ks.namespace and ks.namespace != gpu_ns else None,
     )
     templates, bridge = _shapes.gpucluster_files(
         layout,
@@ -202,11 +203,15 @@ def plan_to_gpucluster(
         memory_per_claim=options.memory_per_claim,
     )
     schemas = schema_lines(b, [ks.source.path, *under(files, ks.directory or app + "/app")])
-    waits = f"    - name: gpu-operator\n      namespace: {gpu_ns}\n"
-    ours = f"    - name: {ks.name}\n      namespace: {ks.namespace}\n"
     for ns in namespaces:
         rendered = dict(templates[ns])
-        rendered["ks.yaml"] = rendered["ks.yaml"].replace(waits, ours)
+        # The templates wait for the repository's own gpu-operator Kustomization.
+        own_ns = _shapes.claim_templates_ref(layout, ns)[1]
+        rendered["ks.yaml"] = _shapes.depending_on(
+            rendered["ks.yaml"],
+            name=ks.name,
+            namespace=None if ks.namespace == own_ns else ks.namespace,
+        )
         claim_templates(
             b,
             repo,
@@ -217,6 +222,7 @@ def plan_to_gpucluster(
             fapps=fapps,
             prefix=prefix,
             schemas=schemas,
+            layout=layout,
         )
     if stays:
         _bridge(b, repo, ks.directory, bridge, stays)

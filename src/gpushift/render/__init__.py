@@ -8,6 +8,7 @@ atomically; ``diff_trees`` shows what changes between two allocators.
 from __future__ import annotations
 
 from gpushift._atomic import write_tree
+from gpushift.render._common import kustomization_ref
 from gpushift.render._config import (
     Chart,
     Charts,
@@ -47,6 +48,7 @@ __all__ = [
     "config_schema_text",
     "diff_trees",
     "example_text",
+    "kustomization_ref",
     "load_config",
     "load_example",
     "parse_config",

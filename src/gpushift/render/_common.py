@@ -15,6 +15,10 @@ DCGM_EXPORTER = "dcgm-exporter"
 #: The ResourceClaimTemplate every DRA consumer in a namespace shares.
 CLAIM_TEMPLATE = "any-nvidia-gpu"
 CLAIM_TEMPLATES_APP = "gpu-claim-templates"
+#: Apps rendered once per namespace under one name: in a single Flux namespace their
+#: Kustomizations take the namespace as a suffix (``gpu-claim-templates-media``).
+LLMKUBE_MODELS = "llmkube-models"
+PER_NAMESPACE_APPS = frozenset({CLAIM_TEMPLATES_APP, LLMKUBE_MODELS})
 #: ConfigMap and key of the time-slicing config (gpu-operator's devicePlugin.config form).
 TIME_SLICING_CONFIGMAP = "time-slicing-config"
 TIME_SLICING_KEY = "any"
@@ -98,3 +102,15 @@ def split_image(image: str) -> tuple[str, str]:
     if colon > slash:
         return image[:colon], image[colon + 1 :] + digest
     return image, "latest" + digest
+
+
+def kustomization_ref(name: str, namespace: str, *, flux_namespace: str | None) -> tuple[str, str]:
+    """``(name, namespace)`` of the Flux Kustomization of app ``name`` in ``namespace``.
+
+    By default (``flux_namespace`` None) it lives in the app's own namespace under the app's
+    name; with ``cluster.fluxNamespace`` every Kustomization lives there, and per-namespace apps
+    are suffixed with their namespace so two namespaces' templates do not share one name.
+    """
+    if flux_namespace is None:
+        return name, namespace
+    return (f"{name}-{namespace}" if name in PER_NAMESPACE_APPS else name), flux_namespace

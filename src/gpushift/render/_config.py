@@ -174,6 +174,15 @@ class Cluster(_Model):
         description="Repository path of the apps tree, relative to the repository root.",
     )
     source: FluxSource = Field(default_factory=lambda: FluxSource())
+    flux_namespace: str | None = Field(
+        default=None,
+        pattern=_DNS_LABEL,
+        description=(
+            "Namespace of every rendered Flux Kustomization, for trees that keep them all in "
+            "one (flux-system); their targetNamespace stays the app's. Default: each app's own "
+            "namespace."
+        ),
+    )
     gpu_nodes: GpuNodes = Field(default_factory=lambda: GpuNodes())
 
     @field_validator("apps_path")

@@ -36,7 +36,7 @@ from gpushift.render._flux import (
 #: The name of the pod's claim (and of the container's reference to it).
 CLAIM_NAME = "gpu"
 LLMKUBE = "llmkube"
-LLMKUBE_MODELS = "llmkube-models"
+LLMKUBE_MODELS = c.LLMKUBE_MODELS
 
 
 def render(cfg: GpushiftConfig) -> Files:

@@ -20,6 +20,7 @@ from gpushift.render._bodies import (
     KustomizeFile,
     OCIRepository,
 )
+from gpushift.render._common import kustomization_ref
 from gpushift.render._config import Chart, GpushiftConfig
 
 _HELM_CHART_LAYER = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
@@ -113,6 +114,7 @@ def flux_kustomization(
     ``force_note`` turns on ``force`` (recreate on immutable-field changes) with that comment.
     """
     src = cfg.cluster.source
+    own_name, own_ns = kustomization_ref(name, namespace, flux_namespace=cfg.cluster.flux_namespace)
     spec: FluxKustomizationSpec = {
         "targetNamespace": namespace,
         "commonMetadata": {"labels": {"app.kubernetes.io/name": name}},
@@ -123,9 +125,13 @@ def flux_kustomization(
         for dep in depends_on:
             if isinstance(dep, Note):
                 note, dep = dep.comment, dep.value
-            entry = {"name": dep.name}
-            if dep.namespace is not None:
-                entry["namespace"] = dep.namespace
+            dep_name, dep_ns = kustomization_ref(
+                dep.name, dep.namespace or namespace, flux_namespace=cfg.cluster.flux_namespace
+            )
+            entry = {"name": dep_name}
+            # In one Flux namespace every dependency is in the Kustomization's own.
+            if dep.namespace is not None and cfg.cluster.flux_namespace is None:
+                entry["namespace"] = dep_ns
             deps.append(entry)
         spec["dependsOn"] = Note(deps, note) if note else deps
     spec["path"] = f"{apps_path(cfg)}/{path}"
@@ -151,7 +157,7 @@ def flux_kustomization(
     return {
         "apiVersion": api_version("Kustomization"),
         "kind": "Kustomization",
-        "metadata": {"name": name, "namespace": namespace},
+        "metadata": {"name": own_name, "namespace": own_ns},
         "spec": spec,
     }
 
