@@ -41,6 +41,9 @@ def _find_files(root: Path, paths: Sequence[str | Path]) -> Iterator[tuple[str, 
     ``.git`` directories are skipped. Paths are strings: a Path object per file costs more
     than the walk itself on large trees.
     """
+    # Both sides resolved: a root given as ``../repo`` must not cut ``..`` from the walk's
+    # resolved paths.
+    root = Path(root).resolve()
     base = str(root)
     found: dict[str, str] = {}
     for raw in paths:
