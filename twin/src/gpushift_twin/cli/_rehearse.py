@@ -17,7 +17,13 @@ _HELP = """Rehearse the cutover on a twin: the move to DRA, a verdict, the rollb
 Starts `gpushift twin serve` on 127.0.0.1 (--example homelab, or --repo PATH with --nodes,
 default three nodes with one L4 each), waits for Flux to settle, then runs `gpushift cutover
 --to dra --yes -o json` with the twin's merge (`gpushift twin git-set TARGET`) and
-`gpushift rollback` the same way. Watches record GPU pods Running, nvidia.com/gpu
+`gpushift rollback` the same way.
+
+--repo PATH alone is enough. Without --target, the target is the repository as `gpushift
+migrate --to dra --write` writes it, on a copy (a refusal exits 2 with migrate's line).
+Without --nodes, a label a GPU consumer's pod requires of its node (nodeSelector, required
+node affinity In or Exists) that no node agent sets goes on one of the three nodes, and
+the output says so, one line per label. Watches record GPU pods Running, nvidia.com/gpu
 allocatable and ResourceSlices per node, and the invariant monitor's violations, for the
 whole run.
 
@@ -68,7 +74,7 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option(help="Rehearse on an embedded cluster: homelab.")
         ] = None,
         repo: Annotated[
-            Path | None, typer.Option(help="Rehearse on this GitOps repository (needs --target).")
+            Path | None, typer.Option(help="Rehearse on this GitOps repository.")
         ] = None,
         root: Annotated[
             str | None, typer.Option(help="Path of the root Kustomization in --repo.")
@@ -78,7 +84,10 @@ def register(app: typer.Typer) -> None:
         ] = None,
         target: Annotated[
             str | None,
-            typer.Option(help="What the merge switches to: a directory or a git revision."),
+            typer.Option(
+                help="What the merge switches to: a directory or a git revision [default with "
+                "--repo: the repository as `gpushift migrate --to dra --write` writes it]."
+            ),
         ] = None,
         secret: Secrets = None,
         time_scale: Annotated[
