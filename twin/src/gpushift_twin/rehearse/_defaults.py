@@ -89,8 +89,7 @@ def migrated_copy(repo: Path, dest: Path) -> MadeTarget:
     if result.plan.empty:
         raise InputError(
             f"{doing}: nothing to do, the repository already uses {result.plan.to}; give "
-            "--target for the tree to move to",
-            path=str(repo),
+            "--target for the tree to move to"
         )
     return MadeTarget(dest, result.plan.files())
 
