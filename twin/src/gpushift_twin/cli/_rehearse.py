@@ -17,15 +17,15 @@ _HELP = """Rehearse the cutover on a twin: the move to DRA, a verdict, the rollb
 Starts `gpushift twin serve` on 127.0.0.1 (--example homelab, or --repo PATH with --nodes,
 default three nodes with one L4 each), waits for Flux to settle, then runs `gpushift cutover
 --to dra --yes -o json` with the twin's merge (`gpushift twin git-set TARGET`) and
-`gpushift rollback` the same way.
+`gpushift rollback` the same way. Watches record GPU pods Running, nvidia.com/gpu
+allocatable and ResourceSlices per node, and the invariant monitor's violations, for the
+whole run.
 
 --repo PATH alone is enough. Without --target, the target is the repository as `gpushift
 migrate --to dra --write` writes it, on a copy (a refusal exits 2 with migrate's line).
 Without --nodes, a label a GPU consumer's pod requires of its node (nodeSelector, required
 node affinity In or Exists) that no node agent sets goes on one of the three nodes, and
-the output says so, one line per label. Watches record GPU pods Running, nvidia.com/gpu
-allocatable and ResourceSlices per node, and the invariant monitor's violations, for the
-whole run.
+the output says so, one line per label.
 
 --kill-at STEP (or STEP:wait) SIGKILLs the cutover when that step starts (or first waits)
 and runs it again with --resume; a run where that moment never comes (a step with nothing to
