@@ -138,15 +138,33 @@ def test_conflicting_values_go_on_different_nodes_and_the_fourth_finds_none() ->
     ]
 
 
+def test_a_daemonsets_labels_go_on_every_node_that_can_take_them() -> None:
+    # dcgm-exporter on the nodes labelled gpu=true; a Deployment pinned to gpu=false first.
+    out = label_nodes(
+        [("cpu-only", {"gpu": "false"}), ("dcgm-exporter", {"gpu": "true"})],
+        DEFAULT_NODE_NAMES,
+        every_node={"dcgm-exporter"},
+    )
+    assert [(lb.node, lb.value, lb.consumers) for lb in out] == [
+        ("gpu-node-0", "false", ("cpu-only",)),
+        ("gpu-node-1", "true", ("dcgm-exporter",)),
+        ("gpu-node-2", "true", ("dcgm-exporter",)),
+    ]
+
+
 _KEYS = st.sampled_from(["zone", "rack", "coral", "role"])
 _NEEDS = st.dictionaries(_KEYS, st.sampled_from(["a", "b", "true"]), max_size=3)
 
 
-@given(st.lists(_NEEDS, max_size=8))
+@given(st.lists(st.tuples(_NEEDS, st.booleans()), max_size=8))
 def test_every_consumer_gets_a_node_unless_every_node_conflicts(
-    needs: list[dict[str, str]],
+    drawn: list[tuple[dict[str, str], bool]],
 ) -> None:
-    out = label_nodes([(f"c{i}", n) for i, n in enumerate(needs)], DEFAULT_NODE_NAMES)
+    needs = [n for n, _ in drawn]
+    daemons = {f"c{i}" for i, (_, every) in enumerate(drawn) if every}
+    out = label_nodes(
+        [(f"c{i}", n) for i, n in enumerate(needs)], DEFAULT_NODE_NAMES, every_node=daemons
+    )
     nodes: dict[str, dict[str, str]] = {n: {} for n in DEFAULT_NODE_NAMES}
     for lb in out:
         assert lb.key not in nodes[lb.node]  # one value per key and node
@@ -164,6 +182,11 @@ def test_every_consumer_gets_a_node_unless_every_node_conflicts(
         else:
             # Left out only when every node has one of its keys with another value.
             assert all(any(have.get(k, v) != v for k, v in need.items()) for have in nodes.values())
+        if f"c{i}" in daemons:
+            # A DaemonSet's: on every node but those holding one of its keys otherwise.
+            for have in nodes.values():
+                fits = all(have.get(k) == v for k, v in need.items())
+                assert fits or any(have.get(k, v) != v for k, v in need.items())
 
 
 def test_the_default_inventory_of_the_fixture() -> None:

@@ -24,8 +24,8 @@ whole run.
 --repo PATH alone is enough. Without --target, the target is the repository as `gpushift
 migrate --to dra --write` writes it, on a copy (a refusal exits 2 with migrate's line).
 Without --nodes, a label a GPU consumer's pod requires of its node (nodeSelector, required
-node affinity In or Exists) that no node agent sets goes on one of the three nodes, and
-the output says so, one line per label.
+node affinity In or Exists) that no node agent sets goes on one of the three nodes (on
+each, for a DaemonSet), and the output says so, one line per label.
 
 --kill-at STEP (or STEP:wait) SIGKILLs the cutover when that step starts (or first waits)
 and runs it again with --resume; a run where that moment never comes (a step with nothing to

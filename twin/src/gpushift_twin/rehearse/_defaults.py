@@ -3,15 +3,16 @@
 Without ``--target``, the target is the repository as ``gpushift migrate --to dra --write``
 writes it (:func:`migrated_copy`). Without ``--nodes``, the twin runs on three nodes
 ``gpu-node-0..2`` with one L4 each, and a label a GPU consumer's pod requires that no agent
-sets goes on one of them (:func:`default_inventory`, :func:`label_nodes`), so the consumer
-is not left Pending for a label only the real cluster's nodes carry.
+sets goes on one of them (on each, for a DaemonSet) (:func:`default_inventory`,
+:func:`label_nodes`), so the consumer is not left Pending for a label only the real
+cluster's nodes carry.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -165,34 +166,45 @@ def required_labels(node_selector: object, affinity: object) -> dict[str, str]:
 
 
 def label_nodes(
-    consumers: Sequence[tuple[str, dict[str, str]]], nodes: Sequence[str]
+    consumers: Sequence[tuple[str, dict[str, str]]],
+    nodes: Sequence[str],
+    *,
+    every_node: Collection[str] = (),
 ) -> tuple[NodeLabel, ...]:
     """The labels to give ``nodes`` so each consumer (name, labels it requires) has a node.
 
     Consumers requiring the same labels share a node. Each set goes on one node, not on
     every node: on the first node that already carries all of it, else on the node with
     the fewest sets so far that carries none of its keys with another value (two consumers
-    asking for ``zone=a`` and ``zone=b`` get different nodes); a set no node can take is
-    left out (the consumer stays Pending and the rehearsal explains it). Pure.
+    asking for ``zone=a`` and ``zone=b`` get different nodes). The consumers named in
+    ``every_node`` (DaemonSets: a pod on each node they select, the GPU nodes on a real
+    cluster) get theirs on every node that carries none of the keys with another value. A
+    set no node can take is left out (the consumer stays Pending and the rehearsal explains
+    it). Pure.
     """
-    groups: dict[tuple[tuple[str, str], ...], list[str]] = {}
+    groups: dict[tuple[tuple[tuple[str, str], ...], bool], list[str]] = {}
     for name, need in consumers:
         if need:
-            groups.setdefault(tuple(sorted(need.items())), []).append(name)
+            group = (tuple(sorted(need.items())), name in every_node)
+            groups.setdefault(group, []).append(name)
     labels: list[dict[str, str]] = [{} for _ in nodes]
     load = [0] * len(nodes)
     by: dict[tuple[int, str], list[str]] = {}
-    for wanted, names in groups.items():
+    for (wanted, everywhere), names in groups.items():
         fits = [i for i in range(len(nodes)) if all(labels[i].get(k, v) == v for k, v in wanted)]
         if not fits:
             continue
         held = [i for i in fits if all(labels[i].get(k) == v for k, v in wanted)]
-        at = held[0] if held else min(fits, key=lambda i: (load[i], i))
-        load[at] += 1
-        for key, value in wanted:
-            labels[at][key] = value
-            who = by.setdefault((at, key), [])
-            who += [n for n in names if n not in who]
+        if everywhere:
+            chosen = fits
+        else:
+            chosen = [held[0] if held else min(fits, key=lambda i: (load[i], i))]
+        for at in chosen:
+            load[at] += 1
+            for key, value in wanted:
+                labels[at][key] = value
+                who = by.setdefault((at, key), [])
+                who += [n for n in names if n not in who]
     return tuple(
         NodeLabel(nodes[i], key, labels[i][key], tuple(by[i, key]))
         for i in range(len(nodes))
@@ -211,11 +223,13 @@ def default_inventory(repo: Path, root: str | None = None) -> DefaultInventory:
         model = load_repo([repo / root if root else repo])
     except InputError:
         return DefaultInventory(DEFAULT_NODES)
+    found = summarize(model).consumers
     consumers = [
         (c.name, required_labels(c.workload.pod.node_selector, c.workload.pod.affinity))
-        for c in summarize(model).consumers
+        for c in found
     ]
-    labels = label_nodes(consumers, DEFAULT_NODE_NAMES)
+    daemons = {c.name for c in found if c.kind == "DaemonSet"}
+    labels = label_nodes(consumers, DEFAULT_NODE_NAMES, every_node=daemons)
     if not labels:
         return DefaultInventory(DEFAULT_NODES)
     nodes = []
