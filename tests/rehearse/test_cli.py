@@ -16,7 +16,7 @@ from gpushift_twin.rehearse import RehearseOptions, TwinOptions
         (["--kill-at", "drain"], "--kill-at 'drain': expected STEP or STEP:wait"),
         (["--example", "homelab", "--repo", "."], "give exactly one of --example and --repo"),
         (["--example", "office"], "--example: choose homelab, got 'office'"),
-        (["--repo", "."], "--repo needs --target DIR|REV"),
+        (["--repo", ".", "--target", ""], "--target: give a directory or a git revision"),
         (
             ["--example", "homelab", "--target", "."],
             "--target, --root, --nodes and --secret go with --repo",

@@ -21,6 +21,12 @@ default three nodes with one L4 each), waits for Flux to settle, then runs `gpus
 allocatable and ResourceSlices per node, and the invariant monitor's violations, for the
 whole run.
 
+--repo PATH alone is enough. Without --target, the target is the repository as `gpushift
+migrate --to dra --write` writes it, on a copy (a refusal exits 2 with migrate's line).
+Without --nodes, a label a GPU consumer's pod requires of its node (nodeSelector, required
+node affinity In or Exists) that no node agent sets goes on one of the three nodes (on
+each, for a DaemonSet), and the output says so, one line per label.
+
 --kill-at STEP (or STEP:wait) SIGKILLs the cutover when that step starts (or first waits)
 and runs it again with --resume; a run where that moment never comes (a step with nothing to
 wait for) says why and exits 1. The fault flags pass through to the twin. --report writes
@@ -68,7 +74,7 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option(help="Rehearse on an embedded cluster: homelab.")
         ] = None,
         repo: Annotated[
-            Path | None, typer.Option(help="Rehearse on this GitOps repository (needs --target).")
+            Path | None, typer.Option(help="Rehearse on this GitOps repository.")
         ] = None,
         root: Annotated[
             str | None, typer.Option(help="Path of the root Kustomization in --repo.")
@@ -78,7 +84,10 @@ def register(app: typer.Typer) -> None:
         ] = None,
         target: Annotated[
             str | None,
-            typer.Option(help="What the merge switches to: a directory or a git revision."),
+            typer.Option(
+                help="What the merge switches to: a directory or a git revision [default with "
+                "--repo: the repository as `gpushift migrate --to dra --write` writes it]."
+            ),
         ] = None,
         secret: Secrets = None,
         time_scale: Annotated[

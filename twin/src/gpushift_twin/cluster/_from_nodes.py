@@ -57,15 +57,19 @@ def _nodes(data: Any, path: str) -> list[Obj]:
     )
 
 
+def agent_label(key: str) -> bool:
+    """Whether the label ``key`` is one a node's agents set themselves: the kubelet's
+    (``kubernetes.io/hostname``, ``os``, ``arch``, the ``beta.`` forms), NFD's
+    (``feature.node.kubernetes.io/*``), gpu-feature-discovery's and the GPU Operator's
+    (``nvidia.com/*``, but for the operator's choices ``nvidia.com/device-plugin.config`` and
+    ``nvidia.com/mig.config``). The twin's agents set them again; an inventory does not."""
+    if key in _KUBELET_LABELS:
+        return True
+    return key.startswith(_AGENT_PREFIXES) and key not in _OPERATOR_SET
+
+
 def _labels(labels: dict[str, Any]) -> dict[str, str]:
-    out = {}
-    for key, value in sorted(labels.items()):
-        if key in _KUBELET_LABELS:
-            continue
-        if key.startswith(_AGENT_PREFIXES) and key not in _OPERATOR_SET:
-            continue
-        out[key] = str(value)
-    return out
+    return {key: str(value) for key, value in sorted(labels.items()) if not agent_label(key)}
 
 
 def _taints(taints: list[Any]) -> list[dict[str, str]]:

@@ -79,6 +79,8 @@ def as_json(rehearsal: Rehearsal) -> Obj:
         "unsettled": [u.as_json() for u in rehearsal.unsettled],
         "pending": list(rehearsal.pending),
         "notes": list(rehearsal.notes),
+        "target": None if rehearsal.made_target is None else rehearsal.made_target.as_json(),
+        "nodeLabels": [lb.as_json() for lb in rehearsal.node_labels],
     }
 
 
@@ -103,7 +105,7 @@ def as_text(rehearsal: Rehearsal) -> str:
             f"rehearsal on the twin: {rehearsal.subject}, time-scale {scale:g} "
             f"(cluster time = wall time × {scale:g})"
         )
-    lines = [head]
+    lines = [head, *rehearsal.setup]
     for i, run in enumerate(rehearsal.runs):
         verdict = rehearsal.verdicts[i] if i < len(rehearsal.verdicts) else None
         head = f"\nmove to {run.to}: {run.result}"

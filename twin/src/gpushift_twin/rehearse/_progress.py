@@ -34,6 +34,10 @@ class Progress:
         self._phase = self.current = text
         self._say(text, keep=True)
 
+    def note(self, text: str) -> None:
+        """A line that stays, said once (what the rehearsal made of the repository)."""
+        self._say(text, keep=True)
+
     def event(self, obj: Obj) -> None:
         """A cutover event: step starts, waits and the final result."""
         if obj.get("kind") == "CutoverResult":

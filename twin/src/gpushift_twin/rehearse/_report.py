@@ -246,6 +246,7 @@ def render_report(rehearsal: Rehearsal) -> str:
         for r in rehearsal.runs
     )
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in rehearsal.notes)
+    setup = "".join(f"<li>{html.escape(line)}</li>" for line in rehearsal.setup)
     maps = "".join(_map_table(title, cards) for title, cards in rehearsal.cards)
     started = rehearsal.wall_origin.strftime("%Y-%m-%d %H:%M:%S UTC")
     faults = ", ".join(f"{k} {v:g}" for k, v in rehearsal.faults.items() if v) or "none"
@@ -262,6 +263,7 @@ def render_report(rehearsal: Rehearsal) -> str:
 <h1>gpushift rehearsal: {html.escape(rehearsal.subject)} — {verdict}</h1>
 <p>{runs}. Started {started}, {_fmt(rehearsal.wall_seconds)} wall {clock}.
 Injected faults: {html.escape(faults)}.</p>
+{f"<ul>{setup}</ul>" if setup else ""}
 {f"<ul>{notes}</ul>" if notes else ""}
 <h2>Invariant monitor</h2>
 {_violations(rehearsal)}

@@ -23,6 +23,13 @@ from gpushift import verdict as gpu_verdict
 from gpushift.common import InputError, Obj, UsageError, write_file
 from gpushift_twin.rehearse._cards import Card, read_map
 from gpushift_twin.rehearse._cutover import CutoverCommand, merge_command, run_direction
+from gpushift_twin.rehearse._defaults import (
+    MIGRATE_TO_DRA,
+    MadeTarget,
+    NodeLabel,
+    default_inventory,
+    migrated_copy,
+)
 from gpushift_twin.rehearse._events import KillPoint, RunRecord, fold_run
 from gpushift_twin.rehearse._lifetime import Interrupted, Lifetime
 from gpushift_twin.rehearse._progress import Progress
@@ -49,15 +56,6 @@ from gpushift_twin.rehearse._twinproc import (
 _GIT = kube.ResourceRef.named("GitRepository", "source.toolkit.fluxcd.io/v1")
 _KUSTOMIZATION = kube.ResourceRef.named("Kustomization", "kustomize.toolkit.fluxcd.io/v1")
 
-#: The inventory a ``--repo`` rehearsal runs on without ``--nodes``: three nodes, one L4 each.
-DEFAULT_NODES = """\
-nodes:
-- name: gpu-node
-  count: 3
-  gpus:
-  - product: NVIDIA L4
-"""
-
 
 @dataclass(frozen=True, slots=True)
 class RehearseOptions:
@@ -67,6 +65,7 @@ class RehearseOptions:
     repo: Path | None = None
     root: str | None = None
     nodes: Path | None = None
+    #: None with ``repo``: the repository as ``gpushift migrate --to dra --write`` writes it.
     target: str | None = None
     #: ``--secret NS/NAME=FILE``: Secrets the repository reads but does not produce.
     secrets: tuple[str, ...] = ()
@@ -131,9 +130,13 @@ class RehearseOptions:
         if self.repo is not None:
             if not self.repo.is_dir():
                 raise InputError("no such directory", path=str(self.repo))
-            if not self.target:
-                raise UsageError("--repo needs --target DIR|REV (the tree to move to)")
-            if not Path(self.target).is_dir() and not _is_revision(self.repo, self.target):
+            if self.target == "":
+                raise UsageError("--target: give a directory or a git revision")
+            if (
+                self.target is not None
+                and not Path(self.target).is_dir()
+                and not _is_revision(self.repo, self.target)
+            ):
                 raise InputError(
                     f"--target {self.target!r}: neither a directory nor a git revision of the "
                     "repository",
@@ -153,6 +156,8 @@ class RehearseOptions:
         """What is rehearsed, in words."""
         if self.example is not None:
             return f"example {self.example}"
+        if self.target is None:
+            return f"{self.repo} → the same, as `{MIGRATE_TO_DRA}` writes it"
         return f"{self.repo} → {self.target}"
 
 
@@ -196,6 +201,18 @@ class Rehearsal:
     #: Pending pods of GPU consumers and the GPU stack, explained, each prefixed with when
     #: (``at the start``, ``after the move to dra``, …).
     pending: tuple[str, ...] = ()
+    #: The target ``gpushift migrate --to dra`` made (``--repo`` without ``--target``).
+    made_target: MadeTarget | None = None
+    #: Labels the default inventory gave its nodes for the GPU consumers (``--repo`` without
+    #: ``--nodes``).
+    node_labels: tuple[NodeLabel, ...] = ()
+
+    @property
+    def setup(self) -> tuple[str, ...]:
+        """What the rehearsal made of the repository alone, one line each: the target, then
+        each label the default inventory added."""
+        made = () if self.made_target is None else (self.made_target.line(),)
+        return made + tuple(lb.line() for lb in self.node_labels)
 
     @property
     def ok(self) -> bool:
@@ -369,12 +386,19 @@ def _interrupted_line(signal_: Interrupted, phase: str, stopped: int, journal: P
     return line
 
 
-def _twin_options(options: RehearseOptions, work: Path) -> TwinOptions:
+def _twin_options(
+    options: RehearseOptions, work: Path
+) -> tuple[TwinOptions, tuple[NodeLabel, ...]]:
+    """The twin's options, and the labels the default inventory (``--repo`` without
+    ``--nodes``) gave its nodes for the repository's GPU consumers."""
     nodes = options.nodes
+    labels: tuple[NodeLabel, ...] = ()
     if options.repo is not None and nodes is None:
+        inventory = default_inventory(options.repo, options.root)
+        labels = inventory.labels
         nodes = work / "nodes.yaml"
-        nodes.write_text(DEFAULT_NODES, encoding="utf-8")
-    return TwinOptions(
+        nodes.write_text(inventory.text, encoding="utf-8")
+    twin = TwinOptions(
         example=options.example,
         repo=options.repo,
         root=options.root,
@@ -386,16 +410,25 @@ def _twin_options(options: RehearseOptions, work: Path) -> TwinOptions:
         seed=options.seed,
         control_plane=options.control_plane,
     )
+    return twin, labels
 
 
-def _target(options: RehearseOptions, work: Path) -> str:
+def _target(options: RehearseOptions, work: Path) -> tuple[str, MadeTarget | None]:
+    """The tree the merge moves to, and how it was made when the rehearsal made it.
+
+    Raises:
+        InputError: ``--repo`` without ``--target``, and migrate refused or had nothing to do.
+    """
     if options.target is not None:
         path = Path(options.target)
-        return str(path.resolve()) if path.is_dir() else options.target
+        return (str(path.resolve()) if path.is_dir() else options.target), None
+    if options.repo is not None:
+        made = migrated_copy(options.repo, work / "target")
+        return str(made.path.resolve()), made
     from gpushift.render import write_example
 
     # The homelab's move: the same repository rendered for DRA with 5 shares per card.
-    return str(write_example(work / "target", allocator="dra", sharing=5))
+    return str(write_example(work / "target", allocator="dra", sharing=5)), None
 
 
 _Run = tuple[Lifetime, dict[str, str]]
@@ -405,12 +438,19 @@ def _rehearse(
     options: RehearseOptions, *, gpushift: list[str], work: Path, progress: Progress, run: _Run
 ) -> Rehearsal:
     lifetime, env = run
-    target = _target(options, work)
+    if options.repo is not None and options.target is None:
+        # Not said: a refusal is one line on stderr, as migrate's own (the target's line
+        # follows when it is made).
+        progress.current = "making the target"
+    target, made = _target(options, work)
     where = f"time-scale {options.scale:g}"
     if options.upstream:
         where = "on the upstream control plane, real time"
+    twin_options, labels = _twin_options(options, work)
+    setup = (made, labels)
+    for line in ([made.line()] if made else []) + [lb.line() for lb in labels]:
+        progress.note(line)
     progress.phase(f"starting the twin ({options.subject}, {where})")
-    twin_options = _twin_options(options, work)
     with running_twin(
         twin_options,
         workdir=work,
@@ -428,6 +468,7 @@ def _rehearse(
                 settled=settled,
                 kubeconfig=twin.kubeconfig,
                 target=target,
+                setup=setup,
                 gpushift=gpushift,
                 work=work,
                 progress=progress,
@@ -443,6 +484,7 @@ def _rehearse(
                 settled=settled,
                 kubeconfig=proxied,
                 target=target,
+                setup=setup,
                 gpushift=gpushift,
                 work=work,
                 progress=progress,
@@ -499,6 +541,7 @@ def _on_twin(
     settled: Settled,
     kubeconfig: Path,
     target: str,
+    setup: tuple[MadeTarget | None, tuple[NodeLabel, ...]],
     gpushift: list[str],
     work: Path,
     progress: Progress,
@@ -578,6 +621,8 @@ def _on_twin(
         control_plane=options.control_plane,
         unsettled=unsettled,
         pending=tuple(pending),
+        made_target=setup[0],
+        node_labels=setup[1],
     )
 
 
