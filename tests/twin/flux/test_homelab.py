@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from tests.twin.flux.conftest import Env, ready_condition, start, wait_for
 
+from gpushift.flux import object_ready
 from gpushift.render import write_example
 from gpushift_twin.flux import git_set, not_ready, wait_ready
 
@@ -99,6 +100,7 @@ def _ref(kind: str) -> Any:
         KS: "kustomize.toolkit.fluxcd.io/v1",
         "Deployment": "apps/v1",
         "InferenceService": "inference.llmkube.dev/v1alpha1",
+        "HelmRelease": "helm.toolkit.fluxcd.io/v2",
     }
     return ResourceRef.named(kind, versions[kind])
 
@@ -233,3 +235,33 @@ def test_operator_release_is_ready_before_its_device_plugin_goes(tmp_path: Path)
         # The operator acts operator_delay (600 s) after the ClusterPolicy changed.
         assert upgraded < gone
         assert gone - upgraded >= 590
+
+
+def test_resume_without_a_change_is_observed_at_the_new_generation(homelab: Env) -> None:
+    # `flux suspend` then `flux resume` of a release whose chart and values did not change:
+    # helm-controller upgrades nothing, but its Ready condition carries the new generation,
+    # which is what `flux resume` (and the cutover's resume step) waits for.
+    wait_for(lambda: _converged(homelab), timeout=90, what="the homelab to converge")
+    hr = homelab.get("HelmRelease", "jellyfin", "media")
+    assert hr is not None
+    before = int(hr["metadata"]["generation"])
+    with homelab.client() as c:
+        for suspend in (True, None):
+            c.patch(
+                _ref("HelmRelease"),
+                name="jellyfin",
+                namespace="media",
+                patch={"spec": {"suspend": suspend}},
+            )
+
+    def current() -> bool:
+        obj = homelab.get("HelmRelease", "jellyfin", "media")
+        return obj is not None and object_ready(obj)[0]
+
+    wait_for(current, timeout=60, what="jellyfin's release Ready at its new generation")
+    obj = homelab.get("HelmRelease", "jellyfin", "media")
+    assert obj is not None
+    assert int(obj["metadata"]["generation"]) == before + 2
+    cond = ready_condition(obj)
+    assert cond["observedGeneration"] == before + 2
+    assert cond["reason"] in ("InstallSucceeded", "UpgradeSucceeded")

@@ -257,11 +257,20 @@ class HelmReleases(Reconciler):
         # (install/upgrade remediation retries).
         unchanged = release is not None and release.digest == digest and release.done
         if release is not None and unchanged and (release.ok or now < self._due.get(key, 0.0)):
-            if requested is not None and requested != d(hr.get("status")).get(
-                "lastHandledReconcileAt"
-            ):
-                # helm-controller records a handled request even when nothing changed.
-                self._status(hr, observed(hr))
+            handled_at = d(hr.get("status")).get("lastHandledReconcileAt")
+            if fresh or (requested is not None and requested != handled_at):
+                # helm-controller records a handled request even when nothing changed, and
+                # its conditions then carry the new generation (a resume that only flips
+                # spec.suspend, as `flux resume` waits for).
+                record = observed(hr)
+
+                def still(st: Obj) -> None:
+                    record(st)
+                    for cond in st.get("conditions") or []:
+                        if isinstance(cond, dict):
+                            cond["observedGeneration"] = gen
+
+                self._status(hr, still)
             return self._due.get(key, now + interval)
         release_name = str(spec.get("releaseName") or meta["name"])
         target_ns = str(spec.get("targetNamespace") or meta.get("namespace"))
