@@ -126,6 +126,34 @@ def test_flux_suspended_degrades_and_not_ready_breaks() -> None:
     assert result["reasons"][0]["object"] == "Kustomization/media/plex"
 
 
+def test_not_ready_before_the_transition_is_not_what_it_broke() -> None:
+    # immich was not Ready before the move and still is not; plex broke during it.
+    before = make_snapshot(
+        nodes=[make_node("n1")], flux=[_flux("immich", ready="False"), _flux("plex")]
+    )
+    after = make_snapshot(
+        nodes=[make_node("n1")], flux=[_flux("immich", ready="False"), _flux("plex")]
+    )
+    result = verdict.judge(after, against=before)
+    assert result["verdict"] == "healthy"
+    (reason,) = result["reasons"]
+    assert reason["severity"] == "info"
+    assert reason["object"] == "Kustomization/media/immich"
+    assert reason["message"].startswith("already not Ready before (HealthCheckFailed); ")
+    broken = make_snapshot(
+        nodes=[make_node("n1")],
+        flux=[_flux("immich", ready="False"), _flux("plex", ready="False")],
+    )
+    result = verdict.judge(broken, against=before)
+    assert result["verdict"] == "broken"
+    assert [(r["severity"], r["object"]) for r in result["reasons"]] == [
+        ("error", "Kustomization/media/plex"),
+        ("info", "Kustomization/media/immich"),
+    ]
+    # Without a snapshot to judge against, it is an error as before.
+    assert verdict.judge(after)["verdict"] == "broken"
+
+
 def test_informational_reasons_leave_it_healthy() -> None:
     snap = make_snapshot(
         nodes=[

@@ -315,13 +315,35 @@ def reasons(snapshot: Obj) -> list[Reason]:
     return sorted(found, key=lambda r: (r.severity.rank, order[r.check], r.object, r.message))
 
 
+def _already(found: list[Reason], before: Obj) -> list[Reason]:
+    """A Flux object that was already not Ready before the transition is not what the
+    transition broke: its reason stays, as info, saying so."""
+    was = {
+        f"{f['kind']}/{_ns(f)}": f.get("reason")
+        for f in before.get("flux") or []
+        if f.get("ready") != "True" and not f.get("suspended")
+    }
+    out = []
+    for r in found:
+        obj = r.object
+        if r.check == "flux-not-ready" and obj in was:
+            why = f"already not Ready before ({was[obj] or 'Unknown'}); {r.message}"
+            r = Reason(r.check, Severity.INFO, obj, why)
+        out.append(r)
+    order = {c.id: i for i, c in enumerate(CHECKS)}
+    return sorted(out, key=lambda r: (r.severity.rank, order[r.check], r.object, r.message))
+
+
 def judge(snapshot: Obj, *, against: Obj | None = None) -> Obj:
     """The verdict document: ``{"kind": "Verdict", "verdict", "reasons"[, "transition"]}``.
 
     ``against`` is the snapshot taken before a transition; the result then says what changed
-    and whether it is the expected change.
+    and whether it is the expected change, and a Flux object already not Ready there for the
+    same reason counts as info, not as what the transition broke.
     """
     found = reasons(snapshot)
+    if against is not None:
+        found = _already(found, against)
     if any(r.severity is Severity.ERROR for r in found):
         word = "broken"
     elif any(r.severity is Severity.WARNING for r in found):
