@@ -230,14 +230,24 @@ class Rehearsal:
         return 0 if self.ok else 1
 
 
-def verdict(kubeconfig: Path, *, fallback: RunRecord) -> Obj:
-    """What ``gpushift verdict live -o json`` prints for the twin, taken in this process (the
-    same code, without starting an interpreter for it); the cutover's own result, marked as
-    such, when the cluster cannot be read."""
+def snapshot(kubeconfig: Path) -> Obj | None:
+    """``gpushift snapshot`` of the twin, taken in this process; None when it cannot be read."""
+    try:
+        with kube.connect(kubeconfig=kubeconfig) as client:
+            return gpu_verdict.take_snapshot(client)
+    except (kube.KubeError, InputError):
+        return None
+
+
+def verdict(kubeconfig: Path, *, fallback: RunRecord, against: Obj | None = None) -> Obj:
+    """What ``gpushift verdict live --against BEFORE -o json`` prints for the twin, taken in
+    this process (the same code, without starting an interpreter for it); the cutover's own
+    result, marked as such, when the cluster cannot be read. ``against`` is the snapshot
+    taken before the move: what was already broken then is not the move's doing."""
     try:
         with kube.connect(kubeconfig=kubeconfig) as client:
             doc = gpu_verdict.take_snapshot(client)
-        return {"source": "gpushift verdict", **gpu_verdict.judge(doc)}
+        return {"source": "gpushift verdict", **gpu_verdict.judge(doc, against=against)}
     except (kube.KubeError, InputError):
         return {
             "source": "cutover result",
@@ -566,6 +576,7 @@ def _on_twin(
             ("device-plugin", back, None),
         ):
             progress.phase(f"cutover to {to}")
+            before = snapshot(kubeconfig)
             command = CutoverCommand(
                 gpushift=tuple(gpushift),
                 kubeconfig=kubeconfig,
@@ -593,7 +604,7 @@ def _on_twin(
                 kill_missed = f"--kill-at {kill}: no kill: {kill.missed(attempts[0].events)}"
                 notes.append(kill_missed)
             progress.phase(f"verdict after the move to {to}")
-            verdicts.append(verdict(kubeconfig, fallback=record))
+            verdicts.append(verdict(kubeconfig, fallback=record, against=before))
             pending += _pending_after(kubeconfig, to)
             cards.append((f"after {to}", read_map(kubeconfig)))
             if record.result != "done":
