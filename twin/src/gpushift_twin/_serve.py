@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpushift.common import InputError, UsageError
+from gpushift.common import FLUX_VERSION, InputError, UsageError
 from gpushift_twin.apiserver import (
     DEFAULT_KUBERNETES_VERSION,
     Certificate,
@@ -87,6 +87,9 @@ class ServeOptions:
     operator_delay: float = 10.0
     #: The release the API server and the kubelets report (``1.N.P``).
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
+    #: The Flux release modelled (``gpushift.common.FLUX_VERSIONS``): which older Flux API
+    #: versions its CRDs serve.
+    flux_version: str = FLUX_VERSION
 
     @property
     def faulted(self) -> bool:

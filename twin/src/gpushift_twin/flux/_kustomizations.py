@@ -178,7 +178,9 @@ class Kustomizations(Reconciler):
         ns = str(ref.get("namespace") or ks["metadata"].get("namespace"))
         kind_name = str(ref.get("kind") or "GitRepository")
         label = f"{kind_name}/{ns}/{ref.get('name')}"
-        kind = lookup(str(ref.get("apiVersion") or "source.toolkit.fluxcd.io/v1"), kind_name)
+        # kustomize-controller reads the source by its kind, at the storage version, whatever
+        # apiVersion the reference names.
+        kind = lookup("source.toolkit.fluxcd.io/v1", kind_name)
         if kind is None:
             return None, label
         try:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gpushift import common
-from gpushift.common import InputError, Obj, UsageError, by_kind
+from gpushift.common import FLUX_VERSION, InputError, Obj, UsageError, by_kind
 from gpushift_twin.apiserver import ApiError, Store
 from gpushift_twin.flux import _seeds
 from gpushift_twin.flux._roots import find_roots, synthetic_root
@@ -57,6 +57,8 @@ class FluxOptions(Protocol):
     def strict_health(self) -> bool: ...
     @property
     def secrets(self) -> tuple[str, ...]: ...
+    @property
+    def flux_version(self) -> str: ...
 
 
 def flux_for(store: Store, clock: Any, *, options: FluxOptions) -> Flux | None:
@@ -78,6 +80,7 @@ def flux_for(store: Store, clock: Any, *, options: FluxOptions) -> Flux | None:
         operator_delay=options.operator_delay,
         strict_health=options.strict_health,
         secrets=options.secrets,
+        flux_version=options.flux_version,
     )
 
 
@@ -93,6 +96,7 @@ def start_flux(
     operator_delay: float = 10.0,
     strict_health: bool = False,
     secrets: Sequence[str] = (),
+    flux_version: str = FLUX_VERSION,
 ) -> Flux:
     """Install the CRDs, bootstrap the GitRepository and root Kustomization, and return the
     (not yet started) controllers. ``example`` writes the embedded repository to a temporary
@@ -102,7 +106,8 @@ def start_flux(
     unless ``root`` names the path of a root for the twin to make. Before the roots apply,
     the Secrets and ConfigMaps they read that the repository itself produces are seeded, and
     ``secrets`` (``--secret NS/NAME=FILE``) supplied (``_seeds``); a required one nothing
-    produces is named on stderr.
+    produces is named on stderr. ``flux_version`` is the Flux release modelled: its CRDs
+    serve the older API versions that release still serves.
 
     Raises ``UsageError``/``InputError`` for bad options or files.
     """
@@ -145,6 +150,7 @@ def start_flux(
         strict_health=strict_health,
         default_source=("flux-system", "flux-system") if roots is None else None,
         whole=roots is not None,
+        flux_version=flux_version,
     )
     if repo is None:
         flux.on_stop(holder.cleanup)  # the embedded repository lives as long as the run
