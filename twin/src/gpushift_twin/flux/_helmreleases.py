@@ -258,9 +258,9 @@ class HelmReleases(Reconciler):
         unchanged = release is not None and release.digest == digest and release.done
         if release is not None and unchanged and (release.ok or now < self._due.get(key, 0.0)):
             status = d(hr.get("status"))
-            if (
-                requested is not None and requested != status.get("lastHandledReconcileAt")
-            ) or int(status.get("observedGeneration") or 0) != gen:
+            if (requested is not None and requested != status.get("lastHandledReconcileAt")) or int(
+                status.get("observedGeneration") or 0
+            ) != gen:
                 # helm-controller records a handled request, and a new generation that left
                 # the chart and values as they were, even when nothing changed.
                 record = observed(hr)
