@@ -576,3 +576,36 @@ def test_a_nested_default_takes_the_child_substitute_under_a_parent_patch(
     # An object annotated substitute: disabled keeps its text.
     literal = _get(store, "ConfigMap", "literal", "plex")
     assert literal is not None and literal["data"] == {"name": "${CLAIM:-${APP}}"}
+
+
+def test_a_health_check_naming_an_older_version_finds_the_object(
+    flux: tuple[Store, Path, VirtualClock],
+) -> None:
+    # kustomize-controller polls health checks by group and kind (cli-utils ObjMetadata has no
+    # version), so a check still written as v2beta1 reads the HelmRelease at its served one.
+    store, repo, _ = flux
+    _write(
+        repo,
+        {
+            "clusters/ks.yaml": _ks(
+                "app",
+                "./app",
+                "  healthChecks:\n"
+                "    - apiVersion: helm.toolkit.fluxcd.io/v2beta1\n"
+                "      kind: HelmRelease\n      name: web\n      namespace: default\n",
+            ),
+            "app/hr.yaml": (
+                "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\n"
+                "metadata: {name: web, namespace: default}\n"
+                "spec:\n  interval: 30m\n  chart:\n    spec:\n      chart: podinfo\n"
+                "      sourceRef: {kind: HelmRepository, name: podinfo}\n"
+            ),
+        },
+    )
+    bootstrap(store, directory=repo, path="./clusters")
+    cond = wait_for(lambda: _cond(store, "app").get("status") == "True" and _cond(store, "app"))
+    assert "assumed healthy" not in cond["message"]
+    ks = _get(store, "Kustomization", "app", "flux-system")
+    assert ks is not None
+    healthy = [c for c in ks["status"]["conditions"] if c["type"] == "Healthy"]
+    assert healthy[0]["status"] == "True"

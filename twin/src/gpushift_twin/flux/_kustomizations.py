@@ -468,6 +468,13 @@ class Kustomizations(Reconciler):
         if kind is None and api:
             with contextlib.suppress(ApiError):
                 kind = kind_of({"apiVersion": api, "kind": kind_name}, self.store)
+        if kind is None and api:
+            # kustomize-controller polls health by group and kind (ObjMetadata has no
+            # version): a check naming an older version finds the object all the same.
+            group = api.rpartition("/")[0]
+            kind = next(
+                (k for k in self.store.kinds() if (k.group, k.kind) == (group, kind_name)), None
+            )
         return kind if kind is not None and served(self.store, kind) else None
 
     def _check_health(self, ks: Obj, waiting: _Waiting) -> float:
