@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpushift.common import FLUX_VERSION, InputError, UsageError
+from gpushift.common import InputError, UsageError
 from gpushift_twin.apiserver import (
     DEFAULT_KUBERNETES_VERSION,
     Certificate,
@@ -88,8 +88,8 @@ class ServeOptions:
     #: The release the API server and the kubelets report (``1.N.P``).
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
     #: The Flux release modelled (``gpushift.common.FLUX_VERSIONS``): which older Flux API
-    #: versions its CRDs serve.
-    flux_version: str = FLUX_VERSION
+    #: versions its CRDs serve. None: the one ``repo`` installs, else the default.
+    flux_version: str | None = None
 
     @property
     def faulted(self) -> bool:

@@ -41,8 +41,8 @@ class UpstreamOptions:
     strict_health: bool = False
     operator_delay: float = 10.0
     bin_dir: Path | None = None
-    #: The control plane installs the CRDs of the Flux release gpushift models.
-    flux_version: str = FLUX_VERSION
+    #: The control plane installs the CRDs of the Flux release gpushift models by default.
+    flux_version: str | None = FLUX_VERSION
 
 
 def serve_upstream_cluster(options: UpstreamOptions) -> None:

@@ -125,8 +125,9 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--flux-version",
                 metavar="2.N",
-                help="The Flux release the twin models (2.6 to 2.9; default 2.9): its CRDs "
-                "serve the older Flux API versions that release still serves (embedded only).",
+                help="The Flux release the twin models (2.6 to 2.9; default: the one --repo "
+                "installs, else 2.9): its CRDs serve the older Flux API versions that release "
+                "still serves (embedded only).",
             ),
         ] = None,
     ) -> None:

@@ -209,8 +209,8 @@ def _codes(text: str) -> tuple[int, ...]:
     return codes
 
 
-def _flux_version(text: str) -> str:
-    if text not in FLUX_VERSIONS:
+def _flux_version(text: str | None) -> str | None:
+    if text is not None and text not in FLUX_VERSIONS:
         raise UsageError(f"--flux-version: choose from {', '.join(FLUX_VERSIONS)}, got {text!r}")
     return text
 
@@ -494,15 +494,16 @@ def register(app: typer.Typer) -> None:
             ),
         ] = "1.37",
         flux_version: Annotated[
-            str,
+            str | None,
             typer.Option(
                 "--flux-version",
                 metavar="2.N",
                 help="The Flux release the twin models: its CRDs serve the older Flux API "
                 "versions that release still serves (v2beta1/v1beta1 up to 2.6, "
-                "v2beta2/v1beta2 up to 2.7). From 2.6 (the twin's API server only).",
+                "v2beta2/v1beta2 up to 2.7). From 2.6 (the twin's API server only). "
+                f"Default: the release --repo installs, else {FLUX_VERSION}.",
             ),
-        ] = FLUX_VERSION,
+        ] = None,
         control_plane: Annotated[
             ControlPlaneChoice,
             typer.Option(

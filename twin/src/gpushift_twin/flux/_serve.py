@@ -12,6 +12,7 @@ from gpushift import common
 from gpushift.common import FLUX_VERSION, InputError, Obj, UsageError, by_kind
 from gpushift_twin.apiserver import ApiError, Store
 from gpushift_twin.flux import _seeds
+from gpushift_twin.flux._release import modelled, pinned_flux
 from gpushift_twin.flux._roots import find_roots, synthetic_root
 from gpushift_twin.flux._runner import Flux, bootstrap
 
@@ -58,7 +59,7 @@ class FluxOptions(Protocol):
     @property
     def secrets(self) -> tuple[str, ...]: ...
     @property
-    def flux_version(self) -> str: ...
+    def flux_version(self) -> str | None: ...
 
 
 def flux_for(store: Store, clock: Any, *, options: FluxOptions) -> Flux | None:
@@ -96,7 +97,7 @@ def start_flux(
     operator_delay: float = 10.0,
     strict_health: bool = False,
     secrets: Sequence[str] = (),
-    flux_version: str = FLUX_VERSION,
+    flux_version: str | None = None,
 ) -> Flux:
     """Install the CRDs, bootstrap the GitRepository and root Kustomization, and return the
     (not yet started) controllers. ``example`` writes the embedded repository to a temporary
@@ -107,7 +108,8 @@ def start_flux(
     the Secrets and ConfigMaps they read that the repository itself produces are seeded, and
     ``secrets`` (``--secret NS/NAME=FILE``) supplied (``_seeds``); a required one nothing
     produces is named on stderr. ``flux_version`` is the Flux release modelled: its CRDs
-    serve the older API versions that release still serves.
+    serve the older API versions that release still serves. None: the release ``repo``
+    installs (:func:`pinned_flux`, named on stderr), else the default.
 
     Raises ``UsageError``/``InputError`` for bad options or files.
     """
@@ -142,6 +144,16 @@ def start_flux(
         raise InputError(f"--root {path}: no such directory in the repository", path=str(directory))
     if roots is not None:
         print(f"flux roots: {roots.origin}", file=sys.stderr, flush=True)
+    if flux_version is None:
+        flux_version = FLUX_VERSION
+        pin = pinned_flux(directory) if repo is not None else None
+        if pin is not None:
+            flux_version = modelled(pin[0])
+            print(
+                f"flux version: {pin[0]} ({pin[1]}); the twin models Flux {flux_version}",
+                file=sys.stderr,
+                flush=True,
+            )
     flux = Flux(
         store,
         clock=clock,
