@@ -12,7 +12,7 @@ import os
 import re
 from pathlib import Path
 
-from gpushift.common import FLUX_VERSION, FLUX_VERSIONS, InputError, read_file
+from gpushift.common import FLUX_VERSION, FLUX_VERSIONS, KINDS, InputError, read_file
 from gpushift.common import as_dict as d
 
 _MARKERS = ("flux-manifests", "FluxInstance", "Flux Version:")
@@ -86,3 +86,49 @@ def modelled(release: str) -> str:
         return release
     minor = int(release.split(".")[1])
     return FLUX_VERSIONS[0] if minor < int(FLUX_VERSIONS[0].split(".")[1]) else FLUX_VERSION
+
+
+#: Each older Flux API version of the kinds table: the release that stopped serving it.
+_GONE: dict[str, str] = {f"{k.group}/{v}": gone for k in KINDS for v, gone in k.older}
+#: An object's own apiVersion (at the start of a line: not a reference such as a health check's).
+_API = re.compile(r"^apiVersion:\s*[\"']?([a-z.]+\.fluxcd\.io/v[0-9a-z]+)", re.MULTILINE)
+
+
+def unserved_apis(
+    directory: Path, *, flux: str, limit: int = 5000
+) -> tuple[str | None, list[tuple[str, str]]]:
+    """The older Flux API versions the repository writes that Flux release ``flux`` no longer
+    serves, each with the first ``file:line`` using it, and the newest release the twin
+    models that serves them all (None when there are none)."""
+    first: dict[str, str] = {}
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(directory):
+        dirnames[:] = sorted(n for n in dirnames if n != ".git")
+        for name in sorted(filenames):
+            if not name.endswith((".yaml", ".yml")):
+                continue
+            seen += 1
+            if seen > limit:
+                break
+            path = Path(dirpath, name)
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if "fluxcd.io/v" not in text:
+                continue
+            for m in _API.finditer(text):
+                api = m.group(1)
+                gone = _GONE.get(api)
+                if gone is None or _minor(flux) < _minor(gone) or api in first:
+                    continue
+                line = text.count("\n", 0, m.start(1)) + 1
+                first[api] = f"{path.relative_to(directory).as_posix()}:{line}"
+    if not first:
+        return None, []
+    newest = min(_minor(_GONE[api]) for api in first) - 1
+    return modelled(f"2.{newest}"), sorted(first.items(), key=lambda kv: kv[1])
+
+
+def _minor(release: str) -> int:
+    return int(release.split(".")[1])

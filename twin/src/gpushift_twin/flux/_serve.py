@@ -12,7 +12,7 @@ from gpushift import common
 from gpushift.common import FLUX_VERSION, InputError, Obj, UsageError, by_kind
 from gpushift_twin.apiserver import ApiError, Store
 from gpushift_twin.flux import _seeds
-from gpushift_twin.flux._release import modelled, pinned_flux
+from gpushift_twin.flux._release import modelled, pinned_flux, unserved_apis
 from gpushift_twin.flux._roots import find_roots, synthetic_root
 from gpushift_twin.flux._runner import Flux, bootstrap
 
@@ -154,6 +154,18 @@ def start_flux(
                 file=sys.stderr,
                 flush=True,
             )
+        elif repo is not None:
+            serving, unserved = unserved_apis(directory, flux=flux_version)
+            if unserved:
+                api, where = unserved[0]
+                more = f" and {len(unserved) - 1} more" if len(unserved) > 1 else ""
+                print(
+                    f"flux version: the repository pins no Flux release; the twin models Flux "
+                    f"{flux_version}, which no longer serves {api} ({where}){more}: "
+                    f"--flux-version {serving} models the newest release that serves them",
+                    file=sys.stderr,
+                    flush=True,
+                )
     flux = Flux(
         store,
         clock=clock,
