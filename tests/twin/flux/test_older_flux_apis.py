@@ -16,7 +16,7 @@ from tests.twin.flux.conftest import kubectl_json, needs_kubectl, serve_repo, wa
 
 from gpushift._crds import crd
 from gpushift._kinds import by_kind
-from gpushift_twin.flux._release import modelled, pinned_flux, unserved_apis
+from gpushift_twin.flux import modelled, pinned_flux, unserved_apis
 
 NODES = "nodes:\n- {name: n1, gpus: [{product: NVIDIA L4}]}\n"
 ROOT = """\
