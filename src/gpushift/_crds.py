@@ -8,7 +8,7 @@ columns the upstream CRDs declare, rather than taking the projects' own files.
 
 from __future__ import annotations
 
-from gpushift._kinds import KINDS, Kind
+from gpushift._kinds import FLUX_VERSION, KINDS, Kind
 
 _READY = '.status.conditions[?(@.type=="Ready")]'
 _AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
@@ -30,20 +30,35 @@ _COLUMNS: dict[str, list[dict[str, str]]] = {
 }
 
 
-def crd(kind: Kind) -> dict[str, object]:
-    """A v1 CRD serving ``kind`` with an open schema (fields are the controllers' to check)."""
+def _version(kind: Kind, name: str) -> dict[str, object]:
     version: dict[str, object] = {
-        "name": kind.version,
+        "name": name,
         "served": True,
-        "storage": True,
+        "storage": name == kind.version,
         "schema": {
             "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
         },
     }
+    if name != kind.version:
+        # kubebuilder's +kubebuilder:deprecatedversion on each older Flux API version.
+        version["deprecated"] = True
+        version["deprecationWarning"] = (
+            f"{name} {kind.kind} is deprecated, upgrade to {kind.version}"
+        )
     if kind.subresources:
         version["subresources"] = {s: {} for s in kind.subresources}
     if kind.kind in _COLUMNS:
         version["additionalPrinterColumns"] = _COLUMNS[kind.kind]
+    return version
+
+
+def crd(kind: Kind, *, flux: str = FLUX_VERSION) -> dict[str, object]:
+    """A v1 CRD serving ``kind`` with an open schema (fields are the controllers' to check).
+
+    A Flux kind's CRD also serves the older versions Flux release ``flux`` still serves, as
+    upstream's do: ``served: true``, ``storage: false``, no conversion webhook (the
+    ``None`` strategy: an object reads the same at every version but its ``apiVersion``).
+    """
     names: dict[str, object] = {
         "kind": kind.kind,
         "listKind": f"{kind.kind}List",
@@ -62,11 +77,12 @@ def crd(kind: Kind) -> dict[str, object]:
             "group": kind.group,
             "names": names,
             "scope": "Namespaced" if kind.namespaced else "Cluster",
-            "versions": [version],
+            "versions": [_version(kind, v) for v in kind.served_versions(flux=flux)],
         },
     }
 
 
-def custom_crds() -> list[dict[str, object]]:
-    """A CRD for every kind of the table that is not built in, in table order."""
-    return [crd(kind) for kind in KINDS if not kind.builtin]
+def custom_crds(*, flux: str = FLUX_VERSION) -> list[dict[str, object]]:
+    """A CRD for every kind of the table that is not built in, in table order, with the
+    versions Flux release ``flux`` serves."""
+    return [crd(kind, flux=flux) for kind in KINDS if not kind.builtin]

@@ -24,6 +24,15 @@ class Kind:
     #: False for kinds that only exist once their CustomResourceDefinition is installed.
     builtin: bool = True
     singular: str = field(default="")
+    #: Older versions of a Flux kind, each with the Flux release whose CRDs no longer serve
+    #: it. Before that release its CRD serves the version beside ``version`` (the storage
+    #: one), with no conversion: the objects are the same at either.
+    older: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+
+    def served_versions(self, *, flux: str) -> tuple[str, ...]:
+        """The versions the kind's CRD serves in Flux release ``flux`` ("2.9"): ``version``
+        first (it stores), then each older version that release still serves."""
+        return (self.version, *(v for v, gone in self.older if _release(flux) < _release(gone)))
 
     @property
     def api_version(self) -> str:
@@ -44,6 +53,16 @@ class Kind:
         return f"{base}/{name}" if name is not None else base
 
 
+def _release(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split("."))
+
+
+#: The Flux release the twin models (fluxcd/flux2 v2.9.4), and those it can model instead:
+#: from 2.6, the first whose CRDs serve every version of the table (OCIRepository v1).
+FLUX_VERSION = "2.9"
+FLUX_VERSIONS = ("2.6", "2.7", "2.8", "2.9")
+
+
 def _k(
     api_version: str,
     kind: str,
@@ -54,9 +73,17 @@ def _k(
     cat: tuple[str, ...] = (),
     sub: tuple[str, ...] = (),
     builtin: bool = True,
+    older: tuple[tuple[str, str], ...] = (),
 ) -> Kind:
     group, _, version = api_version.rpartition("/")
-    return Kind(group, version, kind, plural, namespaced, short, cat, sub, builtin)
+    return Kind(group, version, kind, plural, namespaced, short, cat, sub, builtin, older=older)
+
+
+# Flux 2.7 removed the v1beta1 and v2beta1 APIs (fluxcd/flux2#5474), Flux 2.8 the v1beta2
+# and v2beta2 ones (fluxcd/flux2#5711: kustomize-controller#1584, source-controller#1983,
+# helm-controller#1404); `flux migrate` moves objects off them first.
+_BETA1 = ("v1beta1", "2.7")
+_BETA2 = ("v1beta2", "2.8")
 
 
 _ALL = ("all",)
@@ -146,6 +173,7 @@ KINDS: tuple[Kind, ...] = (
         short=("ks",),
         sub=("status",),
         builtin=False,
+        older=(_BETA1, _BETA2),
     ),
     _k(
         "helm.toolkit.fluxcd.io/v2",
@@ -155,6 +183,7 @@ KINDS: tuple[Kind, ...] = (
         short=("hr",),
         sub=("status",),
         builtin=False,
+        older=(("v2beta1", "2.7"), ("v2beta2", "2.8")),
     ),
     _k(
         "source.toolkit.fluxcd.io/v1",
@@ -164,6 +193,7 @@ KINDS: tuple[Kind, ...] = (
         short=("gitrepo",),
         sub=("status",),
         builtin=False,
+        older=(_BETA1, _BETA2),
     ),
     _k(
         "source.toolkit.fluxcd.io/v1",
@@ -173,6 +203,7 @@ KINDS: tuple[Kind, ...] = (
         short=("ocirepo",),
         sub=("status",),
         builtin=False,
+        older=(_BETA2,),
     ),
     _k(
         "source.toolkit.fluxcd.io/v1",
@@ -182,6 +213,7 @@ KINDS: tuple[Kind, ...] = (
         short=("helmrepo",),
         sub=("status",),
         builtin=False,
+        older=(_BETA1, _BETA2),
     ),
     # llmkube (CRDs)
     _k("inference.llmkube.dev/v1alpha1", "Model", "models", True, sub=("status",), builtin=False),

@@ -15,7 +15,7 @@ from gpushift._children import stop as stop_child
 from gpushift._crds import custom_crds
 from gpushift._errors import InputError, UsageError
 from gpushift._git import GitError, git, unpack_revision
-from gpushift._kinds import KINDS, Kind, builtin_kinds, by_kind, lookup
+from gpushift._kinds import FLUX_VERSION, FLUX_VERSIONS, KINDS, Kind, builtin_kinds, by_kind, lookup
 from gpushift._obj import Obj, as_dict
 from gpushift._quantity import QuantityError, format_quantity
 from gpushift._quantity import is_binary as is_binary_quantity
@@ -26,6 +26,8 @@ from gpushift._yaml import load as load_yaml
 from gpushift._yaml import load_all as load_yaml_all
 
 __all__ = [
+    "FLUX_VERSION",
+    "FLUX_VERSIONS",
     "KINDS",
     "Document",
     "GitError",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from gpushift.flux import substitute, substitute_tree
@@ -27,13 +27,15 @@ class Var:
         return ("$" if self.escaped else "") + "${" + body + "}"
 
     def expected(self, env: dict[str, str]) -> str:
-        # Written from the Flux docs: unset -> "", ":-" also covers empty, "$$" escapes.
+        # Written from the Flux docs and fluxcd/pkg/envsubst funcs.go toDefault: unset -> "",
+        # ":-", ":=" and "=" take the default for an unset or empty value, "$$" escapes;
+        # "-" (outside that grammar) reads as the shell reads it: unset only.
         if self.escaped:
             return self.text()[1:]
         value = env.get(self.name)
         if self.op is None:
             return value or ""
-        if self.op.startswith(":"):
+        if self.op != "-":
             return value if value else self.default
         return value if value is not None else self.default
 
@@ -103,3 +105,36 @@ def test_string_functions_as_drone_envsubst_defines_them() -> None:
     assert substitute("${APP^}|${APP^^}|${#APP}", env) == "Plex|PLEX|4"
     assert substitute("${MISSING/./-}", env) == ""
     assert substitute("$${SECRET_DOMAIN/./-}", env) == "${SECRET_DOMAIN/./-}"
+
+
+def test_a_default_holds_further_forms_as_fluxcd_envsubst_parses_it() -> None:
+    # tparker00/home-ops kubernetes/components/moosefs/claim.yaml: name "${CLAIM:-${APP}}".
+    assert substitute("${CLAIM:-${APP}}", {"APP": "plex"}) == "plex"
+    assert substitute("${CLAIM:-${APP}}", {"APP": "plex", "CLAIM": "media"}) == "media"
+    assert substitute("${CLAIM:-${APP}}", {"APP": "plex", "CLAIM": ""}) == "plex"
+    assert substitute("${CLAIM:-${APP}}", {}) == ""
+    assert substitute("${A:=x-${B}-y}z", {"B": "b"}) == "x-b-yz"
+    assert substitute("${A:-${B:-${C}}}/${D}", {"C": "c", "D": "d"}) == "c/d"
+    # "$$" escapes the outer form only; the nested one is still a form.
+    assert substitute("$${A:-${B}}", {"B": "b"}) == "${A:-b}"
+    # A form the parser rejects (no closing brace) is left as written.
+    assert substitute("${A:-${B}", {"B": "b"}) == "${A:-b"
+
+
+def test_equals_takes_the_default_for_an_empty_value() -> None:
+    # funcs.go toDefault: "=" and ":=" alike use the default when the value is empty.
+    assert substitute("${A=d}", {"A": ""}) == "d"
+    assert substitute("${A=d}", {"A": "v"}) == "v"
+
+
+@given(NAMES, NAMES, VALUE, st.one_of(st.none(), VALUE), LITERAL, LITERAL)
+def test_nested_default_is_the_inner_value_between_literals(
+    outer: str, inner: str, inner_value: str, outer_value: str | None, pre: str, post: str
+) -> None:
+    assume(outer != inner)
+    env = {inner: inner_value}
+    if outer_value is not None:
+        env[outer] = outer_value
+    text = "${" + outer + ":-" + pre + "${" + inner + "}" + post + "}"
+    want = outer_value if outer_value else pre + inner_value + post
+    assert substitute(text, env) == want

@@ -27,6 +27,11 @@ from gpushift_twin.rehearse import RehearseOptions, TwinOptions
             ["--control-plane", "upstream", "--time-scale", "100"],
             "--time-scale 100: only 1 on --control-plane upstream (real time",
         ),
+        (["--flux-version", "2.3"], "--flux-version: choose from 2.6, 2.7, 2.8, 2.9, got '2.3'"),
+        (
+            ["--control-plane", "upstream", "--flux-version", "2.6"],
+            "--flux-version: not with --control-plane upstream",
+        ),
     ],
 )
 def test_usage_errors_exit_2_with_one_line(
@@ -75,6 +80,10 @@ def test_the_twin_and_proxy_command_lines_per_control_plane(tmp_path: Path) -> N
     assert proxy[proxy.index("--error-rate") + 1] == "0.1"
     assert proxy[proxy.index("--drop-watch-every") + 1] == "5"
     assert proxy[proxy.index("--seed") + 1] == "3"
+    # The modelled Flux release goes to twin serve only when asked for.
+    assert "--flux-version" not in argv
+    older = TwinOptions(flux_version="2.6").argv(tmp_path / "k")
+    assert older[older.index("--flux-version") + 1] == "2.6"
 
 
 def test_defaults_per_control_plane() -> None:

@@ -57,6 +57,14 @@ def _gpushift(*args: str, env: dict[str, str] | None = None) -> subprocess.Compl
             "--kubernetes-version: not with --control-plane upstream (the twin's API server only)",
         ),
         (
+            ["--control-plane", "upstream", "--example", "homelab", "--flux-version", "2.6"],
+            "--flux-version: not with --control-plane upstream (the twin's API server only)",
+        ),
+        (
+            ["--example", "homelab", "--flux-version", "2.5"],
+            "--flux-version: choose from 2.6, 2.7, 2.8, 2.9, got '2.5'",
+        ),
+        (
             ["--control-plane", "upstream", "--repo", "."],
             "--repo needs --nodes",
         ),

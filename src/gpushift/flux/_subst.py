@@ -2,7 +2,8 @@
 
 Mirrors fluxcd/pkg/envsubst as kustomize-controller uses it: only the braced form is
 replaced (``$VAR`` is left alone), ``$${VAR}`` escapes to a literal ``${VAR}``, and a variable
-that is not set becomes the empty string unless a default is given.
+that is not set becomes the empty string unless a default is given. Defaults (and function
+arguments) may hold further forms: ``${CLAIM:-${APP}}`` is APP's value when CLAIM is unset.
 """
 
 from __future__ import annotations
@@ -15,14 +16,6 @@ import yaml
 
 from gpushift import _yaml
 
-# ${NAME}, ${NAME:-default}, ${NAME-default}, ${NAME:=default}, ${NAME=default}; defaults stop at
-# the first "}" as in the Go implementation (no nesting).
-# Also drone/envsubst's string functions, which fluxcd/pkg/envsubst keeps: ${#NAME},
-# ${NAME/a/b} (and //, /#, /%), ${NAME#a} (##), ${NAME%a} (%%), ${NAME^} (^^), ${NAME,} (,,).
-_VAR = re.compile(
-    r"\$(\$)?\{(#)?([_A-Za-z][_A-Za-z0-9]*)(?:(:?[-=]|//?[#%]?|##?|%%?|\^\^?|,,?)([^}]*))?\}"
-)
-
 #: Variable names Flux accepts in postBuild.substitute (kustomize-controller's check).
 VAR_NAME = re.compile(r"^[_A-Za-z][_A-Za-z0-9]*$")
 
@@ -30,48 +23,180 @@ _INT = re.compile(r"^[-+]?[0-9]+$")
 _FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
 
 
+class _BadSubstitutionError(Exception):
+    """A form fluxcd/pkg/envsubst's parser rejects."""
+
+
+def _name_end(text: str, i: int) -> int:
+    # parse/scan.go acceptIdent: letters, digits and "_".
+    while i < len(text) and (text[i].isalnum() or text[i] == "_"):
+        i += 1
+    return i
+
+
+def _param(
+    text: str, i: int, variables: Mapping[str, str], *, stop: str, escapes: bool = False
+) -> tuple[str, int]:
+    """One function parameter (parse.go parseParam): a nested ``${...}`` form, or a run of
+    text up to a character of ``stop`` or the next ``${``."""
+    if text.startswith("${", i):
+        return _form(text, i + 2, variables)
+    out: list[str] = []
+    j = i
+    while j < len(text) and text[j] not in stop and not text.startswith("${", j):
+        if escapes and (
+            text.startswith("$$", j) or (text[j] == "\\" and text[j + 1 : j + 2] in ("/", "\\"))
+        ):
+            j += 1  # scan.go scanEscaped: the escaping character is dropped
+        out.append(text[j])
+        j += 1
+    if j == i or j >= len(text):
+        raise _BadSubstitutionError
+    return "".join(out), j
+
+
+def _close(text: str, i: int) -> int:
+    if text[i : i + 1] != "}":
+        raise _BadSubstitutionError
+    return i + 1
+
+
+def _form(text: str, i: int, variables: Mapping[str, str]) -> tuple[str, int]:
+    """Evaluate the form whose body starts at ``text[i]`` (just after ``${``); returns its
+    value and the index after its closing brace. Mirrors parse.go parseFunc and the
+    functions template.go evaluates; raises ``_BadSubstitutionError`` where the parser fails."""
+    if text.startswith("#", i):  # ${#NAME}
+        end = _name_end(text, i + 1)
+        if end == i + 1:
+            raise _BadSubstitutionError
+        return str(len(variables.get(text[i + 1 : end]) or "")), _close(text, end)
+    end = _name_end(text, i)
+    if end == i:
+        raise _BadSubstitutionError
+    value = variables.get(text[i:end])
+    c = text[end : end + 1]
+    if c == "}":
+        return value or "", end + 1
+    if c in ("=", "-") or (c == ":" and text[end + 1 : end + 2] in ("=", "-", "?", "+")):
+        # ${NAME:-default}, ${NAME:=default}, ${NAME=default} (and ":?", ":+", which the
+        # fork evaluates alike): the default is a list of text runs and nested forms.
+        op = text[end : end + 2] if c == ":" else c
+        j = end + len(op)
+        parts: list[str] = []
+        while text[j : j + 1] != "}":
+            part, j = _param(text, j, variables, stop="}")
+            parts.append(part)
+        default = "".join(parts)
+        if op == "-":
+            # Not in fluxcd/pkg/envsubst's grammar; read as the shell reads it: unset only.
+            return (value if value is not None else default), j + 1
+        # funcs.go toDefault: the default stands in for an unset or empty value.
+        return (value or default), j + 1
+    value = value or ""
+    if c in (",", "^"):
+        j = end + 1
+        if text[j : j + 1] == c:
+            j += 1
+        change = str.upper if c == "^" else str.lower
+        out = change(value) if j - end == 2 else change(value[:1]) + value[1:]
+        return out, _close(text, j)
+    if c == "/":
+        j = end + 1
+        op = "/"
+        if text[j : j + 1] in ("/", "#", "%"):
+            op += text[j]
+            j += 1
+        old = ""
+        if text[j : j + 1] != "/":
+            old, j = _param(text, j, variables, stop="/", escapes=True)
+        if text[j : j + 1] != "/":
+            raise _BadSubstitutionError
+        j += 1
+        new = ""
+        if text[j : j + 1] != "}":
+            new, j = _param(text, j, variables, stop="}", escapes=True)
+        return _replace(value, op, old, new), _close(text, j)
+    if c in ("#", "%"):
+        j = end + 1
+        op = c
+        if text[j : j + 1] == c:
+            op += c
+            j += 1
+        arg, j = _param(text, j, variables, stop="}")
+        return _trim(value, op, arg), _close(text, j)
+    raise _BadSubstitutionError
+
+
+def _substitute(text: str, variables: Mapping[str, str]) -> str:
+    out: list[str] = []
+    i = 0
+    while True:
+        j = text.find("$", i)
+        if j < 0:
+            out.append(text[i:])
+            return "".join(out)
+        out.append(text[i:j])
+        if text.startswith("$${", j):
+            # "$$" escapes: the rest reads as text up to the next "${".
+            out.append("${")
+            i = j + 3
+            continue
+        if not text.startswith("${", j):
+            out.append("$")
+            i = j + 1
+            continue
+        try:
+            value, i = _form(text, j + 2, variables)
+        except (_BadSubstitutionError, IndexError):
+            out.append("${")  # left as written
+            i = j + 2
+            continue
+        out.append(value)
+
+
 def substitute(text: str, variables: Mapping[str, str]) -> str:
     """``text`` with every ``${VAR}`` form replaced from ``variables``.
 
-    Unset variables without a default become "" (Flux's non-strict mode). ``$${VAR}`` yields
-    the literal ``${VAR}``. Returns ``text`` itself when it holds no ``${``.
+    Unset variables without a default become "" (Flux's non-strict mode). A default may hold
+    further forms (``${CLAIM:-${APP}}``), as fluxcd/pkg/envsubst parses them. ``$${VAR}``
+    yields the literal ``${VAR}``. A form that parser rejects is left as written. Returns
+    ``text`` itself when it holds no ``${``.
     """
     if "${" not in text:
         return text
-
-    def repl(m: re.Match[str]) -> str:
-        escaped, length, name, op, default = m.groups()
-        if escaped:
-            return m.group(0)[1:]
-        value = variables.get(name)
-        if length:
-            return str(len(value or "")) if op is None else m.group(0)
-        if op is None:
-            return value if value is not None else ""
-        if op[0] not in ":-=":
-            return _function(value or "", op, default)
-        if op.startswith(":"):
-            # ":-" and ":=" use the default when the variable is unset or empty.
-            return value if value else default
-        return value if value is not None else default
-
-    return _VAR.sub(repl, text)
+    return _substitute(text, variables)
 
 
-def _function(value: str, op: str, arg: str) -> str:
+def _forms(text: str) -> Iterator[str]:
+    """The top-level ``${...}`` forms of ``text``, as written (nested ones inside them)."""
+    i = 0
+    while (j := text.find("${", i)) >= 0:
+        if j > 0 and text[j - 1] == "$":
+            i = j + 2
+            continue
+        depth, k = 1, j + 2
+        while k < len(text) and depth:
+            if text.startswith("${", k):
+                depth, k = depth + 1, k + 2
+                continue
+            depth -= text[k] == "}"
+            k += 1
+        yield text[j:k]
+        i = k
+
+
+def _replace(value: str, op: str, old: str, new: str) -> str:
     # drone/envsubst funcs.go, with literal (not glob) patterns.
-    if op in ("^", "^^", ",", ",,"):
-        change = str.upper if op[0] == "^" else str.lower
-        return change(value) if len(op) == 2 else change(value[:1]) + value[1:]
-    if op.startswith("/"):
-        old, _, new = arg.partition("/")
-        if op == "//":
-            return value.replace(old, new) if old else value
-        if op == "/#":
-            return new + value[len(old) :] if value.startswith(old) else value
-        if op == "/%":
-            return value[: len(value) - len(old)] + new if old and value.endswith(old) else value
-        return value.replace(old, new, 1) if old else value
+    if op == "//":
+        return value.replace(old, new) if old else value
+    if op == "/#":
+        return new + value[len(old) :] if value.startswith(old) else value
+    if op == "/%":
+        return value[: len(value) - len(old)] + new if old and value.endswith(old) else value
+    return value.replace(old, new, 1) if old else value
+
+
+def _trim(value: str, op: str, arg: str) -> str:
     if op in ("#", "##"):
         return value[len(arg) :] if value.startswith(arg) else value
     return value[: len(value) - len(arg)] if arg and value.endswith(arg) else value
@@ -213,7 +338,7 @@ def may_break_yaml(text: str, variables: Mapping[str, str]) -> bool:
             continue
         old_value, value = _value(line), _value(new)
         if old_value[:1] in ("'", '"'):
-            added = "".join(substitute(m.group(0), variables) for m in _VAR.finditer(line))
+            added = "".join(substitute(f, variables) for f in _forms(line))
             if old_value[0] in added or "\\" in added:
                 return True
             continue

@@ -493,3 +493,119 @@ def test_components_are_added_to_the_build(flux: tuple[Store, Path, VirtualClock
         what="the component's patch",
     )
     assert cm == "by-component"
+
+
+#: The tparker00/home-ops idiom: a shared component names its object "${CLAIM:-${APP}}";
+#: each app's Kustomization sets APP (and CLAIM where the claim is shared) in
+#: postBuild.substitute, and the parent patches substituteFrom into every child.
+_CLAIM = (
+    "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources:\n  - cm.yaml\n",
+    CM.format(
+        name='"${CLAIM:-${APP}}"',
+        meta="  labels:\n    app.kubernetes.io/name: ${APP}\n",
+        data='  zone: "${TZ}"\n',
+    )
+    + CM.format(
+        name="literal",
+        meta="  annotations:\n    kustomize.toolkit.fluxcd.io/substitute: disabled\n",
+        data='  name: "${CLAIM:-${APP}}"\n',
+    ),
+)
+_PARENT_PATCH = (
+    "  patches:\n"
+    "    - patch: |-\n"
+    f"        {KS_HEADER.replace(chr(10), chr(10) + '        ')}metadata:\n"
+    "          name: not-used\n"
+    "        spec:\n"
+    "          postBuild:\n"
+    "            substituteFrom:\n"
+    "              - kind: ConfigMap\n"
+    "                name: cluster-settings\n"
+    "      target:\n"
+    "        group: kustomize.toolkit.fluxcd.io\n"
+    "        kind: Kustomization\n"
+)
+
+
+def _child(name: str, variables: str) -> str:
+    return _ks(
+        name,
+        "./apps/app",
+        f"  targetNamespace: {name}\n  components:\n    - ../../components/claim\n"
+        f"  postBuild:\n    substitute:\n{variables}",
+    )
+
+
+def test_a_nested_default_takes_the_child_substitute_under_a_parent_patch(
+    flux: tuple[Store, Path, VirtualClock],
+) -> None:
+    store, repo, _ = flux
+    _write(
+        repo,
+        {
+            "clusters/settings.yaml": CM.format(
+                name="cluster-settings", meta="  namespace: flux-system\n", data="  TZ: UTC\n"
+            ),
+            "clusters/ks.yaml": _ks("apps", "./ks", _PARENT_PATCH),
+            "ks/plex.yaml": _child("plex", "      APP: plex\n"),
+            "ks/jellyfin.yaml": _child("jellyfin", "      APP: jellyfin\n      CLAIM: media\n"),
+            "apps/app/kustomization.yaml": "resources:\n  - ns.yaml\n",
+            "apps/app/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${APP}\n",
+            "components/claim/kustomization.yaml": _CLAIM[0],
+            "components/claim/cm.yaml": _CLAIM[1],
+        },
+    )
+    bootstrap(store, directory=repo, path="./clusters")
+    for name in ("plex", "jellyfin"):
+
+        def applied(n: str = name) -> bool:
+            return _cond(store, n).get("status") == "True"
+
+        wait_for(applied, what=f"Kustomization {name}")
+    # CLAIM unset: the default is APP's value, substituted inside it.
+    plex = _get(store, "ConfigMap", "plex", "plex")
+    assert plex is not None
+    assert plex["metadata"]["labels"]["app.kubernetes.io/name"] == "plex"
+    assert plex["data"] == {"zone": "UTC"}  # from the parent's patched-in substituteFrom
+    # CLAIM set: it wins, and nothing is named after APP.
+    assert _get(store, "ConfigMap", "media", "jellyfin") is not None
+    assert _get(store, "ConfigMap", "jellyfin", "jellyfin") is None
+    # No object anywhere keeps the unsubstituted form as its name.
+    names = [o["metadata"]["name"] for o in store.list(by_kind("ConfigMap")).objects]
+    assert not [n for n in names if "${" in n]
+    # An object annotated substitute: disabled keeps its text.
+    literal = _get(store, "ConfigMap", "literal", "plex")
+    assert literal is not None and literal["data"] == {"name": "${CLAIM:-${APP}}"}
+
+
+def test_a_health_check_naming_an_older_version_finds_the_object(
+    flux: tuple[Store, Path, VirtualClock],
+) -> None:
+    # kustomize-controller polls health checks by group and kind (cli-utils ObjMetadata has no
+    # version), so a check still written as v2beta1 reads the HelmRelease at its served one.
+    store, repo, _ = flux
+    _write(
+        repo,
+        {
+            "clusters/ks.yaml": _ks(
+                "app",
+                "./app",
+                "  healthChecks:\n"
+                "    - apiVersion: helm.toolkit.fluxcd.io/v2beta1\n"
+                "      kind: HelmRelease\n      name: web\n      namespace: default\n",
+            ),
+            "app/hr.yaml": (
+                "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\n"
+                "metadata: {name: web, namespace: default}\n"
+                "spec:\n  interval: 30m\n  chart:\n    spec:\n      chart: podinfo\n"
+                "      sourceRef: {kind: HelmRepository, name: podinfo}\n"
+            ),
+        },
+    )
+    bootstrap(store, directory=repo, path="./clusters")
+    cond = wait_for(lambda: _cond(store, "app").get("status") == "True" and _cond(store, "app"))
+    assert "assumed healthy" not in cond["message"]
+    ks = _get(store, "Kustomization", "app", "flux-system")
+    assert ks is not None
+    healthy = [c for c in ks["status"]["conditions"] if c["type"] == "Healthy"]
+    assert healthy[0]["status"] == "True"

@@ -87,6 +87,9 @@ class ServeOptions:
     operator_delay: float = 10.0
     #: The release the API server and the kubelets report (``1.N.P``).
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
+    #: The Flux release modelled (``gpushift.common.FLUX_VERSIONS``): which older Flux API
+    #: versions its CRDs serve. None: the one ``repo`` installs, else the default.
+    flux_version: str | None = None
 
     @property
     def faulted(self) -> bool:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpushift.common import UsageError
+from gpushift.common import FLUX_VERSION, UsageError
 
 if TYPE_CHECKING:
     from gpushift_twin.cluster import Delays
@@ -41,6 +41,8 @@ class UpstreamOptions:
     strict_health: bool = False
     operator_delay: float = 10.0
     bin_dir: Path | None = None
+    #: The control plane installs the CRDs of the Flux release gpushift models by default.
+    flux_version: str | None = FLUX_VERSION
 
 
 def serve_upstream_cluster(options: UpstreamOptions) -> None:

@@ -738,7 +738,12 @@ class Store:
         rv = self._next_rv()
         meta = dict(new["metadata"])
         meta["resourceVersion"] = str(rv)
-        new = canonicalize(kind.group, kind.plural, {**new, "metadata": meta}, like=old)
+        # Kept at the storage version, as etcd keeps a custom resource written at another
+        # served one (the None conversion: only apiVersion changes); reads convert back.
+        stored = self.resource(kind).kind.api_version
+        new = canonicalize(
+            kind.group, kind.plural, {**new, "apiVersion": stored, "metadata": meta}, like=old
+        )
         key = (kind.group, kind.plural)
         skey = (meta.get("namespace") or "", meta["name"])
         entry = Encoded(new)  # encoded when first read
@@ -753,7 +758,10 @@ class Store:
         self._index_owners(uid, old, new)
         self._emit(Event("ADDED" if old is None else "MODIFIED", kind, new, entry, rv, old))
         self._collect(kind, new)
-        return new if shared else decode(entry.raw)
+        if shared:
+            return new
+        out: Obj = decode(entry.raw)
+        return out if stored == kind.api_version else {**out, "apiVersion": kind.api_version}
 
     def _index_owners(self, uid: str, old: Obj | None, new: Obj | None) -> None:
         if old is not None and new is not None:

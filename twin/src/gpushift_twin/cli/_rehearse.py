@@ -129,6 +129,16 @@ def register(app: typer.Typer) -> None:
                 "what the move depends on.",
             ),
         ] = False,
+        flux_version: Annotated[
+            str | None,
+            typer.Option(
+                "--flux-version",
+                metavar="2.N",
+                help="The Flux release the twin models (2.6 to 2.9; default: the one --repo "
+                "installs, else 2.9): its CRDs serve the older Flux API versions that release "
+                "still serves (embedded only).",
+            ),
+        ] = None,
     ) -> None:
         from gpushift_twin import rehearse as r
 
@@ -146,6 +156,7 @@ def register(app: typer.Typer) -> None:
             seed=seed,
             control_plane=control_plane.value,
             strict_settle=strict_settle,
+            flux_version=flux_version,
         )
         try:
             result = r.rehearse(options, progress=r.Progress(enabled=True))

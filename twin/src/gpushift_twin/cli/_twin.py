@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from gpushift import cli as _a
-from gpushift.common import UsageError
+from gpushift.common import FLUX_VERSION, FLUX_VERSIONS, UsageError
 
 if TYPE_CHECKING:
     from gpushift_twin import FaultConfig
@@ -209,6 +209,12 @@ def _codes(text: str) -> tuple[int, ...]:
     return codes
 
 
+def _flux_version(text: str | None) -> str | None:
+    if text is not None and text not in FLUX_VERSIONS:
+        raise UsageError(f"--flux-version: choose from {', '.join(FLUX_VERSIONS)}, got {text!r}")
+    return text
+
+
 class ControlPlaneChoice(enum.StrEnum):
     """Which API server `twin serve` runs."""
 
@@ -221,6 +227,7 @@ _TWIN_ONLY = (
     "state",
     "access_log",
     "kubernetes_version",
+    "flux_version",
     "nodes",
     "example",
     "repo",
@@ -234,7 +241,7 @@ _TWIN_ONLY = (
 
 #: Of those, the ones that need the twin's API server even with agents on a real one. The
 #: release is kube-apiserver's there, and its kubelets report it.
-_EMBEDDED_ONLY = ("state", "access_log", "kubernetes_version")
+_EMBEDDED_ONLY = ("state", "access_log", "kubernetes_version", "flux_version")
 
 
 def _serve_upstream_cluster(ctx: typer.Context, *, port: int, kubeconfig_out: Path) -> None:
@@ -486,6 +493,17 @@ def register(app: typer.Typer) -> None:
                 "server only: on --control-plane upstream it is kube-apiserver's).",
             ),
         ] = "1.37",
+        flux_version: Annotated[
+            str | None,
+            typer.Option(
+                "--flux-version",
+                metavar="2.N",
+                help="The Flux release the twin models: its CRDs serve the older Flux API "
+                "versions that release still serves (v2beta1/v1beta1 up to 2.6, "
+                "v2beta2/v1beta2 up to 2.7). From 2.6 (the twin's API server only). "
+                f"Default: the release --repo installs, else {FLUX_VERSION}.",
+            ),
+        ] = None,
         control_plane: Annotated[
             ControlPlaneChoice,
             typer.Option(
@@ -552,6 +570,7 @@ def register(app: typer.Typer) -> None:
                 operator_delay=operator_delay,
                 strict_health=strict_health,
                 kubernetes_version=t.parse_kubernetes_version(kubernetes_version),
+                flux_version=_flux_version(flux_version),
             )
         )
 

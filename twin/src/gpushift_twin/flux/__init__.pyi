@@ -10,6 +10,7 @@ from ._control import (
     wait_ready,
 )
 from ._crds import install_crds
+from ._release import modelled, pinned_flux, unserved_apis
 from ._runner import Flux, bootstrap, run_gitops
 from ._seeds import read_secret
 from ._serve import FluxOptions, flux_for, read_vars, start_flux
@@ -25,12 +26,15 @@ __all__ = [
     "git_set",
     "install_crds",
     "local_path",
+    "modelled",
     "not_ready",
     "not_ready_objects",
+    "pinned_flux",
     "read_secret",
     "read_vars",
     "run_gitops",
     "start_flux",
+    "unserved_apis",
     "wait_for_kubeconfig",
     "wait_ready",
 ]

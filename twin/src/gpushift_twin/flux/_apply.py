@@ -155,6 +155,14 @@ class Applied:
     unserved: list[str] = field(default_factory=list)
 
 
+def _known(store: Store, obj: Obj) -> bool:
+    # A kind the store serves at another version (a Flux kind whose older API the modelled
+    # Flux release no longer serves): not a CRD the twin lacks, so the apply fails as on a
+    # cluster, with the API server's "no matches for kind".
+    group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+    return any(k.group == group and k.kind == obj.get("kind") for k in store.kinds())
+
+
 def _plan(
     store: Store, objects: list[Obj], *, force: bool, lenient: bool, place: bool, done: Applied
 ) -> list[tuple[Obj, Kind, bool]]:
@@ -163,7 +171,7 @@ def _plan(
         try:
             kind = kind_of(obj, store)
         except ApiError as err:
-            if lenient:
+            if lenient and not _known(store, obj):
                 done.unserved.append(object_id(obj))
                 continue
             raise ApplyFailed(f"{object_id(obj)} dry-run failed: {err.message}") from None
@@ -222,7 +230,8 @@ def apply_all(
     fields change are recreated when ``force`` (or the object's force annotation) allows.
 
     ``lenient`` (partial repositories) creates namespaces nothing defines and skips objects
-    of kinds the twin does not serve instead of failing. A namespaced object without a
+    of kinds the twin does not serve instead of failing; a kind it serves at other versions
+    only (a Flux API the modelled release removed) still fails. A namespaced object without a
     namespace fails the apply ("<Kind>/<name> namespace not specified"), unless ``place``
     (a partial repository, which may lack what sets it) lets the API server's ``default``
     take it. Raises ``ApplyFailed`` with Flux's message; a failing stage writes nothing.

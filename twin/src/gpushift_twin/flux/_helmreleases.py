@@ -257,20 +257,21 @@ class HelmReleases(Reconciler):
         # (install/upgrade remediation retries).
         unchanged = release is not None and release.digest == digest and release.done
         if release is not None and unchanged and (release.ok or now < self._due.get(key, 0.0)):
-            handled_at = d(hr.get("status")).get("lastHandledReconcileAt")
-            if fresh or (requested is not None and requested != handled_at):
-                # helm-controller records a handled request even when nothing changed, and
-                # its conditions then carry the new generation (a resume that only flips
-                # spec.suspend, as `flux resume` waits for).
+            status = d(hr.get("status"))
+            if (requested is not None and requested != status.get("lastHandledReconcileAt")) or int(
+                status.get("observedGeneration") or 0
+            ) != gen:
+                # helm-controller records a handled request, and a new generation that left
+                # the chart and values as they were, even when nothing changed.
                 record = observed(hr)
 
-                def still(st: Obj) -> None:
+                def update(st: Obj) -> None:
                     record(st)
-                    for cond in st.get("conditions") or []:
-                        if isinstance(cond, dict):
-                            cond["observedGeneration"] = gen
+                    for c in st.get("conditions") or []:
+                        if isinstance(c, dict):
+                            c["observedGeneration"] = gen
 
-                self._status(hr, still)
+                self._status(hr, update)
             return self._due.get(key, now + interval)
         release_name = str(spec.get("releaseName") or meta["name"])
         target_ns = str(spec.get("targetNamespace") or meta.get("namespace"))

@@ -178,7 +178,9 @@ class Kustomizations(Reconciler):
         ns = str(ref.get("namespace") or ks["metadata"].get("namespace"))
         kind_name = str(ref.get("kind") or "GitRepository")
         label = f"{kind_name}/{ns}/{ref.get('name')}"
-        kind = lookup(str(ref.get("apiVersion") or "source.toolkit.fluxcd.io/v1"), kind_name)
+        # kustomize-controller reads the source by its kind, at the storage version, whatever
+        # apiVersion the reference names.
+        kind = lookup("source.toolkit.fluxcd.io/v1", kind_name)
         if kind is None:
             return None, label
         try:
@@ -466,6 +468,13 @@ class Kustomizations(Reconciler):
         if kind is None and api:
             with contextlib.suppress(ApiError):
                 kind = kind_of({"apiVersion": api, "kind": kind_name}, self.store)
+        if kind is None and api:
+            # kustomize-controller polls health by group and kind (ObjMetadata has no
+            # version): a check naming an older version finds the object all the same.
+            group = api.rpartition("/")[0]
+            kind = next(
+                (k for k in self.store.kinds() if (k.group, k.kind) == (group, kind_name)), None
+            )
         return kind if kind is not None and served(self.store, kind) else None
 
     def _check_health(self, ks: Obj, waiting: _Waiting) -> float:

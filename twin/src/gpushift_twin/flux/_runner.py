@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from gpushift.common import Kind, Obj, by_kind, lookup
+from gpushift.common import FLUX_VERSION, Kind, Obj, by_kind, lookup
 from gpushift.flux import read_tree
 from gpushift.gitops import own_sources
 from gpushift_twin.apiserver import ApiError, Event, Store, rfc3339
@@ -53,6 +53,8 @@ class Flux(AgentThread):
     twin does not model pass as "assumed healthy" unless ``strict_health``.
     ``default_source`` (namespace, name) is the GitRepository of Kustomizations that set no
     ``sourceRef`` (the twin's synthetic root stands in for one that would patch it in).
+    ``flux_version`` is the Flux release modelled ("2.9"): which older API versions its CRDs
+    serve (``gpushift.common.FLUX_VERSIONS``).
     """
 
     def __init__(
@@ -65,10 +67,11 @@ class Flux(AgentThread):
         strict_health: bool = False,
         default_source: tuple[str, str] | None = None,
         whole: bool = False,
+        flux_version: str = FLUX_VERSION,
     ) -> None:
         super().__init__(store, thread_name="gpushift-flux")
         self.clock = clock
-        _crds.install_crds(store)
+        _crds.install_crds(store, flux=flux_version)
         stamp = lambda: rfc3339(clock.now())  # noqa: E731
         self.sources = Sources(
             store, clock.seconds, stamp, assume_remote=lenient and not strict_health

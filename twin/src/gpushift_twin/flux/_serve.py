@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gpushift import common
-from gpushift.common import InputError, Obj, UsageError, by_kind
+from gpushift.common import FLUX_VERSION, InputError, Obj, UsageError, by_kind
 from gpushift_twin.apiserver import ApiError, Store
 from gpushift_twin.flux import _seeds
+from gpushift_twin.flux._release import modelled, pinned_flux, unserved_apis
 from gpushift_twin.flux._roots import find_roots, synthetic_root
 from gpushift_twin.flux._runner import Flux, bootstrap
 
@@ -57,6 +58,8 @@ class FluxOptions(Protocol):
     def strict_health(self) -> bool: ...
     @property
     def secrets(self) -> tuple[str, ...]: ...
+    @property
+    def flux_version(self) -> str | None: ...
 
 
 def flux_for(store: Store, clock: Any, *, options: FluxOptions) -> Flux | None:
@@ -78,6 +81,7 @@ def flux_for(store: Store, clock: Any, *, options: FluxOptions) -> Flux | None:
         operator_delay=options.operator_delay,
         strict_health=options.strict_health,
         secrets=options.secrets,
+        flux_version=options.flux_version,
     )
 
 
@@ -93,6 +97,7 @@ def start_flux(
     operator_delay: float = 10.0,
     strict_health: bool = False,
     secrets: Sequence[str] = (),
+    flux_version: str | None = None,
 ) -> Flux:
     """Install the CRDs, bootstrap the GitRepository and root Kustomization, and return the
     (not yet started) controllers. ``example`` writes the embedded repository to a temporary
@@ -102,7 +107,9 @@ def start_flux(
     unless ``root`` names the path of a root for the twin to make. Before the roots apply,
     the Secrets and ConfigMaps they read that the repository itself produces are seeded, and
     ``secrets`` (``--secret NS/NAME=FILE``) supplied (``_seeds``); a required one nothing
-    produces is named on stderr.
+    produces is named on stderr. ``flux_version`` is the Flux release modelled: its CRDs
+    serve the older API versions that release still serves. None: the release ``repo``
+    installs (:func:`pinned_flux`, named on stderr), else the default.
 
     Raises ``UsageError``/``InputError`` for bad options or files.
     """
@@ -137,6 +144,28 @@ def start_flux(
         raise InputError(f"--root {path}: no such directory in the repository", path=str(directory))
     if roots is not None:
         print(f"flux roots: {roots.origin}", file=sys.stderr, flush=True)
+    if flux_version is None:
+        flux_version = FLUX_VERSION
+        pin = pinned_flux(directory) if repo is not None else None
+        if pin is not None:
+            flux_version = modelled(pin[0])
+            print(
+                f"flux version: {pin[0]} ({pin[1]}); the twin models Flux {flux_version}",
+                file=sys.stderr,
+                flush=True,
+            )
+        elif repo is not None:
+            serving, unserved = unserved_apis(directory, flux=flux_version)
+            if unserved:
+                api, where = unserved[0]
+                more = f" and {len(unserved) - 1} more" if len(unserved) > 1 else ""
+                print(
+                    f"flux version: the repository pins no Flux release; the twin models Flux "
+                    f"{flux_version}, which no longer serves {api} ({where}){more}: "
+                    f"--flux-version {serving} models the newest release that serves them",
+                    file=sys.stderr,
+                    flush=True,
+                )
     flux = Flux(
         store,
         clock=clock,
@@ -145,6 +174,7 @@ def start_flux(
         strict_health=strict_health,
         default_source=("flux-system", "flux-system") if roots is None else None,
         whole=roots is not None,
+        flux_version=flux_version,
     )
     if repo is None:
         flux.on_stop(holder.cleanup)  # the embedded repository lives as long as the run

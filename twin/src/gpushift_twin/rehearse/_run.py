@@ -20,7 +20,7 @@ from typing import Any
 
 from gpushift import kube
 from gpushift import verdict as gpu_verdict
-from gpushift.common import InputError, Obj, UsageError, write_file
+from gpushift.common import FLUX_VERSIONS, InputError, Obj, UsageError, write_file
 from gpushift_twin.rehearse._cards import Card, read_map
 from gpushift_twin.rehearse._cutover import CutoverCommand, merge_command, run_direction
 from gpushift_twin.rehearse._defaults import (
@@ -83,6 +83,8 @@ class RehearseOptions:
     control_plane: str = "embedded"
     #: Wait for every Flux object to be Ready, not only for what the move depends on.
     strict_settle: bool = False
+    #: The Flux release the twin models (``--flux-version``; None: its default).
+    flux_version: str | None = None
 
     @property
     def upstream(self) -> bool:
@@ -127,6 +129,16 @@ class RehearseOptions:
             raise UsageError(f"--example: choose homelab, got {self.example!r}")
         if self.example is not None and (self.target or self.root or self.nodes or self.secrets):
             raise UsageError("--target, --root, --nodes and --secret go with --repo")
+        if self.flux_version is not None:
+            if self.flux_version not in FLUX_VERSIONS:
+                raise UsageError(
+                    f"--flux-version: choose from {', '.join(FLUX_VERSIONS)}, "
+                    f"got {self.flux_version!r}"
+                )
+            if self.upstream:
+                raise UsageError(
+                    "--flux-version: not with --control-plane upstream (the twin's API server only)"
+                )
         if self.repo is not None:
             if not self.repo.is_dir():
                 raise InputError("no such directory", path=str(self.repo))
@@ -419,6 +431,7 @@ def _twin_options(
         drop_watch_every=options.drop_watch_every,
         seed=options.seed,
         control_plane=options.control_plane,
+        flux_version=options.flux_version,
     )
     return twin, labels
 

@@ -73,6 +73,8 @@ class TwinOptions:
     access_log: bool = False
     extra: tuple[str, ...] = ()
     control_plane: str = "embedded"
+    #: ``--flux-version 2.N`` for ``twin serve`` (None: the release it models by default).
+    flux_version: str | None = None
 
     @property
     def upstream(self) -> bool:
@@ -107,6 +109,8 @@ class TwinOptions:
             out += ["--nodes", str(self.nodes)]
         for secret in self.secrets:
             out += ["--secret", secret]
+        if self.flux_version is not None:
+            out += ["--flux-version", self.flux_version]
         if self.faulted and not self.upstream:
             out += self.fault_argv()
         if self.access_log:
