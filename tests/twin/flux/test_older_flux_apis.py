@@ -166,10 +166,10 @@ def test_older_versions_apply_settle_and_read_at_either_version(tmp_path: Path) 
 
 @needs_kubectl
 def test_the_modelled_release_refuses_versions_it_no_longer_serves(tmp_path: Path) -> None:
-    # The default release (2.9) serves none of them: the root fails on the first, as
-    # kustomize-controller's dry-run does, instead of skipping it as a kind no CRD defines.
+    # Release 2.9 serves none of them: the root fails on the first, as kustomize-controller's
+    # dry-run does, instead of skipping it as a kind no CRD defines.
     repo = _repo(tmp_path / "repo")
-    with serve_repo(tmp_path, repo, NODES) as (kc, err):
+    with serve_repo(tmp_path, repo, NODES, "--flux-version", "2.9") as (kc, _err):
         ready = wait_for(lambda: _ks(kc, "cluster-apps"))
         assert ready["status"] == "False"
         assert ready["reason"] == "ReconciliationFailed"
@@ -181,12 +181,28 @@ def test_the_modelled_release_refuses_versions_it_no_longer_serves(tmp_path: Pat
         )
         assert kubectl_json(kc, "-n", "flux-system", "get", "helmrepository", "bjw-s") is None
         assert kubectl_json(kc, "get", "helmreleases.v2beta1.helm.toolkit.fluxcd.io", "-A") is None
-    # The repository pins no release: one line says what the default release refuses, first
-    # by file, and which release would serve it all (v2beta1 is there: 2.6).
+
+
+@needs_kubectl
+def test_without_a_pin_the_versions_the_repository_writes_choose_the_release(
+    tmp_path: Path,
+) -> None:
+    # The repository pins no release; the newest release that serves every version it writes
+    # (v2beta1 is there: 2.6) is the one its files show, and one line says so.
+    repo = _repo(tmp_path / "repo")
+    with serve_repo(tmp_path, repo, NODES) as (kc, err):
+
+        def applied() -> dict[str, Any] | None:
+            cond = _ks(kc, "cluster-apps")
+            return cond if cond is not None and cond["status"] == "True" else None
+
+        assert wait_for(applied)["reason"] == "ReconciliationSucceeded"
+        assert kubectl_json(kc, "-n", "flux-system", "get", "helmrepository", "bjw-s") is not None
     assert (
-        "flux version: the repository pins no Flux release; the twin models Flux 2.9, which no "
-        "longer serves helm.toolkit.fluxcd.io/v2beta2 (kubernetes/app/new.yaml:1) and 3 more: "
-        "--flux-version 2.6 models the newest release that serves them"
+        "flux version: the repository pins no Flux release and writes "
+        "helm.toolkit.fluxcd.io/v2beta2 (kubernetes/app/new.yaml:1) and 3 more, which Flux 2.9 "
+        "no longer serves; the twin models Flux 2.6, the newest release that serves them "
+        "(--flux-version 2.9 to see them refused)"
     ) in err.read_text().splitlines()
 
 

@@ -157,15 +157,19 @@ def start_flux(
         elif repo is not None:
             serving, unserved = unserved_apis(directory, flux=flux_version)
             if unserved:
+                # The API versions the repository is written in show the Flux it runs on:
+                # the newest release that still serves them all.
                 api, where = unserved[0]
                 more = f" and {len(unserved) - 1} more" if len(unserved) > 1 else ""
                 print(
-                    f"flux version: the repository pins no Flux release; the twin models Flux "
-                    f"{flux_version}, which no longer serves {api} ({where}){more}: "
-                    f"--flux-version {serving} models the newest release that serves them",
+                    f"flux version: the repository pins no Flux release and writes {api} "
+                    f"({where}){more}, which Flux {flux_version} no longer serves; the twin "
+                    f"models Flux {serving}, the newest release that serves them "
+                    f"(--flux-version {flux_version} to see them refused)",
                     file=sys.stderr,
                     flush=True,
                 )
+                flux_version = serving
     flux = Flux(
         store,
         clock=clock,
