@@ -103,7 +103,7 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
             path=where.path if where else ".",
             line=where.line if where else None,
         )
-    old = old_stack(repo)
+    old = old_stack(repo, allow_standalone_beside=True)
     ks = repo.kustomization(old.obj.kustomization)
     if ks is None:
         raise InputError(
@@ -213,6 +213,25 @@ def plan_to_dra(repo: Repo, texts: dict[str, str], files: frozenset[str], option
         _operator(b, repo, old, ks, options=options, gpu_ns=gpu_ns, rbac=rbac)
     else:
         _standalone(b, repo, old, ks, options=options)
+    for extra in standalone_beside(repo, old):
+        # A second device plugin on the same cards (check's dual-device-plugin): it goes too,
+        # or it would keep advertising nvidia.com/gpu beside the DRA driver.
+        extra_ks = repo.kustomization(extra.obj.kustomization)
+        if extra_ks is None:
+            raise InputError(
+                f"HelmRelease {extra.name} is not deployed by a Flux Kustomization in this "
+                "repository",
+                path=extra.source.path,
+                line=extra.source.line,
+            )
+        _standalone(b, repo, extra, extra_ks, options=options)
+        theirs = _replicas(extra, repo)
+        b.note(
+            f"{extra.source.path}:{extra.source.line}: a second device plugin, {extra.name}, "
+            f"shared the same cards{f' {theirs} ways' if theirs else ''} beside {old.name}; "
+            f"it is removed, and the DRA driver takes {old.name}'s sharing"
+            f"{f' ({replicas} shares)' if replicas else ''}: give --sharing N to choose"
+        )
 
     for ns in sorted(set(converted) - set(namespaces)):
         _wait_for_template(b, repo, ns, converted[ns], template=options.template)
@@ -270,7 +289,10 @@ def bridged_cannot_ask_for_memory(consumers: tuple[Consumer, ...]) -> None:
             )
 
 
-def old_stack(repo: Repo) -> HelmRelease:
+def old_stack(repo: Repo, *, allow_standalone_beside: bool = False) -> HelmRelease:
+    """The release whose device plugin the move replaces. With ``allow_standalone_beside``,
+    gpu-operator's is chosen even when a standalone chart runs a second plugin beside it
+    (``standalone_beside`` names it); otherwise two plugins are refused."""
     # A plugin DaemonSet applied as a manifest would stay beside the DRA driver: both
     # allocators on one card. What it shares and where is the operator's to move.
     for plugin in repo.device_plugins:
@@ -299,7 +321,7 @@ def old_stack(repo: Repo) -> HelmRelease:
             "HelmRelease (a plain manifest?); gpushift migrates only those",
             path=".",
         )
-    if len(found) > 1:
+    if len(found) > 1 and not (allow_standalone_beside and _operator_and_standalone(found)):
         raise InputError(
             f"{len(found)} releases deploy the device plugin ({', '.join(h.name for h in found)});"
             " gpushift migrates one",
@@ -307,6 +329,23 @@ def old_stack(repo: Repo) -> HelmRelease:
             line=found[1].source.line,
         )
     return found[0]
+
+
+def _operator_and_standalone(found: list[HelmRelease]) -> bool:
+    """gpu-operator's device plugin and one standalone chart: the operator's stack stays and
+    gets the DRA driver beside it; the standalone one is removed."""
+    return len(found) == 2 and [h.chart for h in found] == ["gpu-operator", "nvidia-device-plugin"]
+
+
+def standalone_beside(repo: Repo, old: HelmRelease) -> tuple[HelmRelease, ...]:
+    """Standalone device plugin releases that run beside gpu-operator's ``old``."""
+    if old.chart != "gpu-operator":
+        return ()
+    return tuple(
+        hr
+        for hr in repo.releases("nvidia-device-plugin")
+        if truthy(hr.value("devicePlugin", "enabled"), default=True)
+    )
 
 
 _SCHEMA_PREFIX = "# yaml-language-server:"
@@ -817,3 +856,11 @@ def claim_templates(
             new=entry,
             reason="its pods' claim template must exist before they are created",
         )
+
+
+def _replicas(hr: HelmRelease, repo: Repo) -> int | None:
+    """How many ways ``hr``'s device plugin time-slices a card, when the tree says."""
+    for plugin in repo.device_plugins:
+        if plugin.release is hr and plugin.selected is not None:
+            return plugin.selected.replicas
+    return None

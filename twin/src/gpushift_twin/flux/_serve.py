@@ -169,7 +169,7 @@ def start_flux(
                     file=sys.stderr,
                     flush=True,
                 )
-                flux_version = serving
+                flux_version = serving or flux_version
     flux = Flux(
         store,
         clock=clock,
