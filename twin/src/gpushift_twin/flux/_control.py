@@ -92,14 +92,34 @@ def git_set(
         else:
             spec = {"ref": {"branch": target, "commit": None, "tag": None, "name": None}}
     token = datetime.now(UTC).isoformat().replace("+00:00", "Z")
-    kube.patch(
-        _GIT,
-        name=name,
-        namespace=namespace,
-        patch={"metadata": {"annotations": {REQUESTED_AT: token}}, "spec": spec},
-    )
+    moved = [(namespace, name), *_aliases(kube, name=name, namespace=namespace)]
+    for ns, alias in moved:
+        kube.patch(
+            _GIT,
+            name=alias,
+            namespace=ns,
+            patch={"metadata": {"annotations": {REQUESTED_AT: token}}, "spec": spec},
+        )
     shown = spec.get("url") or next(f"{k}={v}" for k, v in (spec["ref"] or {}).items() if v)
-    return f"GitRepository/{namespace}/{name} now at {shown}"
+    also = "".join(f", GitRepository/{ns}/{alias}" for ns, alias in moved[1:])
+    return f"GitRepository/{namespace}/{name}{also} now at {shown}"
+
+
+def _aliases(kube: Kube, *, name: str, namespace: str) -> list[tuple[str, str]]:
+    """The other GitRepositories that serve the same checkout as ``namespace/name`` (the same
+    ``spec.url`` and ``spec.ref``): the twin points every source a repository calls itself
+    (``flux-system`` and, say, ``home-kubernetes``) at one directory, so a merge moves them
+    together, as pushing to the one remote would."""
+    current = kube.get(_GIT, name=name, namespace=namespace)
+    spec = current.get("spec") or {}
+    out = []
+    for other in kube.list(_GIT):
+        meta, theirs = other["metadata"], other.get("spec") or {}
+        if (meta.get("namespace"), meta["name"]) == (namespace, name):
+            continue
+        if theirs.get("url") == spec.get("url") and theirs.get("ref") == spec.get("ref"):
+            out.append((str(meta.get("namespace")), str(meta["name"])))
+    return sorted(out)
 
 
 def _pending_request(obj: dict[str, Any]) -> bool:
