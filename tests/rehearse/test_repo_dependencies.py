@@ -20,6 +20,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from gpushift.gitops import load_repo
 from gpushift_twin.cluster import TWIN_LABELS, from_text, twin_label
 from gpushift_twin.rehearse import (
@@ -119,3 +122,43 @@ def test_resources_follow_the_labels_and_add_up() -> None:
         "node n1 offers example.com/tpu: 5: a1 and a2 require it (another device plugin "
         "advertises it on the real cluster); give --nodes for your real nodes"
     )
+
+
+_RESOURCES = st.sampled_from(["example.com/tpu", "kernel.org/tun"])
+_AMOUNTS = st.dictionaries(_RESOURCES, st.integers(1, 4))
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["a", "b", "c", "d"]), _AMOUNTS, st.integers(0, 3)),
+        unique_by=lambda r: r[0],
+    ),
+    st.sampled_from([(), ("a",), ("a", "b")]),
+    st.sampled_from([(), ("c",)]),
+)
+def test_every_node_a_requester_is_placed_on_offers_all_it_asks(
+    requests: list[tuple[str, dict[str, int], int]],
+    zoned: tuple[str, ...],
+    daemons: tuple[str, ...],
+) -> None:
+    nodes = ("n0", "n1", "n2")
+    # The zoned requesters' labels on n2 (a DaemonSet's would be on every node: left out).
+    labels = tuple(NodeLabel("n2", "zone", "a", (n,)) for n in zoned if n not in daemons)
+    got = node_resources(requests, labels, nodes, every_node=daemons)
+    offered = {(r.node, r.resource): r for r in got}
+    for name, wants, pods in requests:
+        at: tuple[str, ...]
+        if name in daemons:
+            at = nodes
+        elif any(name in lb.consumers for lb in labels):
+            at = ("n2",)
+        else:
+            at = ("n0",)
+        per_node = 1 if name in daemons else max(pods, 1)
+        for node in at:
+            for resource, amount in wants.items():
+                assert offered[node, resource].count >= amount * per_node
+                assert name in offered[node, resource].consumers
+    # Nothing is offered that nobody placed there asks for.
+    for r in got:
+        assert all(any(n == c and r.resource in w for n, w, _ in requests) for c in r.consumers)
