@@ -60,14 +60,24 @@ def _affinity(*terms: list[dict[str, object]]) -> dict[str, object]:
 def test_a_node_selector_asks_for_its_labels_but_those_agents_set() -> None:
     selector = {CORAL_LABEL: "true", "nvidia.com/gpu.present": "true"}
     assert required_labels(selector, None) == {CORAL_LABEL: "true"}
-    # The kubelet's, NFD's and gpu-feature-discovery's are the agents' to set.
+    # The kubelet's, NFD's NVIDIA PCI label, gpu-feature-discovery's and the GPU Operator's
+    # are the twin's agents' to set.
     agents = {
         "kubernetes.io/hostname": "k8s-gpu-1",
         "beta.kubernetes.io/arch": "amd64",
-        "feature.node.kubernetes.io/cpu-cpuid.AVX2": "true",
+        "feature.node.kubernetes.io/pci-10de.present": "true",
         "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+        "nvidia.com/gpu.deploy.device-plugin": "true",
     }
     assert required_labels(agents, None) == {}
+    # Keys the twin's agents never set, under the agents' prefixes: an NFD rule's on the
+    # real cluster, a GFD label the twin does not model. Added like any label.
+    others = {
+        "feature.node.kubernetes.io/cpu-cpuid.AVX2": "true",
+        "feature.node.kubernetes.io/coral-tpu": "true",
+        "nvidia.com/gpu.machine": "g6.xlarge",
+    }
+    assert required_labels(others, None) == others
     # The GPU Operator's choices are an operator's, as `twin inventory --from` keeps them.
     assert required_labels({"nvidia.com/device-plugin.config": "l4"}, None) == {
         "nvidia.com/device-plugin.config": "l4"
@@ -203,9 +213,23 @@ def test_the_default_inventory_of_the_fixture() -> None:
     assert all([g.product for g in n.gpus] == ["NVIDIA L4"] for n in nodes)
 
 
-def test_consumers_asking_only_for_agent_labels_keep_the_plain_default() -> None:
-    # unplaceable: plex asks for nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 (GFD's label).
-    assert default_inventory(FIXTURES / "unplaceable").text == DEFAULT_NODES
+def test_a_consumer_asking_only_for_agent_labels_gets_none() -> None:
+    # unplaceable: plex asks for nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 (GFD's label,
+    # the twin's to set): no label. tdarr asks for no label and for kernel.org/tun: 1, which
+    # no default node offers: the first node offers one.
+    inventory = default_inventory(FIXTURES / "unplaceable")
+    assert inventory.labels == ()
+    assert [(r.node, r.resource, r.count, r.consumers) for r in inventory.resources] == [
+        ("gpu-node-0", "kernel.org/tun", 1, ("tdarr",))
+    ]
+    nodes = from_text(inventory.text).nodes
+    assert [dict(n.labels) for n in nodes] == [{}, {}, {}]
+    assert [dict(n.resources) for n in nodes] == [{"kernel.org/tun": "1"}, {}, {}]
+
+
+def test_consumers_asking_for_nothing_keep_the_plain_default() -> None:
+    # no-plugin-node: plex asks for nvidia.com/gpu: 1 only.
+    assert default_inventory(FIXTURES / "no-plugin-node").text == DEFAULT_NODES
 
 
 # -- the target migrate makes ---------------------------------------------------------------

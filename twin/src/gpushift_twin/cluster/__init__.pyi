@@ -25,12 +25,14 @@ from ._monitor import (
     ViolationBody,
     ViolationList,
 )
+from ._nodes import TWIN_LABELS, twin_label
 from ._promql import QueryError
 
 __all__ = [
     "EXAMPLES",
     "MODELS",
     "NODE_FAULTS",
+    "TWIN_LABELS",
     "AgentThread",
     "Cluster",
     "Delays",
@@ -52,5 +54,6 @@ __all__ = [
     "inventory_from_nodes",
     "load",
     "run_cluster",
+    "twin_label",
     "uniform",
 ]

@@ -18,6 +18,8 @@ REPLICAS = "nvidia.com/gpu.replicas"
 STRATEGY = "nvidia.com/gpu.sharing-strategy"
 MIG_CAPABLE = "nvidia.com/mig.capable"
 FAMILY = "nvidia.com/gpu.family"
+COMPUTE_MAJOR = "nvidia.com/gpu.compute.major"
+COMPUTE_MINOR = "nvidia.com/gpu.compute.minor"
 
 
 def _sanitise(product: str) -> str:
@@ -49,6 +51,6 @@ def labels(
         STRATEGY: strategy,
         MIG_CAPABLE: "true" if first.mig_capable else "false",
         FAMILY: first.architecture.split()[0].lower(),
-        "nvidia.com/gpu.compute.major": major,
-        "nvidia.com/gpu.compute.minor": minor or "0",
+        COMPUTE_MAJOR: major,
+        COMPUTE_MINOR: minor or "0",
     }

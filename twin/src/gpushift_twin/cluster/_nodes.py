@@ -7,6 +7,7 @@ import uuid
 from gpushift import common
 from gpushift.common import Obj
 from gpushift_twin.apiserver import DEFAULT_KUBERNETES_VERSION
+from gpushift_twin.cluster import _gfd
 from gpushift_twin.cluster._inventory import NodeSpec
 
 KUBELET_VERSION = f"v{DEFAULT_KUBERNETES_VERSION}"
@@ -14,6 +15,30 @@ KUBELET_VERSION = f"v{DEFAULT_KUBERNETES_VERSION}"
 #: (NVIDIA/gpu-operator controllers/state_manager.go ``commonGPULabelKey``).
 NFD_NVIDIA = "feature.node.kubernetes.io/pci-10de.present"
 GPU_PRESENT = "nvidia.com/gpu.present"
+#: The node labels the twin's own agents set: the kubelet's, NFD's NVIDIA PCI label, the GPU
+#: Operator's ``gpu.present``, gpu-feature-discovery's (:mod:`._gfd`); the operator's
+#: ``nvidia.com/gpu.deploy.*`` state labels are :func:`twin_label`'s prefix.
+TWIN_LABELS = frozenset(
+    {
+        "beta.kubernetes.io/arch",
+        "beta.kubernetes.io/os",
+        "kubernetes.io/arch",
+        "kubernetes.io/hostname",
+        "kubernetes.io/os",
+        NFD_NVIDIA,
+        GPU_PRESENT,
+        _gfd.PRODUCT,
+        _gfd.MEMORY,
+        _gfd.COUNT,
+        _gfd.REPLICAS,
+        _gfd.STRATEGY,
+        _gfd.MIG_CAPABLE,
+        _gfd.FAMILY,
+        _gfd.COMPUTE_MAJOR,
+        _gfd.COMPUTE_MINOR,
+    }
+)
+_DEPLOY_PREFIX = "nvidia.com/gpu.deploy."
 # Kubelet defaults: evictionHard memory.available<100Mi, nodefs.available<10%.
 _EVICTION_MEMORY = 100 * 2**20
 
@@ -46,6 +71,15 @@ def _conditions(now: str) -> list[Obj]:
         ),
         cond("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
     ]
+
+
+def twin_label(key: str) -> bool:
+    """Whether the twin's own agents set the node label ``key`` (:data:`TWIN_LABELS`, and
+    the GPU Operator's ``nvidia.com/gpu.deploy.*`` on GPU nodes). A key another agent sets on
+    a real cluster (an NFD rule's ``feature.node.kubernetes.io/coral-tpu``, GFD's
+    ``nvidia.com/gpu.machine``) is not one: in the twin only an inventory's ``labels`` put it
+    on a node."""
+    return key in TWIN_LABELS or key.startswith(_DEPLOY_PREFIX)
 
 
 def node_object(

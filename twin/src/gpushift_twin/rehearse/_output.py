@@ -81,6 +81,7 @@ def as_json(rehearsal: Rehearsal) -> Obj:
         "notes": list(rehearsal.notes),
         "target": None if rehearsal.made_target is None else rehearsal.made_target.as_json(),
         "nodeLabels": [lb.as_json() for lb in rehearsal.node_labels],
+        "nodeResources": [r.as_json() for r in rehearsal.node_resources],
     }
 
 

@@ -25,8 +25,10 @@ from gpushift_twin.rehearse._cards import Card, read_map
 from gpushift_twin.rehearse._cutover import CutoverCommand, merge_command, run_direction
 from gpushift_twin.rehearse._defaults import (
     MIGRATE_TO_DRA,
+    DefaultInventory,
     MadeTarget,
     NodeLabel,
+    NodeResource,
     default_inventory,
     migrated_copy,
 )
@@ -218,13 +220,19 @@ class Rehearsal:
     #: Labels the default inventory gave its nodes for the GPU consumers (``--repo`` without
     #: ``--nodes``).
     node_labels: tuple[NodeLabel, ...] = ()
+    #: Extended resources the default inventory gave its nodes for the same pods.
+    node_resources: tuple[NodeResource, ...] = ()
 
     @property
     def setup(self) -> tuple[str, ...]:
         """What the rehearsal made of the repository alone, one line each: the target, then
-        each label the default inventory added."""
+        each label the default inventory added, then each extended resource."""
         made = () if self.made_target is None else (self.made_target.line(),)
-        return made + tuple(lb.line() for lb in self.node_labels)
+        return (
+            made
+            + tuple(lb.line() for lb in self.node_labels)
+            + tuple(r.line() for r in self.node_resources)
+        )
 
     @property
     def ok(self) -> bool:
@@ -410,14 +418,13 @@ def _interrupted_line(signal_: Interrupted, phase: str, stopped: int, journal: P
 
 def _twin_options(
     options: RehearseOptions, work: Path
-) -> tuple[TwinOptions, tuple[NodeLabel, ...]]:
-    """The twin's options, and the labels the default inventory (``--repo`` without
-    ``--nodes``) gave its nodes for the repository's GPU consumers."""
+) -> tuple[TwinOptions, DefaultInventory | None]:
+    """The twin's options, and the default inventory (``--repo`` without ``--nodes``) with
+    the labels and extended resources it gave its nodes for what the move depends on."""
     nodes = options.nodes
-    labels: tuple[NodeLabel, ...] = ()
+    inventory: DefaultInventory | None = None
     if options.repo is not None and nodes is None:
         inventory = default_inventory(options.repo, options.root)
-        labels = inventory.labels
         nodes = work / "nodes.yaml"
         nodes.write_text(inventory.text, encoding="utf-8")
     twin = TwinOptions(
@@ -433,7 +440,7 @@ def _twin_options(
         control_plane=options.control_plane,
         flux_version=options.flux_version,
     )
-    return twin, labels
+    return twin, inventory
 
 
 def _target(options: RehearseOptions, work: Path) -> tuple[str, MadeTarget | None]:
@@ -469,9 +476,12 @@ def _rehearse(
     where = f"time-scale {options.scale:g}"
     if options.upstream:
         where = "on the upstream control plane, real time"
-    twin_options, labels = _twin_options(options, work)
-    setup = (made, labels)
-    for line in ([made.line()] if made else []) + [lb.line() for lb in labels]:
+    twin_options, inventory = _twin_options(options, work)
+    setup = (made, inventory)
+    said = [made.line()] if made else []
+    if inventory is not None:
+        said += [lb.line() for lb in inventory.labels] + [r.line() for r in inventory.resources]
+    for line in said:
         progress.note(line)
     progress.phase(f"starting the twin ({options.subject}, {where})")
     with running_twin(
@@ -564,7 +574,7 @@ def _on_twin(
     settled: Settled,
     kubeconfig: Path,
     target: str,
-    setup: tuple[MadeTarget | None, tuple[NodeLabel, ...]],
+    setup: tuple[MadeTarget | None, DefaultInventory | None],
     gpushift: list[str],
     work: Path,
     progress: Progress,
@@ -646,7 +656,8 @@ def _on_twin(
         unsettled=unsettled,
         pending=tuple(pending),
         made_target=setup[0],
-        node_labels=setup[1],
+        node_labels=() if setup[1] is None else setup[1].labels,
+        node_resources=() if setup[1] is None else setup[1].resources,
     )
 
 

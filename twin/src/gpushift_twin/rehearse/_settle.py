@@ -25,11 +25,14 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpushift import kube
 from gpushift.common import InputError, Obj, by_kind
 from gpushift.runbook import scheduling_message, why_pending
+
+if TYPE_CHECKING:
+    from gpushift.gitops import Repo
 
 #: (kind, namespace, name) of a Flux object; a namespace of "" matches any namespace (the
 #: repository did not say, and its parent Kustomization's ``namespace`` decides).
@@ -74,9 +77,15 @@ def repo_seeds(repo: Path, root: str | None = None) -> frozenset[FluxKey]:
     Raises:
         InputError: the repository cannot be read.
     """
-    from gpushift.gitops import load_repo, summarize
+    from gpushift.gitops import load_repo
 
-    model = load_repo([repo / root if root else repo])
+    return model_seeds(load_repo([repo / root if root else repo]))
+
+
+def model_seeds(model: Repo) -> frozenset[FluxKey]:
+    """:func:`repo_seeds` of a repository already read."""
+    from gpushift.gitops import summarize
+
     out: set[FluxKey] = set()
 
     def add_ks(ref: Any) -> str | None:
