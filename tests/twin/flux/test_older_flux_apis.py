@@ -294,3 +294,34 @@ def test_the_twin_models_the_release_the_repository_installs(tmp_path: Path) -> 
         "flux version: 2.4 (OCIRepository flux-system/flux-manifests tag v2.4.0 at "
         "kubernetes/flux/config/flux.yaml:1); the twin models Flux 2.6"
     ) in err.read_text().splitlines()
+
+
+@needs_kubectl
+def test_deleting_a_kustomization_prunes_what_it_applied_at_older_versions(tmp_path: Path) -> None:
+    # The garbage collector deletes an inventory entry by group and kind: a release applied
+    # as v2beta2 goes with its Kustomization (`prune: true`) as one applied as v2 would.
+    repo = _repo(tmp_path / "repo")
+    with serve_repo(tmp_path, repo, NODES, "--flux-version", "2.6") as (kc, _err):
+
+        def applied() -> dict[str, Any] | None:
+            cond = _ks(kc, "apps")
+            return cond if cond is not None and cond["status"] == "True" else None
+
+        wait_for(applied)
+        assert kubectl_json(kc, "-n", "default", "get", "helmrelease", "new") is not None
+        subprocess.run(
+            [
+                *("kubectl", "--kubeconfig", str(kc), "-n", "flux-system"),
+                *("delete", "ks", "apps", "--wait=false"),
+            ],
+            check=True,
+            capture_output=True,
+        )
+
+        def pruned() -> bool:
+            return all(
+                kubectl_json(kc, "-n", "default", "get", "helmrelease", name) is None
+                for name in ("old", "new")
+            )
+
+        assert wait_for(pruned)

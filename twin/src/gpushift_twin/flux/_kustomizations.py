@@ -471,10 +471,7 @@ class Kustomizations(Reconciler):
         if kind is None and api:
             # kustomize-controller polls health by group and kind (ObjMetadata has no
             # version): a check naming an older version finds the object all the same.
-            group = api.rpartition("/")[0]
-            kind = next(
-                (k for k in self.store.kinds() if (k.group, k.kind) == (group, kind_name)), None
-            )
+            kind = self._group_kind(api.rpartition("/")[0], kind_name)
         return kind if kind is not None and served(self.store, kind) else None
 
     def _check_health(self, ks: Obj, waiting: _Waiting) -> float:
@@ -572,6 +569,12 @@ class Kustomizations(Reconciler):
                     return True
         return False
 
+    def _group_kind(self, group: str, kind_name: str) -> Kind | None:
+        """The kind the store serves for ``group`` and ``kind_name``, at whatever version."""
+        return next(
+            (k for k in self.store.kinds() if (k.group, k.kind) == (group, kind_name)), None
+        )
+
     def _prune(self, old: list[Obj], *, keep: set[str]) -> None:
         for entry in old:
             eid = str(entry.get("id"))
@@ -579,6 +582,10 @@ class Kustomizations(Reconciler):
                 continue
             ns, name, group, kind_name = eid.split("_", 3)
             kind = lookup(f"{group}/{entry.get('v')}" if group else str(entry.get("v")), kind_name)
+            if kind is None:
+                # An object applied at an older version (v2beta2) is the same object: the
+                # inventory's group and kind find it, as the garbage collector's do.
+                kind = self._group_kind(group, kind_name)
             if kind is None:
                 continue
             try:
