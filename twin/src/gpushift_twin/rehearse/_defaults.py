@@ -384,7 +384,28 @@ def depended_on(model: Repo) -> tuple[Workload, ...]:
     return tuple(out)
 
 
-def default_inventory(repo: Path, root: str | None = None) -> DefaultInventory:
+def stack_labels(target: Path, root: str | None = None) -> dict[str, str]:
+    """Node labels the target tree's DRA kubelet plugin selects (``kubeletPlugin.nodeSelector``)
+    that the twin's agents do not set: the migrated tree asks the operator to label the GPU
+    nodes with them (render's ``nvidia.com/dra-kubelet-plugin`` when gpu-operator installs
+    the driver), so the default GPU nodes carry them from the start."""
+    from gpushift.gitops import load_repo
+
+    try:
+        model = load_repo([target / root if root else target])
+    except InputError:
+        return {}
+    out: dict[str, str] = {}
+    for hr in model.releases("dra-driver-nvidia-gpu"):
+        selector = hr.value("kubeletPlugin", "nodeSelector")
+        if isinstance(selector, Mapping):
+            out.update({str(k): str(v) for k, v in selector.items() if not twin_label(str(k))})
+    return out
+
+
+def default_inventory(
+    repo: Path, root: str | None = None, *, target: Path | None = None
+) -> DefaultInventory:
     """The inventory of a ``--repo`` rehearsal without ``--nodes``: :data:`DEFAULT_NODES`,
     with the labels the workloads the move depends on (:func:`depended_on`) require of their
     nodes (:func:`required_labels`, :func:`label_nodes`) and the extended resources they
@@ -400,6 +421,15 @@ def default_inventory(repo: Path, root: str | None = None) -> DefaultInventory:
     wanted = [(w.name, required_labels(w.pod.node_selector, w.pod.affinity)) for w in found]
     daemons = {w.name for w in found if w.kind == "DaemonSet"}
     labels = label_nodes(wanted, DEFAULT_NODE_NAMES, every_node=daemons)
+    if target is not None:
+        plugin = "the DRA driver's kubelet plugin (the target tree)"
+        have = {(lb.node, lb.key) for lb in labels}
+        labels += tuple(
+            NodeLabel(node, key, value, (plugin,))
+            for key, value in sorted(stack_labels(target, root).items())
+            for node in DEFAULT_NODE_NAMES
+            if (node, key) not in have
+        )
     requests = [(w.name, pod_resources(w), w.replicas or 1) for w in found]
     resources = node_resources(requests, labels, DEFAULT_NODE_NAMES, every_node=daemons)
     if not labels and not resources:

@@ -424,7 +424,10 @@ def _twin_options(
     nodes = options.nodes
     inventory: DefaultInventory | None = None
     if options.repo is not None and nodes is None:
-        inventory = default_inventory(options.repo, options.root)
+        made = work / "target"
+        inventory = default_inventory(
+            options.repo, options.root, target=made if made.is_dir() else None
+        )
         nodes = work / "nodes.yaml"
         nodes.write_text(inventory.text, encoding="utf-8")
     twin = TwinOptions(
