@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpushift_twin.rehearse._defaults import stack_labels
+from gpushift_twin.rehearse import stack_labels
 
 RELEASE = """\
 apiVersion: helm.toolkit.fluxcd.io/v2

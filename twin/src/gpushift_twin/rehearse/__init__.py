@@ -35,6 +35,7 @@ from gpushift_twin.rehearse._defaults import (
     node_resources,
     pod_resources,
     required_labels,
+    stack_labels,
 )
 from gpushift_twin.rehearse._events import (
     STEPS,
@@ -149,6 +150,7 @@ __all__ = [
     "run_direction",
     "running_twin",
     "settle",
+    "stack_labels",
     "start_twin",
     "still_unsettled",
     "write_report",
