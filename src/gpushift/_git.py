@@ -1,8 +1,11 @@
-"""Running git, and unpacking a revision into a directory (``git archive``)."""
+"""Running git, unpacking a revision into a directory (``git archive``), and naming the
+revision a directory is served at."""
 
 from __future__ import annotations
 
+import hashlib
 import io
+import os
 import subprocess
 import tarfile
 from collections.abc import Sequence
@@ -54,3 +57,34 @@ def unpack_revision(dest: Path, *, repo: Path, rev: str, paths: Sequence[str] = 
     archive = git("archive", "--format=tar", rev, *(("--", *paths) if paths else ()), cwd=repo)
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(dest, filter="data")
+
+
+def tree_digest(root: Path) -> str:
+    """SHA-1 over a directory's files in sorted order (each its relative path, a NUL, its
+    bytes; ``.git`` left out): how the twin's source-controller names the revision of a
+    directory that is not a git checkout (``main@sha1:<digest>``, docs/twin.md)."""
+    h = hashlib.sha1()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(n for n in dirnames if n != ".git")
+        for name in sorted(filenames):
+            p = Path(dirpath, name)
+            h.update(p.relative_to(root).as_posix().encode() + b"\0")
+            try:
+                h.update(p.read_bytes())
+            except OSError:
+                continue
+    return h.hexdigest()
+
+
+def tree_revision(tree: Path) -> str | None:
+    """The sha1 a GitRepository serving ``tree`` reports: a git checkout's HEAD commit when
+    nothing in its work tree differs from it (None when something does: the files read are
+    no commit), else :func:`tree_digest` (a plain directory, as the twin serves one)."""
+    if not (tree / ".git").exists():
+        return tree_digest(tree)
+    try:
+        if git("status", "--porcelain", cwd=tree).strip():
+            return None
+        return git("rev-parse", "HEAD", cwd=tree).decode().strip()
+    except GitError:
+        return None

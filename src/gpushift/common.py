@@ -14,7 +14,7 @@ from gpushift._children import die_with_parent
 from gpushift._children import stop as stop_child
 from gpushift._crds import custom_crds
 from gpushift._errors import InputError, UsageError
-from gpushift._git import GitError, git, unpack_revision
+from gpushift._git import GitError, git, tree_digest, tree_revision, unpack_revision
 from gpushift._kinds import FLUX_VERSION, FLUX_VERSIONS, KINDS, Kind, builtin_kinds, by_kind, lookup
 from gpushift._obj import Obj, as_dict
 from gpushift._quantity import QuantityError, format_quantity
@@ -55,6 +55,8 @@ __all__ = [
     "quantity_value",
     "read_file",
     "stop_child",
+    "tree_digest",
+    "tree_revision",
     "unpack_revision",
     "write_file",
 ]

@@ -4,13 +4,12 @@ a local repository), and OCIRepository/HelmRepository that are Ready without net
 from __future__ import annotations
 
 import hashlib
-import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpushift.common import GitError, Obj, by_kind, git, unpack_revision
+from gpushift.common import GitError, Obj, by_kind, git, tree_digest, unpack_revision
 from gpushift.common import as_dict as d
 from gpushift.flux import REQUESTED_AT, Artifact, duration, observed, set_condition
 from gpushift_twin.apiserver import ApiError, Store
@@ -23,20 +22,6 @@ class SourceError(Exception):
 def local_path(url: str) -> Path:
     """The directory of a ``file://`` URL (or a plain path)."""
     return Path(url[len("file://") :] if url.startswith("file://") else url)
-
-
-def _tree_digest(root: Path) -> str:
-    h = hashlib.sha1()
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(n for n in dirnames if n != ".git")
-        for name in sorted(filenames):
-            p = Path(dirpath, name)
-            h.update(p.relative_to(root).as_posix().encode() + b"\0")
-            try:
-                h.update(p.read_bytes())
-            except OSError:
-                continue
-    return h.hexdigest()
 
 
 def _git(root: Path, *args: str) -> str:
@@ -102,7 +87,7 @@ class Sources:
                 raise SourceError(
                     f"failed to checkout and determine revision: {root} is not a git repository"
                 )
-            return f"{ref.get('branch') or 'main'}@sha1:{_tree_digest(root)}", root
+            return f"{ref.get('branch') or 'main'}@sha1:{tree_digest(root)}", root
         if ref.get("commit"):
             commit = _git(root, "rev-parse", "--verify", f"{ref['commit']}^{{commit}}")
             label = f"{ref['branch']}@" if ref.get("branch") else ""
