@@ -73,7 +73,14 @@ from gpushift.runbook._planner import (
     resume_waits,
 )
 from gpushift.runbook._snapshot import Judge, Snapshotter, judge, snapshot_of
-from gpushift.runbook._target import DriverChart, Target, older_than, read_target
+from gpushift.runbook._target import (
+    NEVER_RESTORED,
+    DriverChart,
+    Target,
+    older_than,
+    read_target,
+    returning,
+)
 from gpushift.runbook._view import View
 
 __all__ = [
@@ -84,6 +91,7 @@ __all__ = [
     "EXIT",
     "JOURNAL_NAME",
     "LEASE_NAME",
+    "NEVER_RESTORED",
     "PART_BYTES",
     "STEPS",
     "Agent",
@@ -145,6 +153,7 @@ __all__ = [
     "read_local",
     "read_target",
     "resume_waits",
+    "returning",
     "scheduling_message",
     "show_taint",
     "snapshot_of",

@@ -67,9 +67,16 @@ from gpushift.runbook._model import (
     Wait,
     field_value,
 )
-from gpushift.runbook._planner import Context, facts, plan, plan_step, preflight
+from gpushift.runbook._planner import (
+    Context,
+    facts,
+    plan,
+    plan_step,
+    preflight,
+    preflight_warnings,
+)
 from gpushift.runbook._snapshot import Judge, Snapshotter, judge, snapshot_of, verdict_reasons
-from gpushift.runbook._target import read_target
+from gpushift.runbook._target import read_target, returning
 from gpushift.runbook._view import KINDS, View
 
 Emit = Callable[[Obj], None]
@@ -867,6 +874,10 @@ class Executor:
                 options = self._rollback_options(found)
             except RefusedError as err:
                 return self._refused(err.reasons, unfinished=unfinished)
+            if target is not None and found is not None and found.finished:
+                # Back to the revision the move started from: what it ran then, it may run again.
+                before = found.facts.get("revisionBefore")
+                target = returning(target, run=found.run, revision=str(before or ""))
         to = options.to
         self.options = options
         if self.req.mode in ("resume", "abort"):
@@ -929,6 +940,9 @@ class Executor:
                 facts=f,
                 consumers=[c.to_json() for c in the_plan.consumers],
             )
+            warnings = preflight_warnings(view, options, target, the_plan.consumers)
+            if warnings:
+                self.journal.set_data("warnings", warnings)
         else:
             assert unfinished is not None
             try:
@@ -1019,7 +1033,10 @@ class Executor:
                 return self._end_step(name, started, "failed", [why], outcome)
             seconds = time.monotonic() - started
             journal.finish_step(name, result, seconds, now_rfc3339())
-            extra = {"note": self.notes[name]} if self.notes.get(name) else {}
+            extra: dict[str, Any] = {"note": self.notes[name]} if self.notes.get(name) else {}
+            if name == "preflight" and journal.data.get("warnings"):
+                # What the preflight let pass, for every reader (--yes shows no plan).
+                extra["warnings"] = list(journal.data["warnings"])
             held.append(
                 _event("step-finish", name, seconds=round(seconds, 3), result=result, **extra)
             )

@@ -63,7 +63,7 @@ from gpushift.runbook._model import (
     Wait,
     field_value,
 )
-from gpushift.runbook._target import Target, older_than
+from gpushift.runbook._target import NEVER_RESTORED, Target, older_than
 from gpushift.runbook._view import View, api_version_of
 
 #: DRA extended-resource bridging (KEP-5004, DeviceClass ``extendedResourceName``) exists from
@@ -403,6 +403,12 @@ def _target_check_reasons(target: Target) -> list[str]:
             f"gpushift check finds an error at the target: {f.rule} in {where} ({f.object}): "
             f"{f.message}"
         )
+    if target.back_to and any(f.rule not in NEVER_RESTORED for f in target.errors):
+        # A match would have moved these to ``existing`` (_target.returning).
+        out.append(
+            f"the target is not exactly {target.back_to}: only a rollback to that very tree "
+            "may bring back the errors the cluster ran before the move"
+        )
     return out
 
 
@@ -450,6 +456,23 @@ def _barrier_checked(held: Barrier, target: Target | None) -> str:
         said = f"tolerates it with {show_toleration(found)}" if found else "does not tolerate it"
         parts.append(f"{a.name} {a.field}{place} {said}")
     return f"the barrier {show_taint(default)}: " + "; ".join(parts)
+
+
+def preflight_warnings(
+    view: View, options: Options, target: Target | None, consumers: Sequence[Consumer]
+) -> list[str]:
+    """What the preflight lets pass and the operator must read: the preemption a move to DRA
+    ends (:func:`preemption_lost`), and the error findings a rollback brings back because the
+    cluster ran them before the move it undoes (``Target.existing``)."""
+    out = preemption_lost(view, options, target, consumers)
+    if target is not None:
+        for f in target.existing:
+            where = f"{f.path}:{f.line}" if f.line else f.path
+            out.append(
+                f"the cluster ran this before the move (the target is {target.back_to}): "
+                f"{f.rule} in {where} ({f.object}): {f.message}"
+            )
+    return out
 
 
 def preemption_lost(
@@ -751,8 +774,8 @@ def plan_step(
     nodes = tuple(str(n) for n in f.get("gpuNodes") or ())
     if name == "preflight":
         note = preflight_note(options, target, barrier(view, options, target))
-        for hazard in preemption_lost(view, options, target, consumers):
-            note += f"; warning: {hazard}"
+        for warning in preflight_warnings(view, options, target, consumers):
+            note += f"; warning: {warning}"
         return Step(name, note=note)
     if name == "snapshot":
         return Step(name, note="record the GPU state: allocatable, ResourceSlices, GPU pods")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpushift._errors import InputError
-from gpushift._git import GitError, git, unpack_revision
+from gpushift._git import GitError, git, tree_revision, unpack_revision
 from gpushift.gitops import (
     AGENT_TOLERATIONS,
     ChartId,
@@ -61,6 +61,41 @@ class Target:
     hazards: tuple[Finding, ...] = ()
     #: Where the target deploys gpu-operator's GPUCluster (its DRA stack), if it does.
     gpu_clusters: tuple[str, ...] = ()
+    #: The sha1 a GitRepository serving the target reports: a commit, or a plain directory's
+    #: content digest (None: a checkout whose files differ from its commit).
+    revision: str | None = None
+    #: A rollback's: the revision the move it undoes started from (``run R's starting
+    #: revision REV``), None for a cutover (:func:`returning`).
+    back_to: str | None = None
+    #: Error findings the cluster already ran before that move: the target is the revision
+    #: it started from. The preflight shows them as warnings and does not refuse.
+    existing: tuple[Finding, ...] = ()
+
+
+#: Error rules a rollback refuses even when the cluster ran them before the move: one card
+#: in both ledgers is what the drain boundary exists to prevent (docs/runbook.md).
+NEVER_RESTORED = frozenset({"dual-advertiser"})
+
+#: A Flux artifact revision's commit: ``main@sha1:HEX``, ``sha1:HEX`` or Flux 1's ``main/HEX``.
+_COMMIT = re.compile(r"(?:sha1:|/)([0-9a-f]{40})$")
+
+
+def returning(target: Target, *, run: str, revision: str) -> Target:
+    """The target of a rollback that undoes run ``run``, which started from the source's
+    revision ``revision`` (its journal's ``revisionBefore``).
+
+    A target at that very revision is the tree the cluster ran before the move: its error
+    findings ran then too, so they move to ``existing`` (a warning: going back restores the
+    cluster as it was, no worse), all but :data:`NEVER_RESTORED`. Any other target keeps
+    them as refusals.
+    """
+    back_to = f"run {run}'s starting revision {revision}" if revision else f"run {run}"
+    found = _COMMIT.search(revision)
+    if found is None or target.revision != found.group(1):
+        return replace(target, back_to=back_to)
+    kept = tuple(f for f in target.errors if f.rule in NEVER_RESTORED)
+    existing = tuple(f for f in target.errors if f.rule not in NEVER_RESTORED)
+    return replace(target, back_to=back_to, errors=kept, existing=existing)
 
 
 def _is_revision(repo: Path, rev: str) -> bool:
@@ -85,7 +120,7 @@ def read_target(repo: Path, *, root: str | None = None, target: str | None = Non
         raise InputError("--repo: no such directory", path=str(repo))
     if target is None or Path(target).is_dir():
         tree = Path(target) if target is not None else repo
-        return _read(tree, root=root, where=str(tree))
+        return replace(_read(tree, root=root, where=str(tree)), revision=tree_revision(tree))
     if not _is_revision(repo, target):
         raise InputError(
             f"--target {target!r}: neither a directory nor a git revision of the repository",
@@ -102,7 +137,8 @@ def read_target(repo: Path, *, root: str | None = None, target: str | None = Non
                 f"--target {target!r}: git archive failed: {err.reason}", path=str(repo)
             ) from None
         tree = Path(tmp) / prefix if paths else Path(tmp)
-        return _read(tree, root=root, where=f"{repo} at {target}")
+        commit = git("rev-parse", f"{target}^{{commit}}", cwd=repo).decode().strip()
+        return replace(_read(tree, root=root, where=f"{repo} at {target}"), revision=commit)
 
 
 def _read(tree: Path, *, root: str | None, where: str) -> Target:
