@@ -96,6 +96,7 @@ class _Plain:
             line = f"{step}: started"
         elif kind == "step-finish":
             line = f"{step}: {event['result']} in {event['seconds']:.1f}s"
+            line += "".join(f"\n{stamp} {step}: warning: {w}" for w in event.get("warnings", ()))
         elif kind == "change":
             line = (
                 f"{step}: {event['object']} {event['field']}: {json.dumps(event['before'])} -> "
@@ -120,10 +121,13 @@ class _Live:
         self.console = Console(stderr=True)
         self.state = {s: ("pending", "", 0.0, 0.0) for s in STEPS}
         self.changes: list[str] = []
+        #: What the preflight let pass (its step-finish event's ``warnings``).
+        self.warnings: list[str] = []
         self.title = "cutover"
         self.live = Live(self, console=self.console, refresh_per_second=4, transient=False)
 
     def __rich__(self) -> Any:
+        from rich.markup import escape
         from rich.table import Table
 
         table = Table(title=self.title, show_header=False, box=None, expand=False)
@@ -142,6 +146,8 @@ class _Live:
             table.add_row(marks.get(state, "?"), name, elapsed, detail)
         for line in self.changes[-6:]:
             table.add_row("", "", "", f"[dim]{line}[/dim]")
+        for line in self.warnings:
+            table.add_row("!", "", "", f"[yellow]warning: {escape(line)}[/yellow]")
         return table
 
     def __call__(self, event: dict[str, Any]) -> None:
@@ -152,6 +158,7 @@ class _Live:
             self.state[step] = ("running", "", time.monotonic(), 0.0)
         elif kind == "step-finish" and step:
             self.state[step] = (event["result"], "", 0.0, float(event["seconds"]))
+            self.warnings.extend(event.get("warnings", ()))
         elif kind == "wait" and step:
             _s, _d, started, seconds = self.state[step]
             self.state[step] = ("running", str(event["for"]), started, seconds)

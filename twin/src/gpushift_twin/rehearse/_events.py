@@ -192,6 +192,8 @@ class RunRecord:
     reasons: tuple[str, ...]
     start: float | None
     end: float | None
+    #: What the cutover's preflight let pass (its ``step-finish`` event's ``warnings``).
+    warnings: tuple[str, ...] = ()
 
     @property
     def wall_seconds(self) -> float | None:
@@ -329,4 +331,13 @@ def fold_run(
         reasons=reasons,
         start=min(times) if times else None,
         end=max(times) if times else None,
+        warnings=tuple(
+            dict.fromkeys(
+                str(w)
+                for attempt in attempts
+                for obj in attempt.events
+                if obj.get("event") == "step-finish" and obj.get("step") == "preflight"
+                for w in obj.get("warnings") or ()
+            )
+        ),
     )

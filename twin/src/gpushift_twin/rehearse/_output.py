@@ -54,6 +54,7 @@ def run_json(run: RunRecord, *, scale: float, verdict: Obj | None) -> Obj:
         ],
         "timeline": [_span_json(s, scale) for s in run.spans],
         "reasons": list(run.reasons),
+        "warnings": list(run.warnings),
         "verdict": verdict,
     }
 
@@ -126,6 +127,8 @@ def as_text(rehearsal: Rehearsal) -> str:
             lines.append(f"  {span.name:<20} {start:>8} {wall:>8} {_clock(cluster):>9}  {tag}")
         for reason in run.reasons:
             lines.append(f"  reason: {reason}")
+        for warning in run.warnings:
+            lines.append(f"  warning: {warning}")
         if verdict is not None:
             lines.append(f"  verdict: {verdict.get('verdict')} ({verdict.get('source')})")
     lines.append("")
