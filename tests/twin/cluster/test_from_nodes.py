@@ -38,6 +38,9 @@ items:
       nvidia.com/gpu.deploy.device-plugin: "true"
       nvidia.com/device-plugin.config: any
       nvidia.com/cuda.driver-version.full: 580.95.05
+      feature.node.kubernetes.io/coral-tpu: "true"
+      google.feature.node.kubernetes.io/coral: "true"
+      nvidia.com/dra-kubelet-plugin: "true"
   spec:
     taints:
     - {key: node-role.kubernetes.io/control-plane, effect: NoSchedule}
@@ -90,10 +93,17 @@ def test_nodes_become_an_inventory_the_twin_loads(tmp_path: Path) -> None:
         "memory": "65776464Ki",
         "ephemeralStorage": "492054500Ki",
         "pods": 110,
-        # The kubelet's, NFD's, GFD's and the operator's labels are the twin's agents' to set.
+        # Gone: what the twin's agents set again (the kubelet's hostname, os and arch, NFD's
+        # pci-10de.present, the operator's gpu.present and gpu.deploy.*, GFD's product,
+        # count, memory and replicas). Kept: the rest, whoever set it on the real node (an NFD
+        # rule's coral-tpu, GFD's driver version, the operator's config and DRA plugin label).
         "labels": {
+            "feature.node.kubernetes.io/coral-tpu": "true",
+            "google.feature.node.kubernetes.io/coral": "true",
             "node-role.kubernetes.io/control-plane": "",
+            "nvidia.com/cuda.driver-version.full": "580.95.05",
             "nvidia.com/device-plugin.config": "any",
+            "nvidia.com/dra-kubelet-plugin": "true",
             "topology.kubernetes.io/zone": "rack-1",
         },
         # unschedulable is state (a cordon), not the node's shape.

@@ -4,7 +4,7 @@ from ._client import fetch_violations
 from ._clock import VirtualClock
 from ._context import Delays
 from ._controllers import Cluster, run_cluster
-from ._from_nodes import agent_label, inventory_from_nodes
+from ._from_nodes import inventory_from_nodes
 from ._generic import generic_resources
 from ._inventory import (
     EXAMPLES,
@@ -45,7 +45,6 @@ __all__ = [
     "ViolationBody",
     "ViolationList",
     "VirtualClock",
-    "agent_label",
     "collector_paused",
     "example",
     "fetch_violations",

@@ -1,10 +1,11 @@
 """An inventory from a real cluster: ``kubectl get nodes -o yaml`` turned into ``--nodes``.
 
-Kept from each Node: its name, the labels and taints an operator set (not those the kubelet,
-node lifecycle, NFD, GPU feature discovery or the GPU Operator set: the twin's agents set them
-again), its capacity (cpu, memory, pods, ephemeral storage, and other device plugins'
-extended resources), and its GPUs from GPU feature discovery's labels: product, count,
-memory, family, compute capability, MIG capability and driver versions.
+Kept from each Node: its name; its labels but those the twin's own agents set again (the
+kubelet's, NFD's NVIDIA PCI label, the gpu-feature-discovery and GPU Operator labels the twin
+models); its taints but the node's state; its capacity (cpu, memory, pods, ephemeral storage,
+and other device plugins' extended resources); and its GPUs from GPU feature discovery's
+labels: product, count, memory, family, compute capability, MIG capability and driver
+versions.
 """
 
 from __future__ import annotations
@@ -19,12 +20,8 @@ import yaml
 from gpushift import common
 from gpushift.common import InputError, Obj
 from gpushift_twin.cluster._inventory import MODELS
+from gpushift_twin.cluster._nodes import twin_label
 
-#: Labels the kubelet registers with; the twin's kubelet sets them itself.
-_KUBELET_LABELS = {"kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch"}
-#: Prefixes of labels agents set (NFD, GFD, the GPU Operator), except those an operator sets.
-_AGENT_PREFIXES = ("feature.node.kubernetes.io/", "beta.kubernetes.io/", "nvidia.com/")
-_OPERATOR_SET = {"nvidia.com/device-plugin.config", "nvidia.com/mig.config"}
 #: Taints the node lifecycle controller and cloud providers add for a node's state.
 _STATE_TAINTS = ("node.kubernetes.io/", "node.cloudprovider.kubernetes.io/")
 _BASE = {"cpu", "memory", "pods", "ephemeral-storage"}
@@ -57,19 +54,11 @@ def _nodes(data: Any, path: str) -> list[Obj]:
     )
 
 
-def agent_label(key: str) -> bool:
-    """Whether the label ``key`` is one a node's agents set themselves: the kubelet's
-    (``kubernetes.io/hostname``, ``os``, ``arch``, the ``beta.`` forms), NFD's
-    (``feature.node.kubernetes.io/*``), gpu-feature-discovery's and the GPU Operator's
-    (``nvidia.com/*``, but for the operator's choices ``nvidia.com/device-plugin.config`` and
-    ``nvidia.com/mig.config``). The twin's agents set them again; an inventory does not."""
-    if key in _KUBELET_LABELS:
-        return True
-    return key.startswith(_AGENT_PREFIXES) and key not in _OPERATOR_SET
-
-
 def _labels(labels: dict[str, Any]) -> dict[str, str]:
-    return {key: str(value) for key, value in sorted(labels.items()) if not agent_label(key)}
+    # What the twin does not set stays, whoever set it on the real node: an NFD rule's
+    # feature.node.kubernetes.io/coral-tpu, GFD's nvidia.com/cuda.driver.major. A consumer
+    # that selects it is placed as on the real cluster.
+    return {key: str(value) for key, value in sorted(labels.items()) if not twin_label(key)}
 
 
 def _taints(taints: list[Any]) -> list[dict[str, str]]:
