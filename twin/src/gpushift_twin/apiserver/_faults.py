@@ -39,6 +39,10 @@ class FaultConfig:
     fails, with a code drawn from ``error_codes``; 429 and 503 carry ``Retry-After:
     retry_after`` seconds. ``latency`` seconds (plus up to ``jitter``) delay every request.
     ``drop_watch_every`` seconds closes each watch stream that long after it opened.
+    ``watch_lag`` holds each event of a watch on the named resources (plural names, ``nodes``)
+    that many seconds after the change before it is sent, in order: one informer lagging
+    behind the others, as under a loaded API server. Honoured by the twin's own server (the
+    fault proxy forwards events as they come).
     """
 
     error_rate: float = 0.0
@@ -48,6 +52,7 @@ class FaultConfig:
     jitter: float = 0.0
     drop_watch_every: float = 0.0
     seed: int = 0
+    watch_lag: tuple[tuple[str, float], ...] = ()
 
     @property
     def active(self) -> bool:
@@ -104,6 +109,10 @@ class Faults:
         if self.config.error_rate <= 0 or path in HEALTH_PATHS:
             return None
         return self.error()
+
+    def watch_lag(self, plural: str) -> float:
+        """Seconds each event of a watch on ``plural`` is held back (0: none)."""
+        return dict(self.config.watch_lag).get(plural, 0.0)
 
     def watch_timeout(self, timeout: float) -> float:
         """How long a watch asking for ``timeout`` seconds may stream: at most

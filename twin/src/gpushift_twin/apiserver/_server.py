@@ -7,12 +7,13 @@ Paths, verbs, query parameters and response shapes follow kube-apiserver
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -810,14 +811,26 @@ class TwinServer:
         loop = asyncio.get_running_loop()
         loop_thread = threading.get_ident()
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        lag = self.faults.watch_lag(t.kind.plural)
+        #: When each queued event happened (``watch_lag``: sent that long after).
+        stamps: collections.deque[float] = collections.deque()
 
         def deliver(event: Event) -> None:
+            if lag:
+                stamps.append(time.monotonic())
             if threading.get_ident() == loop_thread:
                 queue.put_nowait(event)
             else:
                 # A writer on another thread must not fail because this stream's loop is gone.
                 with contextlib.suppress(RuntimeError):
                     loop.call_soon_threadsafe(queue.put_nowait, event)
+
+        async def held(event: Event | None) -> None:
+            # asyncio's loop clock is time.monotonic(): the stamps compare with it.
+            if lag and event is not None and stamps:
+                due = stamps.popleft() + lag
+                if due > loop.time():
+                    await asyncio.sleep(due - loop.time())
 
         table = _is_table(request.headers.get("Accept", ""))
         bookmarks = q.get("allowWatchBookmarks") in ("true", "1")
@@ -850,7 +863,7 @@ class TwinServer:
         self._watch_queues.add(queue)
         try:
             if initial_events:
-                await self._drain(response, queue, t, table, request)
+                await self._drain(response, queue, t, table, request, held)
                 await response.write(self._bookmark(t.kind, initial_end=True))
             next_bookmark = loop.time() + self.bookmark_interval
             while True:
@@ -871,11 +884,13 @@ class TwinServer:
                     break
                 if self.faults.paused:
                     await self.faults.wait_running()
+                await held(event)
                 await response.write(self._frame(event, t, table, request))
                 while not queue.empty():
                     more = queue.get_nowait()
                     if more is None:
                         return response
+                    await held(more)
                     await response.write(self._frame(more, t, table, request))
         except (ConnectionResetError, asyncio.CancelledError):
             pass
@@ -891,10 +906,12 @@ class TwinServer:
         t: Target,
         table: bool,
         request: web.Request,
+        held: Callable[[Event | None], Awaitable[None]],
     ) -> None:
         while not queue.empty():
             event = queue.get_nowait()
             if event is not None:
+                await held(event)
                 await response.write(self._frame(event, t, table, request))
 
     def _bookmark(self, kind: Kind, *, initial_end: bool = False) -> bytes:
