@@ -769,6 +769,21 @@ def _event(event: str, step: str | None, **extra: Any) -> Obj:
     return {"kind": "CutoverEvent", "event": event, "time": now_rfc3339(), "step": step, **extra}
 
 
+def _resource_version(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _needed(group: Sequence[Change], live: Obj | None) -> list[Obj]:
+    """The merge patches of the changes whose field in ``live`` does not hold their value
+    yet (a false field stands for an absent one)."""
+    out = []
+    for change in group:
+        current = field_value(live, change.path)
+        if current != change.after and not (change.after is None and current is False):
+            out.append(change.patch)
+    return out
+
+
 def _batches(actions: Sequence[Action]) -> list[list[Change] | Action]:
     """The step's actions with each run of consecutive changes cut into lists of at most
     :data:`BATCH`, in order."""
@@ -834,6 +849,8 @@ class Executor:
         self.steps: list[Obj] = []
         #: Facts a step reports instead of waiting (its plan's note), by step name.
         self.notes: dict[str, str] = {}
+        #: Per object this run patched, the resourceVersion its last patch was made over.
+        self.wrote_over: dict[str, str] = {}
         #: The merge command, once this invocation ran it.
         self.merge_run: MergeRun | None = None
 
@@ -1172,18 +1189,22 @@ class Executor:
             self._persist()
 
     def _make(self, group: Sequence[Change]) -> None:
-        """Patch one object's fields, those not already holding the change's value (read
-        from the watch cache; a GET only for an object the cache does not hold), in one
-        merge patch."""
+        """Patch one object's fields, those not already holding the change's value, in one
+        merge patch. The watch cache says what is in place. When it shows a field in place
+        but has not seen this run's own last write of the object (it still holds the version
+        that write was made over), a GET reads it again before the field is left out: a
+        lagging watch shows the value from before that write (a barrier taint not seen yet,
+        so lifting it looked done)."""
         obj = group[0].obj
         live = self._live(obj)
-        patches = []
+        patches = _needed(group, live)
+        if live is not None and len(patches) < len(group) and self._behind(obj, live):
+            live = self._get(obj)
+            patches = _needed(group, live)
         for change in group:
-            current = field_value(live, change.path)
-            if current != change.after and not (change.after is None and current is False):
-                patches.append(change.patch)
             log.info("%s %s: %r -> %r", obj.key, change.field, change.before, change.after)
         if live is not None and patches:
+            self.wrote_over[obj.key] = _resource_version(live)
             self.kube.patch(
                 obj.ref,
                 name=obj.name,
@@ -1191,16 +1212,27 @@ class Executor:
                 patch=merged_patch(patches),
             )
 
+    def _behind(self, obj: ObjectRef, live: Obj) -> bool:
+        """Whether ``live`` is still the version this run's last write of ``obj`` was made
+        over: the watch has not delivered that write yet (its events come in order, so any
+        other version is that write's or a later one)."""
+        over = self.wrote_over.get(obj.key)
+        return over is not None and over == _resource_version(live)
+
     def _live(self, obj: ObjectRef) -> Obj | None:
         """The object as the watch cache holds it, else as a GET reads it (None: gone).
 
-        The cache lags the server by a watch event at most; a value it shows was the
-        object's at some resourceVersion, and the patch that follows is idempotent, so a
-        stale read costs at most one patch that changes nothing.
+        The cache may lag the server; a value it shows was the object's at some
+        resourceVersion. A stale value that differs from a change's costs at most one patch
+        that changes nothing; one that equals it is read again (:meth:`_make`).
         """
         cached = self.cache.cached(obj.kind, obj.api_version, obj.namespace, obj.name)
         if cached is not None:
             return cached
+        return self._get(obj)
+
+    def _get(self, obj: ObjectRef) -> Obj | None:
+        """The object as a GET reads it from the server (None: gone)."""
         try:
             return self.kube.get(obj.ref, name=obj.name, namespace=obj.namespace or None)
         except KubeError as err:
