@@ -11,13 +11,14 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 from tests.runbook.test_planner import _cluster, _view
-from tests.runbook.test_target import ERROR, _git, _tree
+from tests.runbook.test_target import APP, ERROR, RELEASE, _git, _tree
 
 from gpushift.reports import Finding, Severity
 from gpushift.runbook import (
     NEVER_RESTORED,
     Options,
     Target,
+    commit_tree,
     discover,
     plan,
     preflight,
@@ -140,3 +141,42 @@ def test_no_recorded_revision_matches_nothing() -> None:
     back = returning(Target("t", (ERROR,), revision=COMMIT), run="r1", revision="")
     assert back.errors == (ERROR,)
     assert back.back_to == "run r1"
+
+
+def test_a_revert_of_the_move_has_the_tree_it_started_from(tmp_path: Path) -> None:
+    # The repository keeps its manifests in a folder of the git repository, as most do.
+    top = tmp_path / "home-ops"
+    repo = _tree(top / "cluster")
+    (repo / APP / "helmrelease.yaml").write_text(RELEASE + "    consumableShares: 5\n")
+    _git(top, "init", "-q")
+    _git(top, "add", ".")
+    _git(top, "commit", "-qm", "the tree the cluster runs, with its error")
+    start = _head(top)
+    (repo / APP / "helmrelease.yaml").write_text(RELEASE)
+    _git(top, "commit", "-qam", "the move")
+    _git(top, "revert", "--no-edit", "HEAD")
+    (top / "README.md").write_text("outside the folder: not what Flux applies from it\n")
+    _git(top, "add", ".")
+    _git(top, "commit", "-qm", "docs")
+    reverted = read_target(repo, target="HEAD")
+    assert reverted.revision != start and reverted.errors
+    assert reverted.tree == commit_tree(repo, start) is not None
+    back = returning(reverted, run="r1", revision=f"main@sha1:{start}", tree=reverted.tree)
+    assert back.errors == () and [f.rule for f in back.existing] == [
+        "consumable-shares-gate-missing"
+    ]
+    # The checkout itself, clean, is HEAD's tree; with a change in the folder, no tree.
+    assert read_target(repo).tree == reverted.tree
+    (repo / APP / "extra.yaml").write_text("kind: ConfigMap\n")
+    assert read_target(repo).tree is None
+    # The move's own commit has another tree: its errors would still refuse.
+    moved = read_target(repo, target="HEAD~2")
+    assert moved.tree != reverted.tree
+    # A commit the repository does not hold has no tree.
+    assert commit_tree(repo, "f" * 40) is None
+
+
+def _head(repo: Path) -> str:
+    return subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout.strip()

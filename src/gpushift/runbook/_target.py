@@ -64,6 +64,9 @@ class Target:
     #: The sha1 a GitRepository serving the target reports: a commit, or a plain directory's
     #: content digest (None: a checkout whose files differ from its commit).
     revision: str | None = None
+    #: The git tree of the repository's folder there (None: not read from git): a revert
+    #: commit has the tree of the commit it goes back to.
+    tree: str | None = None
     #: A rollback's: the revision the move it undoes started from (``run R's starting
     #: revision REV``), None for a cutover (:func:`returning`).
     back_to: str | None = None
@@ -80,18 +83,52 @@ NEVER_RESTORED = frozenset({"dual-advertiser"})
 _COMMIT = re.compile(r"(?:sha1:|/)([0-9a-f]{40})$")
 
 
-def returning(target: Target, *, run: str, revision: str) -> Target:
-    """The target of a rollback that undoes run ``run``, which started from the source's
-    revision ``revision`` (its journal's ``revisionBefore``).
+def revision_commit(revision: str) -> str | None:
+    """The commit (or plain directory digest) a Flux artifact revision names, if it names one."""
+    found = _COMMIT.search(revision)
+    return found.group(1) if found is not None else None
 
-    A target at that very revision is the tree the cluster ran before the move: its error
-    findings ran then too, so they move to ``existing`` (a warning: going back restores the
-    cluster as it was, no worse), all but :data:`NEVER_RESTORED`. Any other target keeps
-    them as refusals.
+
+def commit_tree(repo: Path, commit: str) -> str | None:
+    """The git tree of the folder ``repo`` at ``commit`` (None: ``repo`` is not in a git
+    repository, or the commit is not in it)."""
+    try:
+        top = Path(git("rev-parse", "--show-toplevel", cwd=repo).decode().strip()).resolve()
+        prefix = repo.resolve().relative_to(top).as_posix()
+        spec = f"{commit}^{{tree}}" if prefix in ("", ".") else f"{commit}:{prefix}"
+        out = git("rev-parse", "--verify", "--quiet", spec, cwd=top).decode().strip()
+    except (GitError, ValueError):
+        return None
+    return out or None
+
+
+def _checkout_tree(folder: Path) -> str | None:
+    """The git tree of ``folder`` at HEAD when it lies in a git checkout and nothing in it
+    differs from HEAD (None otherwise: its files are no commit's)."""
+    try:
+        if git("status", "--porcelain", "--", ".", cwd=folder).strip():
+            return None
+    except GitError:
+        return None
+    return commit_tree(folder, "HEAD")
+
+
+def returning(target: Target, *, run: str, revision: str, tree: str | None = None) -> Target:
+    """The target of a rollback that undoes run ``run``, which started from the source's
+    revision ``revision`` (its journal's ``revisionBefore``), whose tree in the repository is
+    ``tree`` (:func:`commit_tree`; None: not known).
+
+    A target at that very revision, or with that very tree (a revert of the move's commit),
+    is what the cluster ran before the move: its error findings ran then too, so they move
+    to ``existing`` (a warning: going back restores the cluster as it was, no worse), all
+    but :data:`NEVER_RESTORED`. Any other target keeps them as refusals.
     """
     back_to = f"run {run}'s starting revision {revision}" if revision else f"run {run}"
-    found = _COMMIT.search(revision)
-    if found is None or target.revision != found.group(1):
+    commit = revision_commit(revision)
+    same = (commit is not None and target.revision == commit) or (
+        tree is not None and target.tree == tree
+    )
+    if not same:
         return replace(target, back_to=back_to)
     kept = tuple(f for f in target.errors if f.rule in NEVER_RESTORED)
     existing = tuple(f for f in target.errors if f.rule not in NEVER_RESTORED)
@@ -120,7 +157,11 @@ def read_target(repo: Path, *, root: str | None = None, target: str | None = Non
         raise InputError("--repo: no such directory", path=str(repo))
     if target is None or Path(target).is_dir():
         tree = Path(target) if target is not None else repo
-        return replace(_read(tree, root=root, where=str(tree)), revision=tree_revision(tree))
+        return replace(
+            _read(tree, root=root, where=str(tree)),
+            revision=tree_revision(tree),
+            tree=_checkout_tree(tree),
+        )
     if not _is_revision(repo, target):
         raise InputError(
             f"--target {target!r}: neither a directory nor a git revision of the repository",
@@ -138,7 +179,11 @@ def read_target(repo: Path, *, root: str | None = None, target: str | None = Non
             ) from None
         tree = Path(tmp) / prefix if paths else Path(tmp)
         commit = git("rev-parse", f"{target}^{{commit}}", cwd=repo).decode().strip()
-        return replace(_read(tree, root=root, where=f"{repo} at {target}"), revision=commit)
+        return replace(
+            _read(tree, root=root, where=f"{repo} at {target}"),
+            revision=commit,
+            tree=commit_tree(repo, commit),
+        )
 
 
 def _read(tree: Path, *, root: str | None, where: str) -> Target:
