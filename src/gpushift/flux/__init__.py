@@ -61,6 +61,7 @@ from gpushift.flux._status import (
     kstatus,
     observed,
     ready,
+    ready_condition,
     set_condition,
 )
 from gpushift.flux._subst import (
@@ -110,6 +111,7 @@ __all__ = [
     "patch_targets",
     "read_tree",
     "ready",
+    "ready_condition",
     "reconcile_and_wait",
     "rename",
     "request_reconcile",

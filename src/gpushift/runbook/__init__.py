@@ -12,7 +12,13 @@ and each watch-based wait::
 from __future__ import annotations
 
 from gpushift.runbook._barrier import Agent, Barrier, choose_barrier, show_taint, untainted
-from gpushift.runbook._conditions import BRIDGE_REMEDIES, Allocatable, Condition, WorkloadsUp
+from gpushift.runbook._conditions import (
+    BRIDGE_REMEDIES,
+    Allocatable,
+    Condition,
+    DependentsRetried,
+    WorkloadsUp,
+)
 from gpushift.runbook._discover import discover, gpu_pods, holds_gpu, is_agent
 from gpushift.runbook._executor import (
     EXIT,
@@ -105,6 +111,7 @@ __all__ = [
     "Consumer",
     "Context",
     "Delete",
+    "DependentsRetried",
     "Direction",
     "DriverChart",
     "Executor",

@@ -600,6 +600,66 @@ class AgentsSettled:
         return False, "GPU agents settled: " + _few(waiting, 3)
 
 
+#: kustomize-controller's and helm-controller's ``--requeue-dependency`` default: how soon an
+#: object that waited on a dependency tries again.
+REQUEUE_DEPENDENCY = "30s"
+
+
+@dataclass(frozen=True, slots=True)
+class DependentsRetried:
+    """No Flux object is still waiting out its dependency retry: none is not Ready with
+    reason ``DependencyNotReady`` while every object its ``dependsOn`` names is Ready.
+
+    The merge recreates objects others depend on (the device plugin's Kustomization on the
+    way back); a dependent that was reconciled before them stays ``DependencyNotReady`` until
+    its controller retries, after ``--requeue-dependency`` (30 s by default). Judged before
+    that, it reads as broken. A dependent whose dependency is itself not Ready, missing or
+    suspended is not waited for: the verdict reports it as it is."""
+
+    kinds = ("Kustomization", "HelmRelease")
+
+    def describe(self) -> str:
+        """For the plan."""
+        return (
+            "Flux objects that waited on a dependency now Ready have retried "
+            f"(--requeue-dependency, {REQUEUE_DEPENDENCY} by default)"
+        )
+
+    def check(self, view: View) -> Result:
+        """Holds once no object waits on a retry its dependencies no longer block."""
+        waiting: list[str] = []
+        for kind in self.kinds:
+            for obj in view.all(kind):
+                if _retrying(view, kind, obj):
+                    meta = obj.get("metadata") or {}
+                    waiting.append(f"{kind}/{meta.get('namespace')}/{meta.get('name')}")
+        if not waiting:
+            return True, "no Flux object waits on a dependency retry"
+        return False, "the dependency retry of " + _few(waiting, 3)
+
+
+def _retrying(view: View, kind: str, obj: Obj) -> bool:
+    """Whether ``obj`` is not Ready only until its next dependency retry."""
+    spec = obj.get("spec") or {}
+    if spec.get("suspend") is True:
+        return False
+    cond, _current = flux.ready_condition(obj)
+    if cond is None or cond.get("status") != "False" or cond.get("reason") != "DependencyNotReady":
+        return False
+    meta = obj.get("metadata") or {}
+    own_ns = str(meta.get("namespace") or "")
+    deps = [d for d in spec.get("dependsOn") or [] if isinstance(d, Mapping) and d.get("name")]
+    if not deps:
+        return False
+    for dep in deps:
+        found = view.get(kind, str(dep.get("namespace") or own_ns), str(dep["name"]))
+        if found is None or (found.get("spec") or {}).get("suspend") is True:
+            return False
+        if not flux.object_ready(found)[0]:
+            return False
+    return True
+
+
 Condition = (
     NoGpuPods
     | SourceRevision
@@ -612,4 +672,5 @@ Condition = (
     | PoolsUp
     | WorkloadsUp
     | AgentsSettled
+    | DependentsRetried
 )

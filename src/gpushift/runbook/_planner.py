@@ -34,6 +34,7 @@ from gpushift.runbook._conditions import (
     AgentsSettled,
     Allocatable,
     DaemonSetsGone,
+    DependentsRetried,
     DriverGone,
     NoGpuPods,
     OperatorCrsGone,
@@ -930,7 +931,14 @@ def plan_step(
         # when the consumers run again; the verdict judges the stack once it has settled.
         return Step(
             name,
-            (Wait(name, AgentsSettled(), "judge the GPU stack once it stopped starting"),),
+            (
+                Wait(name, AgentsSettled(), "judge the GPU stack once it stopped starting"),
+                Wait(
+                    name,
+                    DependentsRetried(),
+                    "judge Flux once what waited on a recreated dependency has retried",
+                ),
+            ),
             note="snapshot the GPU state again and judge it against the first",
         )
     raise ValueError(f"unknown step {name!r}")
