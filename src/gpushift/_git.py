@@ -74,17 +74,3 @@ def tree_digest(root: Path) -> str:
             except OSError:
                 continue
     return h.hexdigest()
-
-
-def tree_revision(tree: Path) -> str | None:
-    """The sha1 a GitRepository serving ``tree`` reports: a git checkout's HEAD commit when
-    nothing in its work tree differs from it (None when something does: the files read are
-    no commit), else :func:`tree_digest` (a plain directory, as the twin serves one)."""
-    if not (tree / ".git").exists():
-        return tree_digest(tree)
-    try:
-        if git("status", "--porcelain", cwd=tree).strip():
-            return None
-        return git("rev-parse", "HEAD", cwd=tree).decode().strip()
-    except GitError:
-        return None

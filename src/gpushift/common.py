@@ -14,7 +14,7 @@ from gpushift._children import die_with_parent
 from gpushift._children import stop as stop_child
 from gpushift._crds import custom_crds
 from gpushift._errors import InputError, UsageError
-from gpushift._git import GitError, git, tree_digest, tree_revision, unpack_revision
+from gpushift._git import GitError, git, tree_digest, unpack_revision
 from gpushift._kinds import FLUX_VERSION, FLUX_VERSIONS, KINDS, Kind, builtin_kinds, by_kind, lookup
 from gpushift._obj import Obj, as_dict
 from gpushift._quantity import QuantityError, format_quantity
@@ -56,7 +56,6 @@ __all__ = [
     "read_file",
     "stop_child",
     "tree_digest",
-    "tree_revision",
     "unpack_revision",
     "write_file",
 ]

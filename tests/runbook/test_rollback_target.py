@@ -20,6 +20,7 @@ from gpushift.runbook import (
     Target,
     commit_tree,
     discover,
+    identified,
     plan,
     preflight,
     read_target,
@@ -43,6 +44,11 @@ CHECK_ERROR = (
 )
 
 
+def _served(repo: Path, rev: str | None = None) -> Target:
+    """The target as a rollback reads it: with the revision and tree it is served at."""
+    return identified(read_target(repo, target=rev), repo=repo, rev=rev)
+
+
 def _reasons(target: Target) -> list[str]:
     view = _view(_cluster())
     consumers, loose = discover(view, apps=None)
@@ -60,7 +66,7 @@ def test_a_plain_directory_is_served_at_its_content_digest(tmp_path: Path) -> No
     h = hashlib.sha1()
     for p in top + below:
         h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes())
-    assert read_target(root).revision == h.hexdigest()
+    assert _served(root).revision == h.hexdigest()
 
 
 def test_a_checkout_is_served_at_its_commit_and_a_changed_one_at_no_known_revision(
@@ -73,11 +79,11 @@ def test_a_checkout_is_served_at_its_commit_and_a_changed_one_at_no_known_revisi
     head = subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
     ).stdout.strip()
-    assert read_target(repo).revision == head
+    assert _served(repo).revision == head
     (repo / "new.yaml").write_text("kind: ConfigMap\n")  # untracked: not the commit either
-    assert read_target(repo).revision is None
+    assert _served(repo).revision is None
     # A revision is read from git, whatever the checkout holds.
-    assert read_target(repo, target="HEAD").revision == head
+    assert _served(repo, "HEAD").revision == head
 
 
 def test_the_revision_the_move_started_from_keeps_its_errors_as_warnings() -> None:
@@ -158,7 +164,7 @@ def test_a_revert_of_the_move_has_the_tree_it_started_from(tmp_path: Path) -> No
     (top / "README.md").write_text("outside the folder: not what Flux applies from it\n")
     _git(top, "add", ".")
     _git(top, "commit", "-qm", "docs")
-    reverted = read_target(repo, target="HEAD")
+    reverted = _served(repo, "HEAD")
     assert reverted.revision != start and reverted.errors
     assert reverted.tree == commit_tree(repo, start) is not None
     back = returning(reverted, run="r1", revision=f"main@sha1:{start}", tree=reverted.tree)
@@ -166,11 +172,11 @@ def test_a_revert_of_the_move_has_the_tree_it_started_from(tmp_path: Path) -> No
         "consumable-shares-gate-missing"
     ]
     # The checkout itself, clean, is HEAD's tree; with a change in the folder, no tree.
-    assert read_target(repo).tree == reverted.tree
+    assert _served(repo).tree == reverted.tree
     (repo / APP / "extra.yaml").write_text("kind: ConfigMap\n")
-    assert read_target(repo).tree is None
+    assert _served(repo).tree is None
     # The move's own commit has another tree: its errors would still refuse.
-    moved = read_target(repo, target="HEAD~2")
+    moved = _served(repo, "HEAD~2")
     assert moved.tree != reverted.tree
     # A commit the repository does not hold has no tree.
     assert commit_tree(repo, "f" * 40) is None

@@ -76,7 +76,13 @@ from gpushift.runbook._planner import (
     preflight_warnings,
 )
 from gpushift.runbook._snapshot import Judge, Snapshotter, judge, snapshot_of, verdict_reasons
-from gpushift.runbook._target import commit_tree, read_target, returning, revision_commit
+from gpushift.runbook._target import (
+    commit_tree,
+    identified,
+    read_target,
+    returning,
+    revision_commit,
+)
 from gpushift.runbook._view import KINDS, View
 
 Emit = Callable[[Obj], None]
@@ -893,10 +899,12 @@ class Executor:
                 return self._refused(err.reasons, unfinished=unfinished)
             if target is not None and found is not None and found.finished:
                 # Back to the revision the move started from: what it ran then, it may run again.
+                assert given.repo is not None  # a target is read from --repo
                 before = str(found.facts.get("revisionBefore") or "")
                 commit = revision_commit(before)
-                tree = commit_tree(given.repo, commit) if given.repo and commit else None
-                target = returning(target, run=found.run, revision=before, tree=tree)
+                tree = commit_tree(given.repo, commit) if commit else None
+                served = identified(target, repo=given.repo, rev=given.target)
+                target = returning(served, run=found.run, revision=before, tree=tree)
         to = options.to
         self.options = options
         if self.req.mode in ("resume", "abort"):

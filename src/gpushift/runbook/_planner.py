@@ -14,6 +14,7 @@ from typing import Any
 
 from gpushift import flux
 from gpushift._obj import Obj
+from gpushift.reports import Finding
 from gpushift.rules import (
     DEFAULT_KUBERNETES_VERSION,
     Ranked,
@@ -397,13 +398,7 @@ def preflight(
 
 def _target_check_reasons(target: Target) -> list[str]:
     """One reason per error finding of ``gpushift check`` at the target."""
-    out = []
-    for f in target.errors:
-        where = f"{f.path}:{f.line}" if f.line else f.path
-        out.append(
-            f"gpushift check finds an error at the target: {f.rule} in {where} ({f.object}): "
-            f"{f.message}"
-        )
+    out = [f"gpushift check finds an error at the target: {_finding(f)}" for f in target.errors]
     if target.back_to and any(f.rule not in NEVER_RESTORED for f in target.errors):
         # A match would have moved these to ``existing`` (_target.returning).
         out.append(
@@ -467,13 +462,17 @@ def preflight_warnings(
     cluster ran them before the move it undoes (``Target.existing``)."""
     out = preemption_lost(view, options, target, consumers)
     if target is not None:
-        for f in target.existing:
-            where = f"{f.path}:{f.line}" if f.line else f.path
-            out.append(
-                f"the cluster ran this before the move (the target is {target.back_to}): "
-                f"{f.rule} in {where} ({f.object}): {f.message}"
-            )
+        out += [
+            f"the cluster ran this before the move (the target is {target.back_to}): " + _finding(f)
+            for f in target.existing
+        ]
     return out
+
+
+def _finding(f: Finding) -> str:
+    """``RULE in FILE:LINE (OBJECT): MESSAGE``, a check finding at the target."""
+    where = f"{f.path}:{f.line}" if f.line else f.path
+    return f"{f.rule} in {where} ({f.object}): {f.message}"
 
 
 def preemption_lost(

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpushift._errors import InputError
-from gpushift._git import GitError, git, tree_revision, unpack_revision
+from gpushift._git import GitError, git, tree_digest, unpack_revision
 from gpushift.gitops import (
     AGENT_TOLERATIONS,
     ChartId,
@@ -62,7 +62,8 @@ class Target:
     #: Where the target deploys gpu-operator's GPUCluster (its DRA stack), if it does.
     gpu_clusters: tuple[str, ...] = ()
     #: The sha1 a GitRepository serving the target reports: a commit, or a plain directory's
-    #: content digest (None: a checkout whose files differ from its commit).
+    #: content digest (None: a checkout whose files differ from its commit, or not read:
+    #: :func:`identified`).
     revision: str | None = None
     #: The git tree of the repository's folder there (None: not read from git): a revert
     #: commit has the tree of the commit it goes back to.
@@ -100,6 +101,30 @@ def commit_tree(repo: Path, commit: str) -> str | None:
     except (GitError, ValueError):
         return None
     return out or None
+
+
+def identified(target: Target, *, repo: Path, rev: str | None = None) -> Target:
+    """``target``, read by :func:`read_target` from ``repo`` and ``rev``, with the revision
+    and tree a GitRepository serving it reports (``Target.revision``, ``Target.tree``).
+
+    Only a rollback asks (:func:`returning`): it runs git and reads every file of a plain
+    directory. A git revision is its commit; a checkout's top is its HEAD when nothing in
+    it differs from HEAD (else no revision at all); any other directory is its content
+    digest, as the twin serves one, with its git tree when it lies clean in a checkout.
+    """
+    if rev is not None and not Path(rev).is_dir():
+        commit = git("rev-parse", f"{rev}^{{commit}}", cwd=repo).decode().strip()
+        return replace(target, revision=commit, tree=commit_tree(repo, commit))
+    folder = Path(rev) if rev is not None else repo
+    if not (folder / ".git").exists():
+        return replace(target, revision=tree_digest(folder), tree=_checkout_tree(folder))
+    try:
+        if git("status", "--porcelain", cwd=folder).strip():
+            return replace(target, revision=None, tree=None)
+        commit = git("rev-parse", "HEAD", cwd=folder).decode().strip()
+    except GitError:
+        return replace(target, revision=None, tree=None)
+    return replace(target, revision=commit, tree=commit_tree(folder, commit))
 
 
 def _checkout_tree(folder: Path) -> str | None:
@@ -157,11 +182,7 @@ def read_target(repo: Path, *, root: str | None = None, target: str | None = Non
         raise InputError("--repo: no such directory", path=str(repo))
     if target is None or Path(target).is_dir():
         tree = Path(target) if target is not None else repo
-        return replace(
-            _read(tree, root=root, where=str(tree)),
-            revision=tree_revision(tree),
-            tree=_checkout_tree(tree),
-        )
+        return _read(tree, root=root, where=str(tree))
     if not _is_revision(repo, target):
         raise InputError(
             f"--target {target!r}: neither a directory nor a git revision of the repository",
@@ -178,12 +199,7 @@ def read_target(repo: Path, *, root: str | None = None, target: str | None = Non
                 f"--target {target!r}: git archive failed: {err.reason}", path=str(repo)
             ) from None
         tree = Path(tmp) / prefix if paths else Path(tmp)
-        commit = git("rev-parse", f"{target}^{{commit}}", cwd=repo).decode().strip()
-        return replace(
-            _read(tree, root=root, where=f"{repo} at {target}"),
-            revision=commit,
-            tree=commit_tree(repo, commit),
-        )
+        return _read(tree, root=root, where=f"{repo} at {target}")
 
 
 def _read(tree: Path, *, root: str | None, where: str) -> Target:
